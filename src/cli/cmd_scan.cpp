@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include <cstdio>
+#include <set>
+
+#include "cli/commands.hpp"
+#include "cli/scan_json.hpp"
+#include "scan/scanner.hpp"
+#include "util/strings.hpp"
+
+namespace passthru::cli {
+
+namespace {
+
+using util::Style;
+using util::styled;
+
+std::string link_text(const scan::PciDevice& d)
+{
+    if (!d.link || !d.link->width) {
+        return "";
+    }
+    std::string out = "x" + std::to_string(*d.link->width);
+    if (d.link->max_width && *d.link->max_width != *d.link->width) {
+        out += "/" + std::to_string(*d.link->max_width);
+    }
+    if (d.link->speed_gts) {
+        std::string speed = d.link->speed.value_or("");
+        out += " " + speed.substr(0, speed.find(' ')) + "GT/s";
+    }
+    return out;
+}
+
+std::string render_human(const scan::Inventory& inv, bool color)
+{
+    const auto& host = inv.host;
+    std::string out;
+    out += styled("Host", Style::bold, color) + "\n";
+    util::TextTable facts;
+    facts.add_row({"CPU", (host.cpu_model.empty() ? host.cpu_vendor : host.cpu_model) + " ("
+                              + (host.cpu_vendor.empty() ? "unknown vendor" : host.cpu_vendor)
+                              + (host.virtualization == true ? (host.is_amd() ? ", svm" : ", vmx") : "") + ")"});
+    facts.add_row({"Kernel", host.kernel.value_or("unknown")});
+    facts.add_row({"Proxmox VE", host.pve_version.value_or("not installed")});
+    facts.add_row({"Boot loader", std::string(scan::to_string(host.bootloader)) + " (" + host.bootloader_evidence + ")"});
+    facts.add_row({"Command line", host.cmdline.value_or("unknown")});
+    std::string iommu = host.iommu.enabled ? "on, " + std::to_string(host.iommu.groups) + " groups" : "off (no IOMMU groups)";
+    if (host.iommu.enabled) {
+        iommu += ", interrupt remapping "
+                 + std::string(host.iommu.interrupt_remapping ? (*host.iommu.interrupt_remapping ? "yes" : "no") : "unknown");
+    }
+    facts.add_row({"IOMMU", iommu});
+    if (host.mem_total_kib) {
+        facts.add_row({"Memory", std::to_string(*host.mem_total_kib / 1024 / 1024) + " GiB"});
+    }
+    out += facts.render("  ");
+
+    // GPU index per slot, for the table marks.
+    std::map<std::string, int> gpu_index;
+    for (std::size_t i = 0; i < inv.gpus.size(); ++i) {
+        gpu_index[inv.gpus[i].slot] = static_cast<int>(i);
+    }
+
+    out += "\n" + styled("PCI devices by IOMMU group", Style::bold, color) + "\n";
+    util::TextTable table;
+    table.add_row({"GROUP", "ADDRESS", "CLASS", "ID", "DRIVER", "LINK", "DEVICE"});
+    auto add_device = [&](const scan::PciDevice& d, const std::string& group) {
+        std::string name = d.vendor_name;
+        if (!d.device_name.empty()) {
+            name += (name.empty() ? "" : " ") + d.device_name;
+        }
+        if (name.empty()) {
+            name = d.class_name.empty() ? "Device" : d.class_name;
+        }
+        std::string marks;
+        if (auto it = gpu_index.find(d.address.slot()); it != gpu_index.end() && !d.is_virtfn) {
+            marks += " [GPU " + std::to_string(it->second) + "]";
+        }
+        if (d.boot_vga) {
+            marks += " [boot VGA]";
+        }
+        std::string line_name = name + marks;
+        if (!marks.empty()) {
+            line_name = name + styled(marks, Style::cyan, color);
+        }
+        table.add_row({group, d.address.str(), d.class16() ? util::hex(*d.class16(), 4) : "?",
+                       d.vendor_device().empty() ? "?" : d.vendor_device(), d.driver.value_or("-"), link_text(d), line_name});
+    };
+    std::set<scan::PciAddress> listed;
+    for (const auto& [number, group] : inv.groups) {
+        for (const auto& addr : group.devices) {
+            if (const auto* d = inv.find(addr)) {
+                add_device(*d, std::to_string(number));
+                listed.insert(addr);
+            }
+        }
+    }
+    for (const auto& d : inv.devices) {
+        if (!listed.contains(d.address)) {
+            add_device(d, "-");
+        }
+    }
+    out += table.render("  ");
+
+    out += "\n" + styled("GPU cards", Style::bold, color) + "\n";
+    if (inv.gpus.empty()) {
+        out += "  none\n";
+    }
+    util::TextTable cards;
+    for (std::size_t i = 0; i < inv.gpus.size(); ++i) {
+        const auto& g = inv.gpus[i];
+        const scan::PciDevice* first = g.functions.empty() ? nullptr : inv.find(g.functions.front());
+        std::string name = first != nullptr ? first->device_name : "";
+        std::vector<std::string> groups;
+        for (int n : g.iommu_groups) {
+            groups.push_back(std::to_string(n));
+        }
+        std::string verdict(scan::to_string(g.isolation));
+        const Style verdict_style = g.isolation == scan::Isolation::clean ? Style::green
+                                    : g.isolation == scan::Isolation::shared ? Style::red
+                                                                             : Style::yellow;
+        std::string extra = g.is_nvidia() ? "" : " (not NVIDIA)";
+        if (g.boot_vga) {
+            extra += " boot VGA";
+        }
+        cards.add_row({std::to_string(i), g.slot, name.empty() ? "Device" : name,
+                       std::to_string(g.functions.size()) + (g.functions.size() == 1 ? " function" : " functions"),
+                       groups.empty() ? "no group" : "group " + util::join(groups, ","), styled(verdict, verdict_style, color) + extra});
+    }
+    out += cards.render("  ");
+
+    out += "\n" + styled("Problems", Style::bold, color) + "\n";
+    if (inv.problems.empty()) {
+        out += "  none\n";
+    }
+    for (const auto& p : inv.problems) {
+        const Style s = p.severity == scan::Severity::error ? Style::red
+                        : p.severity == scan::Severity::warning ? Style::yellow
+                                                                : Style::dim;
+        out += "  " + styled(std::string(scan::to_string(p.severity)) + ":", s, color) + " " + p.message + "\n";
+        if (!p.fix.empty()) {
+            out += "    fix: " + p.fix + "\n";
+        }
+    }
+    return out;
+}
+
+} // namespace
+
+void scan_options(po::options_description& options)
+{
+    options.add_options()("json", "print one JSON document (schema passthru.scan/1) and nothing else");
+}
+
+int run_scan(Context& ctx, const po::variables_map& vm)
+{
+    auto inv = scan::scan_host(ctx.fs, ctx.runner);
+    if (!inv) {
+        throw inv.error();
+    }
+    if (vm.count("json") != 0U) {
+        std::fputs((scan_to_json(*inv).dump(2) + "\n").c_str(), stdout);
+    } else {
+        std::fputs(render_human(*inv, ctx.color_out).c_str(), stdout);
+    }
+    return exit_code::ok;
+}
+
+} // namespace passthru::cli

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "cli/commands.hpp"
+
+#include <cstdio>
+
+namespace passthru::cli {
+
+const std::vector<Command>& commands()
+{
+    // A plain table, not self-registration: nothing can silently drop out.
+    static const std::vector<Command> k_commands{
+        {"scan", "list GPUs, IOMMU groups, drivers and what is wrong with the host", scan_options, run_scan},
+        {"plan", "show every change passthrough needs on this host, each with its reason", plan_options, run_plan},
+        {"apply", "make the planned changes (journaled, atomic); --dry-run shows the diffs", apply_options, run_apply},
+        {"verify", "check after the reboot that the GPUs are ready for their VM", verify_options, run_verify},
+        {"history", "list the recorded generations of changes", history_options, run_history},
+        {"rollback", "restore the files of an earlier generation", rollback_options, run_rollback},
+        {"confirm", "keep a network change applied with --confirm-timeout", confirm_options, run_confirm},
+    };
+    return k_commands;
+}
+
+void print_warning(const Context& ctx, std::string_view message)
+{
+    std::fprintf(stderr, "passthru: %s %.*s\n", util::styled("warning:", util::Style::yellow, ctx.color_err).c_str(),
+                 static_cast<int>(message.size()), message.data());
+}
+
+void print_note(const Context& ctx, std::string_view message)
+{
+    std::fprintf(stderr, "passthru: %s %.*s\n", util::styled("note:", util::Style::cyan, ctx.color_err).c_str(),
+                 static_cast<int>(message.size()), message.data());
+}
+
+} // namespace passthru::cli

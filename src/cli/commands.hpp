@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/command_runner.hpp"
+#include "util/host_fs.hpp"
+#include "util/term.hpp"
+
+namespace passthru::cli {
+
+namespace po = boost::program_options;
+
+struct GlobalOptions
+{
+    std::filesystem::path root = "/";
+    std::optional<std::filesystem::path> data_dir;
+    util::ColorMode color = util::ColorMode::auto_detect;
+};
+
+// Everything a command needs: the host (through HostFs), the command runner
+// (records under --root, runs on the live host) and output settings.
+struct Context
+{
+    GlobalOptions global;
+    util::HostFs fs;
+    util::CommandRunner runner;
+    bool color_out = false; // stdout
+    bool color_err = false; // stderr
+};
+
+struct Command
+{
+    std::string_view name;
+    std::string_view summary; // one line, for `passthru --help`
+    void (*add_options)(po::options_description& options);
+    // Returns the exit code; throws Error for failures (mapped in main).
+    int (*run)(Context& ctx, const po::variables_map& vm);
+};
+
+const std::vector<Command>& commands();
+
+// Command implementations, one file each (cmd_<name>.cpp).
+void scan_options(po::options_description& options);
+int run_scan(Context& ctx, const po::variables_map& vm);
+void plan_options(po::options_description& options);
+int run_plan(Context& ctx, const po::variables_map& vm);
+void apply_options(po::options_description& options);
+int run_apply(Context& ctx, const po::variables_map& vm);
+void verify_options(po::options_description& options);
+int run_verify(Context& ctx, const po::variables_map& vm);
+void history_options(po::options_description& options);
+int run_history(Context& ctx, const po::variables_map& vm);
+void rollback_options(po::options_description& options);
+int run_rollback(Context& ctx, const po::variables_map& vm);
+void confirm_options(po::options_description& options);
+int run_confirm(Context& ctx, const po::variables_map& vm);
+
+// Diagnostics on stderr: "passthru: warning: ...", "hint: ...".
+void print_warning(const Context& ctx, std::string_view message);
+void print_note(const Context& ctx, std::string_view message);
+
+} // namespace passthru::cli

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "cli/help.hpp"
+#include "util/error.hpp"
+
+using namespace passthru;
+using namespace passthru::cli;
+
+namespace {
+
+void print_error(const Error& err, bool color)
+{
+    std::fprintf(stderr, "passthru: %s %s\n", util::styled("error:", util::Style::red, color).c_str(), err.what());
+    for (const auto& ctx : err.context()) {
+        std::fprintf(stderr, "passthru: note: while %s\n", ctx.c_str());
+    }
+    for (const auto& hint : err.hints()) {
+        std::fprintf(stderr, "hint: %s\n", hint.c_str());
+    }
+}
+
+util::ColorMode parse_color(const std::string& text)
+{
+    if (text == "auto") {
+        return util::ColorMode::auto_detect;
+    }
+    if (text == "always") {
+        return util::ColorMode::always;
+    }
+    if (text == "never") {
+        return util::ColorMode::never;
+    }
+    throw Error(Errc::usage, "--color must be auto, always or never, not '" + text + "'");
+}
+
+int run(int argc, char** argv)
+{
+    po::options_description global("Global options");
+    global.add_options()
+        ("help,h", "show help and exit")
+        ("version", "show the version and exit")
+        ("root", po::value<std::string>()->default_value("/"), "act on the host tree under DIR instead of /")
+        ("data-dir", po::value<std::string>(), "read templates and profiles from DIR")
+        ("color", po::value<std::string>()->default_value("auto"), "colour output: auto, always, never");
+    po::options_description hidden;
+    hidden.add_options()("command", po::value<std::string>(), "")("args", po::value<std::vector<std::string>>(), "");
+    po::positional_options_description positional;
+    positional.add("command", 1).add("args", -1);
+    po::options_description all;
+    all.add(global).add(hidden);
+
+    po::variables_map gvm;
+    po::parsed_options parsed = po::command_line_parser(argc, argv).options(all).positional(positional).allow_unregistered().run();
+    po::store(parsed, gvm);
+    po::notify(gvm);
+
+    const auto color_mode = parse_color(gvm["color"].as<std::string>());
+    if (gvm.count("version") != 0U) {
+        std::printf("passthru %s\n", PASSTHRU_VERSION);
+        return exit_code::ok;
+    }
+    if (gvm.count("command") == 0U) {
+        if (gvm.count("help") != 0U) {
+            std::fputs(main_help(global).c_str(), stdout);
+            return exit_code::ok;
+        }
+        throw Error(Errc::usage, "no command given").with_hint("run 'passthru --help' for the commands");
+    }
+    const std::string name = gvm["command"].as<std::string>();
+    const Command* command = nullptr;
+    for (const auto& c : commands()) {
+        if (c.name == name) {
+            command = &c;
+        }
+    }
+    if (command == nullptr) {
+        throw Error(Errc::usage, "unknown command '" + name + "'").with_hint("run 'passthru --help' for the commands");
+    }
+
+    // Everything after the command name goes to the command's own options;
+    // global options may also follow the command.
+    std::vector<std::string> rest = po::collect_unrecognized(parsed.options, po::include_positional);
+    rest.erase(rest.begin()); // the command name itself
+    po::options_description cmd_options(std::string(command->name) + " options");
+    command->add_options(cmd_options);
+    cmd_options.add_options()("help,h", "show help for this command");
+    po::options_description cmd_all;
+    cmd_all.add(cmd_options);
+    po::options_description global_again;
+    global_again.add_options()
+        ("root", po::value<std::string>(), "")
+        ("data-dir", po::value<std::string>(), "")
+        ("color", po::value<std::string>(), "");
+    cmd_all.add(global_again);
+    po::variables_map vm;
+    po::store(po::command_line_parser(rest).options(cmd_all).run(), vm);
+    po::notify(vm);
+    if (gvm.count("help") != 0U || vm.count("help") != 0U) {
+        std::fputs(command_help(*command, cmd_options, global).c_str(), stdout);
+        return exit_code::ok;
+    }
+
+    GlobalOptions options;
+    options.root = vm.count("root") != 0U ? vm["root"].as<std::string>() : gvm["root"].as<std::string>();
+    if (vm.count("data-dir") != 0U) {
+        options.data_dir = vm["data-dir"].as<std::string>();
+    } else if (gvm.count("data-dir") != 0U) {
+        options.data_dir = gvm["data-dir"].as<std::string>();
+    }
+    options.color = vm.count("color") != 0U ? parse_color(vm["color"].as<std::string>()) : color_mode;
+
+    auto fs = util::HostFs::open(options.root);
+    if (!fs) {
+        throw Error(Errc::usage, std::string("--root: ") + fs.error().what())
+            .with_hint("give the directory that holds the host's /sys, /proc and /etc");
+    }
+    Context ctx{options, std::move(*fs), util::CommandRunner(util::RunMode::record), false, false};
+    if (ctx.fs.is_live()) {
+        ctx.runner = util::CommandRunner(util::RunMode::execute);
+    }
+    ctx.color_out = util::use_color(stdout, options.color);
+    ctx.color_err = util::use_color(stderr, options.color);
+    return command->run(ctx, vm);
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    const bool color = util::use_color(stderr, util::ColorMode::auto_detect);
+    try {
+        const int rc = run(argc, argv);
+        std::fflush(stdout);
+        return rc;
+    } catch (const Error& err) {
+        std::fflush(stdout);
+        print_error(err, color);
+        return exit_code_for(err.code());
+    } catch (const po::error& err) {
+        std::fflush(stdout);
+        print_error(Error(Errc::usage, err.what()).with_hint("run 'passthru --help' or 'passthru COMMAND --help'"), color);
+        return exit_code::usage;
+    } catch (const std::bad_alloc&) {
+        std::fputs("passthru: error: out of memory\n", stderr);
+        return exit_code::internal;
+    } catch (const std::exception& err) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "passthru: internal error: %s\n", err.what());
+        std::fputs("hint: this is a bug in passthru; please report it with the command you ran\n", stderr);
+        return exit_code::internal;
+    }
+}

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "cli/scan_json.hpp"
+
+#include "util/strings.hpp"
+
+namespace passthru::cli {
+
+namespace {
+
+using nlohmann::json;
+
+template<typename T>
+json opt(const std::optional<T>& value)
+{
+    return value ? json(*value) : json(nullptr);
+}
+
+json hex_opt(const std::optional<std::uint16_t>& value)
+{
+    return value ? json(util::hex(*value, 4)) : json(nullptr);
+}
+
+json addresses(const std::vector<scan::PciAddress>& addrs)
+{
+    json out = json::array();
+    for (const auto& a : addrs) {
+        out.push_back(a.str());
+    }
+    return out;
+}
+
+} // namespace
+
+nlohmann::json scan_to_json(const scan::Inventory& inv)
+{
+    const auto& host = inv.host;
+    json doc;
+    doc["schema"] = "passthru.scan/1";
+    json jhost;
+    jhost["cpu_vendor"] = host.cpu_vendor.empty() ? json(nullptr) : json(host.cpu_vendor);
+    jhost["cpu_model"] = host.cpu_model.empty() ? json(nullptr) : json(host.cpu_model);
+    jhost["cpu_count"] = host.cpu_count;
+    jhost["virtualization"] = opt(host.virtualization);
+    jhost["kernel"] = opt(host.kernel);
+    jhost["cmdline"] = opt(host.cmdline);
+    jhost["bootloader"] = std::string(scan::to_string(host.bootloader));
+    jhost["bootloader_evidence"] = host.bootloader_evidence;
+    jhost["uefi"] = host.uefi;
+    jhost["proxmox_boot_tool"] = host.proxmox_boot_tool;
+    jhost["pve_version"] = opt(host.pve_version);
+    jhost["mem_total_kib"] = opt(host.mem_total_kib);
+    jhost["iommu"] = {
+        {"enabled", host.iommu.enabled},
+        {"groups", host.iommu.groups},
+        {"interrupt_remapping", opt(host.iommu.interrupt_remapping)},
+        {"interrupt_remapping_evidence", host.iommu.interrupt_remapping_evidence},
+        {"units", host.iommu.units},
+    };
+    jhost["modules"] = {
+        {"vfio_pci", host.module_loaded("vfio_pci")},
+        {"vfio", host.module_loaded("vfio")},
+        {"nvidia", host.module_loaded("nvidia")},
+        {"nouveau", host.module_loaded("nouveau")},
+    };
+    doc["host"] = jhost;
+
+    json devices = json::array();
+    for (const auto& d : inv.devices) {
+        json jd;
+        jd["address"] = d.address.str();
+        jd["vendor"] = hex_opt(d.vendor);
+        jd["device"] = hex_opt(d.device);
+        jd["class"] = d.class16() ? json(util::hex(*d.class16(), 4)) : json(nullptr);
+        jd["class_code"] = d.class_code ? json(util::hex(*d.class_code, 6)) : json(nullptr);
+        jd["subsystem"] = (d.subsystem_vendor && d.subsystem_device)
+                              ? json(util::hex(*d.subsystem_vendor, 4) + ":" + util::hex(*d.subsystem_device, 4))
+                              : json(nullptr);
+        jd["revision"] = d.revision ? json(util::hex(*d.revision, 2)) : json(nullptr);
+        jd["vendor_name"] = d.vendor_name.empty() ? json(nullptr) : json(d.vendor_name);
+        jd["device_name"] = d.device_name.empty() ? json(nullptr) : json(d.device_name);
+        jd["class_name"] = d.class_name.empty() ? json(nullptr) : json(d.class_name);
+        jd["driver"] = opt(d.driver);
+        jd["driver_override"] = opt(d.driver_override);
+        jd["iommu_group"] = opt(d.iommu_group);
+        jd["numa_node"] = opt(d.numa_node);
+        jd["boot_vga"] = d.boot_vga;
+        if (d.link) {
+            jd["link"] = {{"speed", opt(d.link->speed)},
+                          {"width", opt(d.link->width)},
+                          {"max_speed", opt(d.link->max_speed)},
+                          {"max_width", opt(d.link->max_width)}};
+        } else {
+            jd["link"] = nullptr;
+        }
+        jd["reset_method"] = d.reset_methods;
+        jd["parent"] = d.parent ? json(d.parent->str()) : json(nullptr);
+        jd["bridge"] = d.is_bridge;
+        jd["acs"] = d.has_acs;
+        jd["sriov"] = {{"virtfn", d.is_virtfn},
+                       {"physfn", d.physfn ? json(d.physfn->str()) : json(nullptr)},
+                       {"totalvfs", opt(d.sriov_totalvfs)},
+                       {"numvfs", opt(d.sriov_numvfs)}};
+        jd["net"] = d.net_interfaces;
+        devices.push_back(std::move(jd));
+    }
+    doc["devices"] = std::move(devices);
+
+    json groups = json::array();
+    for (const auto& [number, group] : inv.groups) {
+        groups.push_back({{"group", number}, {"type", opt(group.type)}, {"devices", addresses(group.devices)}});
+    }
+    doc["iommu_groups"] = std::move(groups);
+
+    json gpus = json::array();
+    int index = 0;
+    for (const auto& g : inv.gpus) {
+        json jg;
+        jg["index"] = index++;
+        jg["slot"] = g.slot;
+        jg["vendor"] = util::hex(g.vendor, 4);
+        jg["nvidia"] = g.is_nvidia();
+        jg["functions"] = addresses(g.functions);
+        jg["iommu_groups"] = g.iommu_groups;
+        jg["isolation"] = std::string(scan::to_string(g.isolation));
+        jg["shares_with"] = addresses(g.shares_with);
+        jg["other_endpoints"] = addresses(g.other_endpoints);
+        jg["host_critical"] = addresses(g.host_critical);
+        jg["boot_vga"] = g.boot_vga;
+        jg["numa_node"] = opt(g.numa_node);
+        const scan::PciDevice* first = g.functions.empty() ? nullptr : inv.find(g.functions.front());
+        jg["name"] = (first != nullptr && !first->device_name.empty()) ? json(first->device_name) : json(nullptr);
+        gpus.push_back(std::move(jg));
+    }
+    doc["gpus"] = std::move(gpus);
+
+    json problems = json::array();
+    for (const auto& p : inv.problems) {
+        problems.push_back({{"severity", std::string(scan::to_string(p.severity))}, {"message", p.message}, {"fix", p.fix}});
+    }
+    doc["problems"] = std::move(problems);
+    return doc;
+}
+
+} // namespace passthru::cli

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The plan: every change passthru would make to one host, each with its
+// reason. Built by make_plan() from an inventory and a request; rendered by
+// cli/, saved with --out, executed by apply/.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "scan/inventory.hpp"
+#include "util/error.hpp"
+#include "util/host_fs.hpp"
+
+namespace passthru::plan {
+
+enum class AcsOverride
+{
+    no,
+    yes,
+};
+
+enum class Backend
+{
+    proxmox,
+    libvirt,
+};
+
+enum class ApplyNetwork
+{
+    staged, // write /etc/network/interfaces.new only (PVE's pending file)
+    now,    // also run ifreload -a (with the lock-out guard)
+};
+
+// --bond/--bridge options (issue 6).
+struct NetworkRequest
+{
+    std::vector<std::string> bond_slaves;
+    std::string bond_mode = "balance-rr";
+    std::string bond_name = "bond0";
+    std::string bridge = "vmbr0";
+    std::optional<std::string> address; // CIDR
+    std::optional<std::string> gateway;
+    std::optional<std::string> xmit_hash_policy;
+    bool vlan_aware = false;
+    ApplyNetwork apply = ApplyNetwork::staged;
+    std::optional<int> confirm_timeout_seconds;
+};
+
+// What the user asked for. Serialised into saved plans and journals.
+struct Request
+{
+    std::optional<std::uint64_t> vmid;
+    std::string gpus;              // "all", "0,1", "0000:01:00,0000:41:00" (as given)
+    AcsOverride acs_override = AcsOverride::no;
+    Backend backend = Backend::proxmox;
+    std::optional<std::string> mapping;      // --mapping NAME (PVE cluster mapping)
+    std::optional<std::string> connect_uri;  // --connect URI (libvirt)
+    std::optional<std::string> vm_profile;   // --profile NAME (VM profile)
+    std::optional<NetworkRequest> network;
+};
+
+enum class FileAction
+{
+    create,
+    modify,
+    remove,
+};
+
+struct FileChange
+{
+    std::string path; // host path, e.g. "/etc/modprobe.d/passthru-vfio.conf"
+    FileAction action = FileAction::create;
+    std::optional<std::string> before; // current content; nullopt when absent
+    std::optional<std::string> after;  // planned content; nullopt when removed
+    std::optional<std::string> before_sha256;
+    mode_t mode = 0644; // for created files; existing files keep theirs
+    std::vector<std::string> reasons; // one line each, shown with the diff
+};
+
+// An external command run after the files are in place (update-initramfs,
+// update-grub, proxmox-boot-tool refresh, qm create, ifreload -a).
+struct PlannedCommand
+{
+    std::vector<std::string> argv;
+    std::string reason;
+};
+
+struct KernelArgs
+{
+    std::vector<std::string> add;
+    std::vector<std::string> remove;
+};
+
+struct SelectedGpu
+{
+    std::string slot;
+    std::string name; // profile or pci.ids name
+    std::vector<std::string> functions;
+    std::vector<std::string> ids; // vendor:device of every function
+    std::vector<int> iommu_groups;
+    bool boot_vga = false;
+};
+
+struct Refusal
+{
+    std::string message;
+    std::vector<std::string> hints;
+};
+
+// A libvirt domain whose definition changes (libvirt backend).
+struct DomainChange
+{
+    std::string uri;
+    std::string name;
+    std::optional<std::string> before_xml;
+    std::string after_xml;
+    std::vector<std::string> reasons;
+};
+
+struct Plan
+{
+    Request request;
+    std::vector<FileChange> files;
+    std::vector<PlannedCommand> commands;
+    KernelArgs kernel_args;
+    std::vector<std::string> vfio_ids;
+    std::string binding; // "ids" or "address": how vfio-pci claims the cards
+    std::vector<SelectedGpu> gpus;
+    std::vector<DomainChange> domains;
+    std::vector<std::string> warnings;
+    std::vector<Refusal> refusals;
+    std::vector<std::string> notes; // reboot needed, what verify checks
+
+    bool refused() const { return !refusals.empty(); }
+    // Nothing to write and nothing to run: applying it is a no-op.
+    bool empty() const { return files.empty() && commands.empty() && domains.empty(); }
+};
+
+} // namespace passthru::plan

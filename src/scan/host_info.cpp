@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Host facts: CPU, kernel, command line, boot loader, IOMMU, Proxmox VE.
+#include <algorithm>
+
+#include "scan/scanner.hpp"
+#include "util/strings.hpp"
+
+namespace passthru::scan {
+
+namespace {
+
+void read_cpuinfo(const util::HostFs& fs, HostInfo& host)
+{
+    auto text = fs.read_file("/proc/cpuinfo");
+    if (!text) {
+        return;
+    }
+    bool first = true;
+    for (const auto& line : util::split_lines(*text)) {
+        const auto colon = line.find(':');
+        if (colon == std::string::npos) {
+            continue;
+        }
+        const std::string key(util::trim(std::string_view(line).substr(0, colon)));
+        const std::string value(util::trim(std::string_view(line).substr(colon + 1)));
+        if (key == "processor") {
+            ++host.cpu_count;
+            first = host.cpu_count == 1;
+        }
+        if (!first) {
+            continue;
+        }
+        if (key == "vendor_id") {
+            host.cpu_vendor = value == "AuthenticAMD" ? "AMD" : value == "GenuineIntel" ? "Intel" : value;
+        } else if (key == "model name") {
+            host.cpu_model = value;
+        } else if (key == "flags") {
+            const auto flags = util::split(value, " ");
+            host.virtualization = std::find(flags.begin(), flags.end(), "vmx") != flags.end()
+                                  || std::find(flags.begin(), flags.end(), "svm") != flags.end();
+        }
+    }
+}
+
+void read_modules(const util::HostFs& fs, HostInfo& host)
+{
+    auto text = fs.read_file("/proc/modules");
+    if (!text) {
+        return;
+    }
+    for (const auto& line : util::split_lines(*text)) {
+        const auto parts = util::split(line, " ");
+        if (!parts.empty()) {
+            host.loaded_modules.push_back(parts[0]);
+        }
+    }
+    std::sort(host.loaded_modules.begin(), host.loaded_modules.end());
+}
+
+void read_meminfo(const util::HostFs& fs, HostInfo& host)
+{
+    auto text = fs.read_file("/proc/meminfo");
+    if (!text) {
+        return;
+    }
+    for (const auto& line : util::split_lines(*text)) {
+        if (line.rfind("MemTotal:", 0) == 0) {
+            const auto parts = util::split(line.substr(9), " ");
+            if (!parts.empty()) {
+                if (auto kib = util::parse_int(parts[0]); kib && *kib > 0) {
+                    host.mem_total_kib = static_cast<std::uint64_t>(*kib);
+                }
+            }
+        }
+    }
+}
+
+// Interrupt remapping: the kernel tags remapped interrupt domains "IR-" in
+// /proc/interrupts (IR-PCI-MSI, IR-IO-APIC). Without that file, Intel's
+// DMAR units report IR support in bit 3 of their extended capabilities.
+void read_interrupt_remapping(const util::HostFs& fs, HostInfo& host)
+{
+    if (auto text = fs.read_file("/proc/interrupts")) {
+        if (text->find("IR-") != std::string::npos) {
+            host.iommu.interrupt_remapping = true;
+            host.iommu.interrupt_remapping_evidence = "/proc/interrupts has IR- interrupt domains";
+            return;
+        }
+        if (text->find("PCI-MSI") != std::string::npos || text->find("IO-APIC") != std::string::npos) {
+            host.iommu.interrupt_remapping = false;
+            host.iommu.interrupt_remapping_evidence = "/proc/interrupts has no IR- interrupt domains";
+            return;
+        }
+    }
+    for (const auto& unit : host.iommu.units) {
+        if (auto ecap = fs.read_attr("/sys/class/iommu/" + unit + "/intel-iommu/ecap")) {
+            if (auto bits = util::parse_hex(*ecap)) {
+                host.iommu.interrupt_remapping = ((*bits >> 3) & 1U) != 0;
+                host.iommu.interrupt_remapping_evidence = "/sys/class/iommu/" + unit + "/intel-iommu/ecap bit 3";
+                return;
+            }
+        }
+    }
+}
+
+std::optional<std::string> dpkg_version(const util::HostFs& fs, std::string_view package)
+{
+    auto text = fs.read_file("/var/lib/dpkg/status");
+    if (!text) {
+        return std::nullopt;
+    }
+    bool in_package = false;
+    bool installed = false;
+    std::optional<std::string> version;
+    for (const auto& line : util::split_lines(*text)) {
+        if (line.empty()) {
+            if (in_package && installed && version) {
+                return version;
+            }
+            in_package = false;
+            installed = false;
+            version.reset();
+            continue;
+        }
+        if (line.rfind("Package: ", 0) == 0) {
+            in_package = util::trim(line.substr(9)) == package;
+        } else if (in_package && line.rfind("Status: ", 0) == 0) {
+            installed = line.find(" installed") != std::string::npos;
+        } else if (in_package && line.rfind("Version: ", 0) == 0) {
+            version = std::string(util::trim(line.substr(9)));
+        }
+    }
+    if (in_package && installed && version) {
+        return version;
+    }
+    return std::nullopt;
+}
+
+// See FACTS.md §3.1: proxmox-boot-tool status on a live host; files otherwise.
+void detect_bootloader(const util::HostFs& fs, const util::CommandRunner& runner, HostInfo& host)
+{
+    host.uefi = fs.is_dir("/sys/firmware/efi");
+    std::vector<std::string> esps;
+    if (auto uuids = fs.read_file("/etc/kernel/proxmox-boot-uuids")) {
+        for (const auto& line : util::split_lines(*uuids)) {
+            if (!util::trim(line).empty()) {
+                esps.emplace_back(util::trim(line));
+            }
+        }
+    }
+    host.proxmox_boot_tool = !esps.empty();
+
+    if (fs.is_live()) {
+        auto status = runner.query({"proxmox-boot-tool", "status"});
+        if (!status) {
+            host.bootloader = Bootloader::grub;
+            host.bootloader_evidence = "proxmox-boot-tool is not installed: plain GRUB";
+            return;
+        }
+        if (status->exit_code == 2) {
+            host.bootloader = Bootloader::grub;
+            host.bootloader_evidence = "proxmox-boot-tool status exited 2 (no ESP configured): plain GRUB";
+            return;
+        }
+        if (status->exit_code == 0) {
+            host.proxmox_boot_tool = true;
+            if (status->output.find("configured with: uefi") != std::string::npos) {
+                host.bootloader = Bootloader::systemd_boot;
+                host.bootloader_evidence = "proxmox-boot-tool status: an ESP is configured with uefi (systemd-boot)";
+            } else {
+                host.bootloader = Bootloader::grub;
+                host.bootloader_evidence = "proxmox-boot-tool status: ESPs configured with grub";
+            }
+            return;
+        }
+        // Any other exit: fall through to the file evidence.
+    }
+
+    if (host.proxmox_boot_tool) {
+        if (host.uefi && fs.exists("/etc/kernel/cmdline")) {
+            host.bootloader = Bootloader::systemd_boot;
+            host.bootloader_evidence = "/etc/kernel/proxmox-boot-uuids lists an ESP, /sys/firmware/efi exists and "
+                                       "/etc/kernel/cmdline exists: systemd-boot via proxmox-boot-tool";
+        } else {
+            host.bootloader = Bootloader::grub;
+            host.bootloader_evidence = std::string("/etc/kernel/proxmox-boot-uuids lists an ESP but ")
+                                       + (host.uefi ? "/etc/kernel/cmdline is missing" : "the host booted in legacy BIOS mode")
+                                       + ": GRUB via proxmox-boot-tool";
+        }
+        return;
+    }
+    if (fs.exists("/etc/default/grub") || fs.is_dir("/boot/grub")) {
+        host.bootloader = Bootloader::grub;
+        host.bootloader_evidence = "no /etc/kernel/proxmox-boot-uuids; /etc/default/grub exists: plain GRUB";
+        return;
+    }
+    host.bootloader = Bootloader::unknown;
+    host.bootloader_evidence = "neither /etc/kernel/proxmox-boot-uuids nor /etc/default/grub found";
+}
+
+} // namespace
+
+HostInfo scan_host_info(const util::HostFs& fs, const util::CommandRunner& runner)
+{
+    HostInfo host;
+    read_cpuinfo(fs, host);
+    host.kernel = fs.read_attr("/proc/sys/kernel/osrelease");
+    host.cmdline = fs.read_attr("/proc/cmdline");
+    read_modules(fs, host);
+    read_meminfo(fs, host);
+    if (auto units = fs.list_dir("/sys/class/iommu")) {
+        host.iommu.units = std::move(*units);
+    }
+    read_interrupt_remapping(fs, host);
+    detect_bootloader(fs, runner, host);
+    host.pve_version = dpkg_version(fs, "pve-manager");
+    return host;
+}
+
+} // namespace passthru::scan

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "scan/pci_address.hpp"
+
+namespace passthru::scan {
+
+// PCI class codes compared as (sysfs class >> 8).
+namespace pci_class {
+inline constexpr std::uint16_t display_vga = 0x0300;
+inline constexpr std::uint16_t display_xga = 0x0301;
+inline constexpr std::uint16_t display_3d = 0x0302;
+inline constexpr std::uint16_t display_other = 0x0380;
+inline constexpr std::uint16_t bridge_pci = 0x0604;
+inline constexpr std::uint16_t bridge_host = 0x0600;
+inline constexpr std::uint8_t base_storage = 0x01;
+inline constexpr std::uint8_t base_network = 0x02;
+inline constexpr std::uint8_t base_display = 0x03;
+inline constexpr std::uint8_t base_bridge = 0x06;
+} // namespace pci_class
+
+inline constexpr std::uint16_t k_vendor_nvidia = 0x10de;
+
+struct LinkInfo
+{
+    std::optional<std::string> speed;     // "8.0 GT/s PCIe"
+    std::optional<std::string> max_speed; // "16.0 GT/s PCIe"
+    std::optional<int> width;
+    std::optional<int> max_width;
+    // Numeric GT/s parsed from the strings, for comparisons.
+    std::optional<double> speed_gts;
+    std::optional<double> max_speed_gts;
+};
+
+// One PCI function as the kernel shows it in sysfs. Every field the kernel
+// may lack (or a broken tree may garble) is optional.
+struct PciDevice
+{
+    PciAddress address;
+    std::string sysfs_path; // host path of the device directory (resolved)
+    std::optional<std::uint16_t> vendor;
+    std::optional<std::uint16_t> device;
+    std::optional<std::uint32_t> class_code; // 24-bit, as in sysfs
+    std::optional<std::uint16_t> subsystem_vendor;
+    std::optional<std::uint16_t> subsystem_device;
+    std::optional<std::uint8_t> revision;
+    std::string vendor_name; // from pci.ids; empty when unknown
+    std::string device_name;
+    std::string class_name;
+    std::optional<std::string> driver;
+    std::optional<std::string> driver_override;
+    std::optional<int> iommu_group;
+    std::optional<int> numa_node;
+    bool boot_vga = false;
+    std::optional<LinkInfo> link;
+    std::vector<std::string> reset_methods;
+    std::optional<PciAddress> parent; // the bridge or port above it, if any
+    bool is_bridge = false;           // header type 1 / class 0604
+    bool has_acs = false;             // ACS extended capability present
+    bool is_virtfn = false;           // an SR-IOV virtual function
+    std::optional<PciAddress> physfn; // its physical function
+    std::optional<int> sriov_totalvfs;
+    std::optional<int> sriov_numvfs;
+    std::vector<std::string> net_interfaces; // /sys/class/net names on this function
+
+    std::optional<std::uint16_t> class16() const
+    {
+        if (!class_code) {
+            return std::nullopt;
+        }
+        return static_cast<std::uint16_t>(*class_code >> 8);
+    }
+    std::optional<std::uint8_t> base_class() const
+    {
+        if (!class_code) {
+            return std::nullopt;
+        }
+        return static_cast<std::uint8_t>(*class_code >> 16);
+    }
+    bool is_display() const { return base_class() == pci_class::base_display; }
+    bool is_storage() const { return base_class() == pci_class::base_storage; }
+    bool is_network() const { return base_class() == pci_class::base_network; }
+    // PCIe ports and PCI bridges may share a group with a passed device;
+    // host and ISA/LPC bridges are endpoints like any other.
+    bool is_bridge_like() const { return is_bridge; }
+    // "10de:1e07" (lower-case); empty when an id is unknown.
+    std::string vendor_device() const;
+};
+
+struct IommuGroup
+{
+    int number = 0;
+    std::vector<PciAddress> devices;
+    std::optional<std::string> type; // "DMA", "identity", ...
+};
+
+enum class Isolation
+{
+    clean,           // only the card's functions plus ports/bridges
+    shared_with_gpu, // another GPU card is in the group: they move together
+    shared,          // other endpoints share the group
+    unknown,         // no IOMMU groups at all
+};
+
+// All functions in the slot of a display-class function.
+struct GpuCard
+{
+    std::string slot; // "0000:01:00"
+    std::uint16_t vendor = 0;
+    std::vector<PciAddress> functions;
+    std::vector<int> iommu_groups;
+    Isolation isolation = Isolation::unknown;
+    std::vector<PciAddress> shares_with;     // functions of other GPU cards in the groups
+    std::vector<PciAddress> other_endpoints; // every other non-bridge device in the groups
+    std::vector<PciAddress> host_critical;   // storage and network among other_endpoints
+    bool boot_vga = false;
+    std::optional<int> numa_node;
+
+    bool is_nvidia() const { return vendor == k_vendor_nvidia; }
+};
+
+enum class Bootloader
+{
+    grub,
+    systemd_boot,
+    unknown,
+};
+
+struct IommuState
+{
+    bool enabled = false; // groups exist
+    int groups = 0;
+    std::optional<bool> interrupt_remapping;
+    std::string interrupt_remapping_evidence;
+    std::vector<std::string> units; // sys/class/iommu entries (dmar0, ivhd0)
+};
+
+struct HostInfo
+{
+    std::string cpu_vendor; // "AMD", "Intel", or the raw vendor_id
+    std::string cpu_model;
+    std::optional<bool> virtualization; // vmx/svm flag present
+    std::optional<std::string> kernel;  // /proc/sys/kernel/osrelease
+    std::optional<std::string> cmdline; // /proc/cmdline
+    Bootloader bootloader = Bootloader::unknown;
+    std::string bootloader_evidence;
+    bool uefi = false;
+    bool proxmox_boot_tool = false; // ESPs listed in /etc/kernel/proxmox-boot-uuids
+    std::optional<std::string> pve_version;
+    std::vector<std::string> loaded_modules;
+    std::optional<std::uint64_t> mem_total_kib;
+    int cpu_count = 0;
+    IommuState iommu;
+
+    bool is_amd() const { return cpu_vendor == "AMD"; }
+    bool is_intel() const { return cpu_vendor == "Intel"; }
+    bool module_loaded(std::string_view name) const;
+};
+
+enum class Severity
+{
+    error,
+    warning,
+    info,
+};
+
+struct Problem
+{
+    Severity severity = Severity::info;
+    std::string message;
+    std::string fix;
+};
+
+struct Inventory
+{
+    HostInfo host;
+    std::vector<PciDevice> devices; // sorted by address
+    std::map<int, IommuGroup> groups;
+    std::vector<GpuCard> gpus; // sorted by slot
+    std::vector<Problem> problems;
+
+    const PciDevice* find(const PciAddress& addr) const;
+    const GpuCard* find_gpu(std::string_view slot) const;
+    // The card a function belongs to, if any.
+    const GpuCard* gpu_of(const PciAddress& addr) const;
+    // Names of network interfaces on the host with the PCI function they sit on.
+    std::map<std::string, PciAddress> net_interfaces() const;
+};
+
+std::string_view to_string(Isolation isolation);
+std::string_view to_string(Bootloader bootloader);
+std::string_view to_string(Severity severity);
+
+// Kernel release "6.8.12-4-pve" -> {6, 8}; nullopt when unparsable.
+std::optional<std::pair<int, int>> kernel_version(std::string_view release);
+
+} // namespace passthru::scan

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "scan/libpci.hpp"
+
+extern "C" {
+#include <pci/pci.h>
+}
+
+#include <csetjmp>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+
+namespace passthru::scan {
+
+namespace {
+
+// The jump target of the libpci call in progress (one at a time per thread).
+thread_local std::jmp_buf* t_jump = nullptr;
+thread_local char t_message[512];
+thread_local std::vector<std::string>* t_warnings = nullptr;
+
+[[noreturn]] void on_error(char* msg, ...)
+{
+    va_list args;
+    va_start(args, msg);
+    std::vsnprintf(t_message, sizeof t_message, msg, args);
+    va_end(args);
+    if (t_jump != nullptr) {
+        std::longjmp(*t_jump, 1);
+    }
+    // Not inside a guarded call: there is no safe way to continue.
+    std::fprintf(stderr, "passthru: error: libpci: %s\n", t_message);
+    std::abort();
+}
+
+void on_warning(char* msg, ...)
+{
+    char buf[512];
+    va_list args;
+    va_start(args, msg);
+    std::vsnprintf(buf, sizeof buf, msg, args);
+    va_end(args);
+    if (t_warnings != nullptr) {
+        t_warnings->emplace_back(buf);
+    }
+}
+
+void on_debug(char*, ...) {}
+
+} // namespace
+
+// Runs `body` with libpci's error callback able to jump back here. Only
+// trivially destructible state may live between setjmp and the C calls.
+#define PASSTHRU_PCI_GUARDED(fallback, body)                                                                      \
+    do {                                                                                                           \
+        std::jmp_buf jump;                                                                                         \
+        std::jmp_buf* const previous = t_jump;                                                                     \
+        t_warnings = &m_warnings;                                                                                  \
+        if (setjmp(jump) != 0) {                                                                                   \
+            t_jump = previous;                                                                                     \
+            m_warnings.emplace_back(std::string("libpci: ") + t_message);                                          \
+            return fallback;                                                                                       \
+        }                                                                                                          \
+        t_jump = &jump;                                                                                            \
+        body;                                                                                                      \
+        t_jump = previous;                                                                                         \
+    } while (false)
+
+LibPci::LibPci(const std::string& sysfs_bus_pci)
+{
+    m_access = pci_alloc();
+    if (m_access == nullptr) {
+        return;
+    }
+    m_access->error = on_error;
+    m_access->warning = on_warning;
+    m_access->debug = on_debug;
+    m_access->method = PCI_ACCESS_SYS_BUS_PCI;
+    // Names come from this machine's pci.ids (passthru's data), as with lspci.
+    std::jmp_buf jump;
+    t_warnings = &m_warnings;
+    if (setjmp(jump) != 0) {
+        t_jump = nullptr;
+        m_warnings.emplace_back(std::string("libpci: ") + t_message);
+        return;
+    }
+    t_jump = &jump;
+    pci_set_param(m_access, const_cast<char*>("sysfs.path"), const_cast<char*>(sysfs_bus_pci.c_str()));
+    pci_init(m_access);
+    t_jump = nullptr;
+}
+
+LibPci::~LibPci()
+{
+    if (m_access != nullptr) {
+        std::jmp_buf jump;
+        if (setjmp(jump) == 0) {
+            t_jump = &jump;
+            pci_cleanup(m_access);
+        }
+        t_jump = nullptr;
+    }
+}
+
+std::string LibPci::lookup(int flags, int a, int b)
+{
+    if (m_access == nullptr) {
+        return {};
+    }
+    char buf[256];
+    const char* name = nullptr;
+    PASSTHRU_PCI_GUARDED(std::string{}, name = pci_lookup_name(m_access, buf, sizeof buf, flags | PCI_LOOKUP_NO_NUMBERS, a, b));
+    return name != nullptr ? std::string(name) : std::string{};
+}
+
+std::string LibPci::vendor_name(std::uint16_t vendor)
+{
+    return lookup(PCI_LOOKUP_VENDOR, vendor, 0);
+}
+
+std::string LibPci::device_name(std::uint16_t vendor, std::uint16_t device)
+{
+    return lookup(PCI_LOOKUP_DEVICE, vendor, device);
+}
+
+std::string LibPci::class_name(std::uint16_t class16)
+{
+    return lookup(PCI_LOOKUP_CLASS, class16, 0);
+}
+
+std::optional<bool> LibPci::has_acs(const PciAddress& addr)
+{
+    if (m_access == nullptr) {
+        return std::nullopt;
+    }
+    pci_dev* dev = nullptr;
+    pci_cap* cap = nullptr;
+    int known = 0;
+    PASSTHRU_PCI_GUARDED(std::optional<bool>{}, {
+        dev = pci_get_dev(m_access, static_cast<int>(addr.domain), addr.bus, addr.device, addr.function);
+        if (dev != nullptr) {
+            known = pci_fill_info(dev, PCI_FILL_EXT_CAPS);
+            cap = pci_find_cap(dev, PCI_EXT_CAP_ID_ACS, PCI_CAP_EXTENDED);
+        }
+    });
+    std::optional<bool> result;
+    if (dev != nullptr && (known & PCI_FILL_EXT_CAPS) != 0) {
+        result = cap != nullptr;
+    }
+    if (dev != nullptr) {
+        PASSTHRU_PCI_GUARDED(result, pci_free_dev(dev));
+    }
+    return result;
+}
+
+} // namespace passthru::scan

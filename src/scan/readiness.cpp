@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// What is wrong with the host for passthrough, and the exact fix for each.
+#include <algorithm>
+
+#include "scan/scanner.hpp"
+#include "util/kernel_cmdline.hpp"
+#include "util/strings.hpp"
+
+namespace passthru::scan {
+
+namespace {
+
+std::string cmdline_howto(const HostInfo& host, const std::string& what)
+{
+    switch (host.bootloader) {
+    case Bootloader::systemd_boot:
+        return what + " in /etc/kernel/cmdline (one line, keep root=), then run 'proxmox-boot-tool refresh' and reboot";
+    case Bootloader::grub:
+        return what + " to GRUB_CMDLINE_LINUX_DEFAULT (in /etc/default/grub or a /etc/default/grub.d/*.cfg drop-in), then run '"
+               + (host.proxmox_boot_tool ? std::string("proxmox-boot-tool refresh") : std::string("update-grub"))
+               + "' and reboot";
+    case Bootloader::unknown:
+        return what + " on the kernel command line of your boot loader and reboot";
+    }
+    return what;
+}
+
+bool intel_iommu_default_on(const HostInfo& host)
+{
+    // PVE/Ubuntu-config kernels enable the Intel IOMMU by default from 6.8
+    // (pve-docs qm-pci-passthrough.adoc; CONFIG_INTEL_IOMMU_DEFAULT_ON).
+    const auto version = host.kernel ? kernel_version(*host.kernel) : std::nullopt;
+    return version && *version >= std::pair<int, int>{6, 8};
+}
+
+std::string names_of(const Inventory& inv, const std::vector<PciAddress>& addrs)
+{
+    std::vector<std::string> parts;
+    for (const auto& a : addrs) {
+        const PciDevice* d = inv.find(a);
+        std::string text = a.str();
+        if (d != nullptr && !d->class_name.empty()) {
+            text += " (" + d->class_name + (d->device_name.empty() ? "" : ": " + d->device_name) + ")";
+        }
+        parts.push_back(text);
+    }
+    return util::join(parts, ", ");
+}
+
+} // namespace
+
+void assess_readiness(Inventory& inv)
+{
+    auto& problems = inv.problems;
+    const HostInfo& host = inv.host;
+    const util::KernelCmdline cmdline(host.cmdline.value_or(""));
+
+    if (host.virtualization == false) {
+        problems.push_back({Severity::error,
+                            "the CPU does not show hardware virtualization (no " + std::string(host.is_amd() ? "svm" : "vmx") + " flag)",
+                            host.is_amd() ? "enable SVM Mode in the firmware setup" : "enable Intel VT-x in the firmware setup"});
+    }
+
+    if (!host.iommu.enabled) {
+        std::string fix;
+        if (cmdline.value("iommu") == "off" || cmdline.value("intel_iommu") == "off" || cmdline.value("amd_iommu") == "off") {
+            fix = "the kernel command line turns the IOMMU off: remove iommu=off/intel_iommu=off/amd_iommu=off. ";
+        }
+        if (host.is_amd()) {
+            fix += "Enable the IOMMU (AMD-Vi, often 'IOMMU' or 'SVM' under NBIO/AMD CBS) in the firmware setup and reboot; "
+                   "AMD-Vi is on by default in the kernel, and there is no amd_iommu=on option";
+        } else if (host.is_intel()) {
+            if (intel_iommu_default_on(host)) {
+                fix += "Enable VT-d in the firmware setup and reboot (kernel " + host.kernel.value_or("?")
+                       + " enables the Intel IOMMU by default)";
+            } else {
+                fix += "Enable VT-d in the firmware setup, and " + cmdline_howto(host, "add intel_iommu=on")
+                       + " (kernels before 6.8 leave the Intel IOMMU off by default)";
+            }
+        } else {
+            fix += "Enable the IOMMU in the firmware setup and on the kernel command line for this platform";
+        }
+        problems.push_back({Severity::error, "no IOMMU groups: the IOMMU is off, so no device can be passed through", fix});
+    } else if (host.iommu.interrupt_remapping == false) {
+        problems.push_back({Severity::warning,
+                            "interrupt remapping is not available (" + host.iommu.interrupt_remapping_evidence + ")",
+                            "enable interrupt remapping/x2APIC in the firmware; otherwise vfio needs "
+                            "'options vfio_iommu_type1 allow_unsafe_interrupts=1', which weakens isolation (passthru plan adds it with a warning)"});
+    }
+
+    if (cmdline.has_token("amd_iommu=on")) {
+        problems.push_back({Severity::warning, "the kernel command line has amd_iommu=on, which is not a kernel option (the kernel logs \"Unknown option\")",
+                            cmdline_howto(host, "remove amd_iommu=on") + "; passthru plan removes it"});
+    }
+    if (auto ids = cmdline.value("vfio-pci.ids"); ids && ids->find(' ') != std::string::npos) {
+        problems.push_back({Severity::warning, "vfio-pci.ids on the kernel command line contains a space", "list ids comma-separated without spaces"});
+    }
+
+    if (host.bootloader == Bootloader::unknown) {
+        problems.push_back({Severity::warning, "cannot tell which boot loader this host uses (" + host.bootloader_evidence + ")",
+                            "run 'proxmox-boot-tool status' and 'efibootmgr -v' on the host; passthru will not edit a kernel command line it cannot place"});
+    }
+
+    if (!host.pve_version) {
+        problems.push_back({Severity::info, "Proxmox VE (pve-manager) is not installed on this host",
+                            "VM configuration needs Proxmox VE, or use --backend libvirt on a plain KVM host"});
+    }
+
+    for (const auto& gpu : inv.gpus) {
+        const std::string label = "GPU " + gpu.slot;
+        if (gpu.isolation == Isolation::shared) {
+            problems.push_back({gpu.host_critical.empty() ? Severity::warning : Severity::error,
+                                label + " shares IOMMU group " + util::join([&] {
+                                    std::vector<std::string> g;
+                                    for (int n : gpu.iommu_groups) {
+                                        g.push_back(std::to_string(n));
+                                    }
+                                    return g;
+                                }(), ",") + " with other devices: " + names_of(inv, gpu.other_endpoints)
+                                    + (gpu.host_critical.empty() ? "" : "; host-critical: " + names_of(inv, gpu.host_critical)),
+                                "move the card to a slot wired to the CPU (its own group), or accept weaker isolation with "
+                                "'passthru plan --acs-override' (pcie_acs_override=downstream,multifunction)"});
+        } else if (gpu.isolation == Isolation::shared_with_gpu) {
+            problems.push_back({Severity::info, label + " shares its IOMMU group with another GPU: " + names_of(inv, gpu.shares_with),
+                                "pass both cards to the same VM, or move one to another slot"});
+        }
+        if (gpu.boot_vga) {
+            problems.push_back({Severity::warning, label + " is the boot VGA (the host console and firmware framebuffer use it)",
+                                "pass another card, or accept losing the local console: passthru plan then keeps the boot framebuffer off the card"});
+        }
+        for (const auto& fn : gpu.functions) {
+            const PciDevice* dev = inv.find(fn);
+            if (dev == nullptr || !dev->is_display() || !dev->link) {
+                continue;
+            }
+            const auto& link = *dev->link;
+            if (link.width && link.max_width && *link.width < *link.max_width) {
+                problems.push_back({*link.width == 1 ? Severity::warning : Severity::info,
+                                    label + " runs at PCIe x" + std::to_string(*link.width) + " of x" + std::to_string(*link.max_width),
+                                    "check for a riser, a chipset-wired slot or a slot shared with M.2; use a full-width CPU slot for training workloads"});
+            }
+            if (link.speed_gts && link.max_speed_gts && *link.speed_gts < *link.max_speed_gts) {
+                problems.push_back({Severity::info,
+                                    label + " link runs at " + link.speed.value_or("?") + " of " + link.max_speed.value_or("?"),
+                                    "idle GPUs lower their link speed to save power; if it stays low under load, check risers and the slot's generation setting in the firmware"});
+            }
+        }
+        if (gpu.is_nvidia()) {
+            for (const auto& fn : gpu.functions) {
+                const PciDevice* dev = inv.find(fn);
+                if (dev != nullptr && dev->driver && *dev->driver != "vfio-pci") {
+                    problems.push_back({Severity::info, label + " function " + fn.str() + " is bound to the host driver " + *dev->driver,
+                                        "passthru plan binds every function of the card to vfio-pci at boot"});
+                    break;
+                }
+            }
+        }
+    }
+
+    if (inv.gpus.empty()) {
+        problems.push_back({Severity::info, "no GPU (display-class PCI function) found", "nothing to pass through"});
+    }
+    const bool vfio_loaded = host.module_loaded("vfio_pci") || host.module_loaded("vfio-pci");
+    if (!vfio_loaded && !host.loaded_modules.empty()) {
+        problems.push_back({Severity::info, "the vfio-pci module is not loaded",
+                            "passthru plan writes /etc/modules-load.d/vfio.conf and the initramfs module list"});
+    }
+}
+
+} // namespace passthru::scan

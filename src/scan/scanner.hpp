@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include "scan/inventory.hpp"
+#include "util/command_runner.hpp"
+#include "util/error.hpp"
+#include "util/host_fs.hpp"
+
+namespace passthru::scan {
+
+// Reads the whole inventory of the host below fs.root(): PCI functions (sysfs
+// through HostFs, names and capabilities through libpci pointed at
+// <root>/sys/bus/pci), IOMMU groups, GPU cards with their isolation verdict,
+// host facts, and the problems with their fixes. Missing or garbled
+// attributes leave that field empty and add a warning; only a root without
+// sysfs is an error (Errc::usage). Runs external commands only through
+// runner.query() (live host: proxmox-boot-tool status).
+Result<Inventory> scan_host(const util::HostFs& fs, const util::CommandRunner& runner);
+
+// Parts of scan_host, exposed for tests.
+Result<std::vector<PciDevice>> scan_pci_devices(const util::HostFs& fs, std::vector<Problem>& problems);
+std::map<int, IommuGroup> scan_iommu_groups(const util::HostFs& fs);
+HostInfo scan_host_info(const util::HostFs& fs, const util::CommandRunner& runner);
+std::vector<GpuCard> find_gpu_cards(const std::vector<PciDevice>& devices, const std::map<int, IommuGroup>& groups);
+// Appends readiness problems (IOMMU, interrupt remapping, links, groups...).
+void assess_readiness(Inventory& inventory);
+
+} // namespace passthru::scan

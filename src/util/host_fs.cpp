@@ -1,0 +1,559 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "util/host_fs.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <random>
+
+#include "util/fault.hpp"
+
+namespace passthru::util {
+
+namespace {
+
+constexpr int k_max_symlinks = 40; // same limit as the kernel's path walk
+
+std::vector<std::string> split_components(std::string_view path)
+{
+    std::vector<std::string> out;
+    std::size_t i = 0;
+    while (i < path.size()) {
+        while (i < path.size() && path[i] == '/') {
+            ++i;
+        }
+        std::size_t j = i;
+        while (j < path.size() && path[j] != '/') {
+            ++j;
+        }
+        if (j > i) {
+            out.emplace_back(path.substr(i, j - i));
+        }
+        i = j;
+    }
+    return out;
+}
+
+std::string join_components(const std::vector<std::string>& parts)
+{
+    if (parts.empty()) {
+        return "/";
+    }
+    std::string out;
+    for (const auto& p : parts) {
+        out += '/';
+        out += p;
+    }
+    return out;
+}
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+Error io_error(std::string_view what, std::string_view path, int err)
+{
+    return Error(err == ENOENT ? Errc::not_found : Errc::io,
+                 std::string(what) + " " + std::string(path) + ": " + errno_text(err));
+}
+
+std::optional<std::string> read_fd_all(int fd, std::size_t max_bytes)
+{
+    std::string out;
+    char buf[8192];
+    while (out.size() < max_bytes) {
+        const std::size_t want = std::min(sizeof buf, max_bytes - out.size());
+        const ssize_t n = ::read(fd, buf, want);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return std::nullopt;
+        }
+        if (n == 0) {
+            break;
+        }
+        out.append(buf, static_cast<std::size_t>(n));
+    }
+    return out;
+}
+
+void trim_right(std::string& s)
+{
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\0')) {
+        s.pop_back();
+    }
+}
+
+int fsync_dir(const std::string& local_dir)
+{
+    const int fd = ::open(local_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        return errno;
+    }
+    const int rc = ::fsync(fd);
+    const int err = rc == 0 ? 0 : errno;
+    ::close(fd);
+    // Some filesystems (and pmxcfs) do not support fsync on directories.
+    return (err == EINVAL || err == EROFS) ? 0 : err;
+}
+
+} // namespace
+
+std::string join_host_path(std::string_view dir, std::string_view target)
+{
+    std::vector<std::string> parts;
+    if (target.empty() || target.front() != '/') {
+        parts = split_components(dir);
+    }
+    for (auto& comp : split_components(target)) {
+        if (comp == ".") {
+            continue;
+        }
+        if (comp == "..") {
+            if (!parts.empty()) {
+                parts.pop_back();
+            }
+            continue;
+        }
+        parts.push_back(std::move(comp));
+    }
+    return join_components(parts);
+}
+
+std::string_view base_name(std::string_view host_path)
+{
+    while (host_path.size() > 1 && host_path.back() == '/') {
+        host_path.remove_suffix(1);
+    }
+    const auto pos = host_path.rfind('/');
+    return pos == std::string_view::npos ? host_path : host_path.substr(pos + 1);
+}
+
+std::string dir_name(std::string_view host_path)
+{
+    auto parts = split_components(host_path);
+    if (!parts.empty()) {
+        parts.pop_back();
+    }
+    return join_components(parts);
+}
+
+// ---- HostDir -------------------------------------------------------------
+
+HostDir::HostDir(HostDir&& other) noexcept : m_fd(other.m_fd), m_path(std::move(other.m_path))
+{
+    other.m_fd = -1;
+}
+
+HostDir& HostDir::operator=(HostDir&& other) noexcept
+{
+    if (this != &other) {
+        if (m_fd >= 0) {
+            ::close(m_fd);
+        }
+        m_fd = other.m_fd;
+        m_path = std::move(other.m_path);
+        other.m_fd = -1;
+    }
+    return *this;
+}
+
+HostDir::~HostDir()
+{
+    if (m_fd >= 0) {
+        ::close(m_fd);
+    }
+}
+
+std::optional<std::string> HostDir::read(const char* name, std::size_t max_bytes) const
+{
+    const int fd = ::openat(m_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        return std::nullopt;
+    }
+    auto out = read_fd_all(fd, max_bytes);
+    ::close(fd);
+    return out;
+}
+
+std::optional<std::string> HostDir::attr(const char* name) const
+{
+    auto out = read(name, 64 * 1024);
+    if (out) {
+        trim_right(*out);
+    }
+    return out;
+}
+
+std::optional<std::string> HostDir::link(const char* name) const
+{
+    char buf[4096];
+    const ssize_t n = ::readlinkat(m_fd, name, buf, sizeof buf);
+    if (n < 0 || static_cast<std::size_t>(n) >= sizeof buf) {
+        return std::nullopt;
+    }
+    return std::string(buf, static_cast<std::size_t>(n));
+}
+
+bool HostDir::has(const char* name) const
+{
+    struct stat st{};
+    return ::fstatat(m_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+// ---- HostFs --------------------------------------------------------------
+
+Result<HostFs> HostFs::open(const std::filesystem::path& root)
+{
+    std::error_code ec;
+    const auto canonical = std::filesystem::canonical(root, ec);
+    if (ec || !std::filesystem::is_directory(canonical, ec)) {
+        return fail(Errc::not_found, "root " + root.string() + " is not an existing directory");
+    }
+    const bool live = canonical == std::filesystem::path("/");
+    return HostFs(canonical, live);
+}
+
+std::string HostFs::local_str(const std::string& resolved_host_path) const
+{
+    if (m_live) {
+        return resolved_host_path;
+    }
+    if (resolved_host_path == "/") {
+        return m_root.string();
+    }
+    return m_root.string() + resolved_host_path;
+}
+
+Result<std::string> HostFs::resolve_impl(std::string_view host_path, bool follow_last) const
+{
+    std::deque<std::string> todo;
+    for (auto& c : split_components(host_path)) {
+        todo.push_back(std::move(c));
+    }
+    std::vector<std::string> done;
+    int links = 0;
+    bool missing = false;
+    while (!todo.empty()) {
+        std::string comp = std::move(todo.front());
+        todo.pop_front();
+        if (comp == ".") {
+            continue;
+        }
+        if (comp == "..") {
+            if (!done.empty()) {
+                done.pop_back();
+            }
+            continue;
+        }
+        done.push_back(comp);
+        if (missing || (!follow_last && todo.empty())) {
+            continue;
+        }
+        const std::string local = local_str(join_components(done));
+        struct stat st{};
+        if (::lstat(local.c_str(), &st) != 0) {
+            // The rest does not exist yet (a file about to be created).
+            missing = true;
+            continue;
+        }
+        if (!S_ISLNK(st.st_mode)) {
+            continue;
+        }
+        if (++links > k_max_symlinks) {
+            return fail(Errc::io, "too many levels of symbolic links in " + std::string(host_path));
+        }
+        char buf[4096];
+        const ssize_t n = ::readlink(local.c_str(), buf, sizeof buf);
+        if (n < 0 || static_cast<std::size_t>(n) >= sizeof buf) {
+            return tl::unexpected(io_error("cannot read link", join_components(done), errno));
+        }
+        const std::string target(buf, static_cast<std::size_t>(n));
+        done.pop_back();
+        if (!target.empty() && target.front() == '/') {
+            done.clear(); // absolute targets are re-anchored at the root
+        }
+        auto parts = split_components(target);
+        for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
+            todo.push_front(*it);
+        }
+    }
+    return join_components(done);
+}
+
+Result<std::string> HostFs::resolve(std::string_view host_path) const
+{
+    return resolve_impl(host_path, true);
+}
+
+Result<std::filesystem::path> HostFs::local(std::string_view host_path) const
+{
+    auto resolved = resolve_impl(host_path, true);
+    if (!resolved) {
+        return tl::unexpected(resolved.error());
+    }
+    return std::filesystem::path(local_str(*resolved));
+}
+
+Result<std::string> HostFs::read_file(std::string_view host_path) const
+{
+    auto resolved = resolve_impl(host_path, true);
+    if (!resolved) {
+        return tl::unexpected(resolved.error());
+    }
+    const std::string local = local_str(*resolved);
+    const int fd = ::open(local.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        return tl::unexpected(io_error("cannot read", host_path, errno));
+    }
+    struct stat st{};
+    if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        ::close(fd);
+        return fail(Errc::io, "cannot read " + std::string(host_path) + ": is a directory");
+    }
+    auto out = read_fd_all(fd, std::size_t{256} << 20);
+    const int err = errno;
+    ::close(fd);
+    if (!out) {
+        return tl::unexpected(io_error("cannot read", host_path, err));
+    }
+    return std::move(*out);
+}
+
+std::optional<std::string> HostFs::read_attr(std::string_view host_path) const
+{
+    auto out = read_file(host_path);
+    if (!out) {
+        return std::nullopt;
+    }
+    trim_right(*out);
+    return std::move(*out);
+}
+
+Result<std::string> HostFs::read_link(std::string_view host_path) const
+{
+    auto resolved = resolve_impl(host_path, false);
+    if (!resolved) {
+        return tl::unexpected(resolved.error());
+    }
+    const std::string local = local_str(*resolved);
+    char buf[4096];
+    const ssize_t n = ::readlink(local.c_str(), buf, sizeof buf);
+    if (n < 0 || static_cast<std::size_t>(n) >= sizeof buf) {
+        return tl::unexpected(io_error("cannot read link", host_path, errno));
+    }
+    return std::string(buf, static_cast<std::size_t>(n));
+}
+
+Result<std::vector<std::string>> HostFs::list_dir(std::string_view host_path) const
+{
+    auto resolved = resolve_impl(host_path, true);
+    if (!resolved) {
+        return tl::unexpected(resolved.error());
+    }
+    const std::string local = local_str(*resolved);
+    DIR* dir = ::opendir(local.c_str());
+    if (dir == nullptr) {
+        return tl::unexpected(io_error("cannot list", host_path, errno));
+    }
+    std::vector<std::string> names;
+    while (const dirent* ent = ::readdir(dir)) {
+        if (std::strcmp(ent->d_name, ".") == 0 || std::strcmp(ent->d_name, "..") == 0) {
+            continue;
+        }
+        names.emplace_back(ent->d_name);
+    }
+    ::closedir(dir);
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+Result<HostDir> HostFs::open_dir(std::string_view host_path) const
+{
+    auto resolved = resolve_impl(host_path, true);
+    if (!resolved) {
+        return tl::unexpected(resolved.error());
+    }
+    const std::string local = local_str(*resolved);
+    const int fd = ::open(local.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        return tl::unexpected(io_error("cannot open directory", host_path, errno));
+    }
+    return HostDir(fd, std::move(*resolved));
+}
+
+bool HostFs::exists(std::string_view host_path) const
+{
+    auto resolved = resolve_impl(host_path, true);
+    if (!resolved) {
+        return false;
+    }
+    struct stat st{};
+    return ::stat(local_str(*resolved).c_str(), &st) == 0;
+}
+
+bool HostFs::is_dir(std::string_view host_path) const
+{
+    auto resolved = resolve_impl(host_path, true);
+    if (!resolved) {
+        return false;
+    }
+    struct stat st{};
+    return ::stat(local_str(*resolved).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+FileInfo HostFs::stat(std::string_view host_path) const
+{
+    FileInfo info;
+    auto resolved = resolve_impl(host_path, false);
+    if (!resolved) {
+        return info;
+    }
+    struct stat st{};
+    if (::lstat(local_str(*resolved).c_str(), &st) != 0) {
+        return info;
+    }
+    if (S_ISREG(st.st_mode)) {
+        info.type = FileType::regular;
+    } else if (S_ISDIR(st.st_mode)) {
+        info.type = FileType::directory;
+    } else if (S_ISLNK(st.st_mode)) {
+        info.type = FileType::symlink;
+    } else {
+        info.type = FileType::other;
+    }
+    info.mode = st.st_mode & 07777;
+    info.uid = st.st_uid;
+    info.gid = st.st_gid;
+    info.size = static_cast<std::uint64_t>(st.st_size);
+    return info;
+}
+
+Result<void> HostFs::create_directories(std::string_view host_path) const
+{
+    auto resolved = resolve_impl(host_path, true);
+    if (!resolved) {
+        return tl::unexpected(resolved.error());
+    }
+    std::vector<std::string> parts = split_components(*resolved);
+    std::vector<std::string> prefix;
+    for (const auto& p : parts) {
+        prefix.push_back(p);
+        const std::string local = local_str(join_components(prefix));
+        if (::mkdir(local.c_str(), 0755) != 0 && errno != EEXIST) {
+            return tl::unexpected(io_error("cannot create directory", join_components(prefix), errno));
+        }
+    }
+    return {};
+}
+
+Result<void> HostFs::write_file_atomic(std::string_view host_path,
+                                       std::string_view content,
+                                       mode_t new_mode,
+                                       FsSync sync) const
+{
+    // The directory may be reached through symlinks inside the root; the
+    // target itself is never followed.
+    auto resolved = resolve_impl(host_path, false);
+    if (!resolved) {
+        return tl::unexpected(resolved.error());
+    }
+    const std::string dir_host = dir_name(*resolved);
+    const std::string target = local_str(*resolved);
+    const std::string dir_local = local_str(dir_host);
+
+    struct stat st{};
+    bool existed = false;
+    if (::lstat(target.c_str(), &st) == 0) {
+        if (S_ISLNK(st.st_mode)) {
+            return tl::unexpected(Error(Errc::precondition, "refusing to replace " + std::string(host_path) + ": it is a symbolic link")
+                .with_hint("replace the link with a regular file, or edit the file it points to by hand"));
+        }
+        if (!S_ISREG(st.st_mode)) {
+            return fail(Errc::precondition, "refusing to replace " + std::string(host_path) + ": not a regular file");
+        }
+        existed = true;
+    }
+    if (auto injected = fault::check("write", host_path); !injected) {
+        return tl::unexpected(injected.error());
+    }
+
+    std::random_device rd;
+    const std::string tmp = dir_local + "/." + std::string(base_name(*resolved)) + ".passthru-" + std::to_string(rd() % 1000000);
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        return tl::unexpected(io_error("cannot create a temporary file next to", host_path, errno));
+    }
+    auto fail_tmp = [&](std::string_view what, int err) -> Result<void> {
+        ::close(fd);
+        ::unlink(tmp.c_str());
+        return tl::unexpected(io_error(what, host_path, err));
+    };
+    std::size_t off = 0;
+    while (off < content.size()) {
+        const ssize_t n = ::write(fd, content.data() + off, content.size() - off);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return fail_tmp("cannot write", errno);
+        }
+        off += static_cast<std::size_t>(n);
+    }
+    if (existed) {
+        // Keep owner and mode of the file being replaced.
+        if (::fchown(fd, st.st_uid, st.st_gid) != 0 && errno != EPERM) {
+            return fail_tmp("cannot set owner of", errno);
+        }
+        if (::fchmod(fd, st.st_mode & 07777) != 0) {
+            return fail_tmp("cannot set mode of", errno);
+        }
+    } else if (::fchmod(fd, new_mode) != 0) {
+        return fail_tmp("cannot set mode of", errno);
+    }
+    if (sync == FsSync::yes && ::fsync(fd) != 0) {
+        return fail_tmp("cannot fsync", errno);
+    }
+    if (::close(fd) != 0) {
+        const int err = errno;
+        ::unlink(tmp.c_str());
+        return tl::unexpected(io_error("cannot write", host_path, err));
+    }
+    if (::rename(tmp.c_str(), target.c_str()) != 0) {
+        const int err = errno;
+        ::unlink(tmp.c_str());
+        return tl::unexpected(io_error("cannot rename into place", host_path, err));
+    }
+    if (sync == FsSync::yes) {
+        if (const int err = fsync_dir(dir_local); err != 0) {
+            return tl::unexpected(io_error("cannot fsync the directory of", host_path, err));
+        }
+    }
+    return {};
+}
+
+Result<void> HostFs::remove_file(std::string_view host_path) const
+{
+    auto resolved = resolve_impl(host_path, false);
+    if (!resolved) {
+        return tl::unexpected(resolved.error());
+    }
+    if (auto injected = fault::check("remove", host_path); !injected) {
+        return tl::unexpected(injected.error());
+    }
+    const std::string target = local_str(*resolved);
+    if (::unlink(target.c_str()) != 0 && errno != ENOENT) {
+        return tl::unexpected(io_error("cannot remove", host_path, errno));
+    }
+    if (const int err = fsync_dir(local_str(dir_name(*resolved))); err != 0) {
+        return tl::unexpected(io_error("cannot fsync the directory of", host_path, err));
+    }
+    return {};
+}
+
+} // namespace passthru::util

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/error.hpp"
+
+namespace passthru::util {
+
+enum class FsSync
+{
+    no,
+    yes
+};
+
+enum class FileType
+{
+    missing,
+    regular,
+    directory,
+    symlink,
+    other
+};
+
+struct FileInfo
+{
+    FileType type = FileType::missing;
+    mode_t mode = 0; // permission bits only
+    uid_t uid = 0;
+    gid_t gid = 0;
+    std::uint64_t size = 0;
+};
+
+// An open directory of the host (a sysfs device directory, say) whose entries
+// are read by name with openat(2). Entry names are single components, so a
+// read can never leave the directory; symlinks among the entries are read as
+// links, never followed.
+class HostDir
+{
+public:
+    HostDir(const HostDir&) = delete;
+    HostDir& operator=(const HostDir&) = delete;
+    HostDir(HostDir&& other) noexcept;
+    HostDir& operator=(HostDir&& other) noexcept;
+    ~HostDir();
+
+    // Host path of the directory itself, after symlinks were resolved.
+    const std::string& path() const noexcept { return m_path; }
+
+    // Contents of a regular-file entry with trailing white space removed;
+    // nullopt when the entry is missing, a link, or unreadable.
+    std::optional<std::string> attr(const char* name) const;
+    // Whole contents of a regular-file entry (binary safe), at most max_bytes.
+    std::optional<std::string> read(const char* name, std::size_t max_bytes) const;
+    // Target of a symlink entry, verbatim; nullopt when it is not a link.
+    std::optional<std::string> link(const char* name) const;
+    bool has(const char* name) const;
+
+private:
+    friend class HostFs;
+    HostDir(int fd, std::string path) : m_fd(fd), m_path(std::move(path)) {}
+    int m_fd = -1;
+    std::string m_path;
+};
+
+// The one gateway to the host being inspected or provisioned. Host paths are
+// absolute ("/sys/bus/pci/devices"); they are looked up below root(). Every
+// symlink is resolved inside the root: absolute targets are re-anchored at
+// the root and ".." never climbs above it, so a fixture tree (or a hostile
+// one) can never make passthru read or write outside --root.
+class HostFs
+{
+public:
+    // Fails with Errc::not_found when root is not an existing directory.
+    static Result<HostFs> open(const std::filesystem::path& root);
+
+    const std::filesystem::path& root() const noexcept { return m_root; }
+    // True when the root is the real "/": commands then run for real.
+    bool is_live() const noexcept { return m_live; }
+
+    // Local (this machine's) path for a host path, following symlinks inside
+    // the root; components that do not exist yet are appended as they are.
+    Result<std::filesystem::path> local(std::string_view host_path) const;
+    // Host path after resolving every symlink inside the root.
+    Result<std::string> resolve(std::string_view host_path) const;
+
+    Result<std::string> read_file(std::string_view host_path) const;
+    // Like read_file with trailing white space trimmed; nullopt on any failure.
+    std::optional<std::string> read_attr(std::string_view host_path) const;
+    // Target of the symlink at host_path itself (the last component is not followed).
+    Result<std::string> read_link(std::string_view host_path) const;
+    Result<std::vector<std::string>> list_dir(std::string_view host_path) const;
+    Result<HostDir> open_dir(std::string_view host_path) const;
+
+    bool exists(std::string_view host_path) const;
+    bool is_dir(std::string_view host_path) const;
+    // Information about host_path; the last component is not followed.
+    FileInfo stat(std::string_view host_path) const;
+
+    // Replaces (or creates) a regular file atomically: a temporary file in
+    // the same directory, fsync, rename(2), fsync of the directory. An
+    // existing file keeps its owner and mode; a new one gets new_mode.
+    // Refuses when the target is a symlink or not a regular file.
+    // Equivalent to: install -m MODE tmp PATH.tmp && sync && mv PATH.tmp PATH
+    Result<void> write_file_atomic(std::string_view host_path,
+                                   std::string_view content,
+                                   mode_t new_mode,
+                                   FsSync sync) const;
+    // Removes a regular file (or symlink) and fsyncs its directory.
+    Result<void> remove_file(std::string_view host_path) const;
+    // mkdir -p, with mode 0755 for new directories.
+    Result<void> create_directories(std::string_view host_path) const;
+
+private:
+    HostFs(std::filesystem::path root, bool live) : m_root(std::move(root)), m_live(live) {}
+    // Resolution that tolerates a missing tail (which is appended lexically).
+    Result<std::string> resolve_impl(std::string_view host_path, bool follow_last) const;
+    std::string local_str(const std::string& resolved_host_path) const;
+
+    std::filesystem::path m_root;
+    bool m_live = false;
+};
+
+// Joins a host directory path and a relative or absolute link target the way
+// the kernel would, without touching the filesystem ("/a/b" + "../c" = "/a/c").
+std::string join_host_path(std::string_view dir, std::string_view target);
+// Last component of a host path.
+std::string_view base_name(std::string_view host_path);
+// Directory part of a host path ("/" for "/x").
+std::string dir_name(std::string_view host_path);
+
+} // namespace passthru::util

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "util/strings.hpp"
+
+#include <charconv>
+
+namespace passthru::util {
+
+std::string_view trim(std::string_view s)
+{
+    const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; };
+    while (!s.empty() && is_space(s.front())) {
+        s.remove_prefix(1);
+    }
+    while (!s.empty() && is_space(s.back())) {
+        s.remove_suffix(1);
+    }
+    return s;
+}
+
+std::vector<std::string> split(std::string_view s, std::string_view separators)
+{
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start <= s.size()) {
+        const auto pos = s.find_first_of(separators, start);
+        const auto end = pos == std::string_view::npos ? s.size() : pos;
+        if (end > start) {
+            out.emplace_back(s.substr(start, end - start));
+        }
+        if (pos == std::string_view::npos) {
+            break;
+        }
+        start = pos + 1;
+    }
+    return out;
+}
+
+std::vector<std::string> split_lines(std::string_view s)
+{
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start < s.size()) {
+        const auto pos = s.find('\n', start);
+        if (pos == std::string_view::npos) {
+            out.emplace_back(s.substr(start));
+            break;
+        }
+        out.emplace_back(s.substr(start, pos - start));
+        start = pos + 1;
+    }
+    return out;
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view separator)
+{
+    std::string out;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        if (i != 0) {
+            out += separator;
+        }
+        out += parts[i];
+    }
+    return out;
+}
+
+std::string to_lower(std::string_view s)
+{
+    std::string out(s);
+    for (auto& c : out) {
+        if (c >= 'A' && c <= 'Z') {
+            c = static_cast<char>(c - 'A' + 'a');
+        }
+    }
+    return out;
+}
+
+std::optional<std::uint64_t> parse_hex(std::string_view s)
+{
+    s = trim(s);
+    if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+        s.remove_prefix(2);
+    }
+    if (s.empty()) {
+        return std::nullopt;
+    }
+    std::uint64_t value = 0;
+    const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value, 16);
+    if (ec != std::errc() || ptr != s.data() + s.size()) {
+        return std::nullopt;
+    }
+    return value;
+}
+
+std::optional<long long> parse_int(std::string_view s)
+{
+    s = trim(s);
+    if (s.empty()) {
+        return std::nullopt;
+    }
+    long long value = 0;
+    const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value, 10);
+    if (ec != std::errc() || ptr != s.data() + s.size()) {
+        return std::nullopt;
+    }
+    return value;
+}
+
+std::string hex(std::uint64_t value, int width)
+{
+    static constexpr char k_digits[] = "0123456789abcdef";
+    std::string out;
+    do {
+        out.insert(out.begin(), k_digits[value & 0xf]);
+        value >>= 4;
+    } while (value != 0);
+    while (static_cast<int>(out.size()) < width) {
+        out.insert(out.begin(), '0');
+    }
+    return out;
+}
+
+} // namespace passthru::util

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace passthru::util {
+
+std::string_view trim(std::string_view s);
+// Splits on any of the separator characters, dropping empty pieces.
+std::vector<std::string> split(std::string_view s, std::string_view separators);
+// Splits into lines; a trailing newline does not produce an empty last line.
+std::vector<std::string> split_lines(std::string_view s);
+std::string join(const std::vector<std::string>& parts, std::string_view separator);
+std::string to_lower(std::string_view s);
+// Parses "0x10de", "10de" (hex) into a number; nullopt on garbage or overflow.
+std::optional<std::uint64_t> parse_hex(std::string_view s);
+// Parses a decimal integer (optionally negative); nullopt on garbage.
+std::optional<long long> parse_int(std::string_view s);
+// Formats a number as lower-case hex with at least `width` digits.
+std::string hex(std::uint64_t value, int width);
+
+} // namespace passthru::util
