@@ -53,7 +53,8 @@ struct NetworkRequest
 // What the user asked for. Serialised into saved plans and journals.
 struct Request
 {
-    std::optional<std::uint64_t> vmid;
+    std::string vm;                    // --vm as given: a VMID (Proxmox) or a domain name (libvirt)
+    std::optional<std::uint64_t> vmid; // parsed VMID for the Proxmox backend
     std::string gpus;              // "all", "0,1", "0000:01:00,0000:41:00" (as given)
     AcsOverride acs_override = AcsOverride::no;
     Backend backend = Backend::proxmox;

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "cli/request_options.hpp"
+
+#include <algorithm>
+
+#include "util/strings.hpp"
+
+namespace passthru::cli {
+
+namespace {
+
+const std::vector<std::string> k_bond_modes{"balance-rr", "active-backup", "balance-xor", "broadcast",
+                                            "802.3ad", "balance-tlb", "balance-alb"};
+
+bool valid_ifname(const std::string& name)
+{
+    // Linux IFNAMSIZ is 16 including the NUL; no '/', ':' or white space.
+    if (name.empty() || name.size() > 15 || name == "." || name == "..") {
+        return false;
+    }
+    return name.find_first_of("/: \t\n") == std::string::npos;
+}
+
+} // namespace
+
+void add_request_options(po::options_description& options)
+{
+    options.add_options()
+        ("vm", po::value<std::string>(), "VMID (100-999999999) of the Proxmox VM, or the libvirt domain name")
+        ("gpus", po::value<std::string>(), "which GPU cards: all, indexes from scan (0,2) or slots (0000:01:00,41:00)")
+        ("acs-override", "add pcie_acs_override=downstream,multifunction (weakens isolation)")
+        ("backend", po::value<std::string>()->default_value("proxmox"), "proxmox or libvirt")
+        ("connect", po::value<std::string>(), "libvirt connection URI (--backend libvirt)")
+        ("mapping", po::value<std::string>(), "use a Proxmox cluster PCI mapping with this id")
+        ("profile", po::value<std::string>(), "VM profile from profiles/vm (default: linux-ml)")
+        ("bond", po::value<std::string>(), "bond these NICs: NIC,NIC[,...]")
+        ("bond-mode", po::value<std::string>(), "balance-rr|active-backup|balance-xor|broadcast|802.3ad|balance-tlb|balance-alb")
+        ("bond-name", po::value<std::string>(), "name of the bond (default bond0)")
+        ("bond-xmit-hash-policy", po::value<std::string>(), "layer2|layer2+3|layer3+4|encap2+3|encap3+4 (balance-xor, 802.3ad)")
+        ("bridge", po::value<std::string>(), "bridge to put the bond under (default vmbr0)")
+        ("address", po::value<std::string>(), "address of the bridge in CIDR form (192.168.1.252/24)")
+        ("gateway", po::value<std::string>(), "default gateway of the bridge")
+        ("vlan-aware", "make the bridge VLAN-aware (bridge-vids 2-4094)")
+        ("apply-network", "apply the network change now with ifreload -a (else staged in interfaces.new)")
+        ("confirm-timeout", po::value<int>(), "seconds to wait for 'passthru confirm' before restoring the network");
+}
+
+bool has_request_options(const po::variables_map& vm)
+{
+    for (const char* key : {"vm", "gpus", "bond", "bridge", "mapping", "address", "gateway"}) {
+        if (vm.count(key) != 0U) {
+            return true;
+        }
+    }
+    return false;
+}
+
+plan::Request parse_request(const po::variables_map& vm)
+{
+    plan::Request req;
+    const std::string backend = vm["backend"].as<std::string>();
+    if (backend == "proxmox") {
+        req.backend = plan::Backend::proxmox;
+    } else if (backend == "libvirt") {
+        req.backend = plan::Backend::libvirt;
+    } else {
+        throw Error(Errc::usage, "--backend must be proxmox or libvirt, not '" + backend + "'");
+    }
+    if (vm.count("vm") != 0U) {
+        req.vm = vm["vm"].as<std::string>();
+        if (req.backend == plan::Backend::proxmox) {
+            const auto id = util::parse_int(req.vm);
+            if (!id || req.vm.find_first_not_of("0123456789") != std::string::npos) {
+                throw Error(Errc::usage, "--vm must be a numeric VMID for Proxmox VE, not '" + req.vm + "'");
+            }
+            req.vmid = static_cast<std::uint64_t>(*id);
+        } else if (req.vm.empty()) {
+            throw Error(Errc::usage, "--vm must name a libvirt domain");
+        }
+    }
+    if (vm.count("gpus") != 0U) {
+        req.gpus = std::string(util::trim(vm["gpus"].as<std::string>()));
+        if (req.gpus.empty()) {
+            throw Error(Errc::usage, "--gpus is empty").with_hint("use --gpus all, --gpus 0,1 or --gpus 0000:01:00");
+        }
+    }
+    if (vm.count("acs-override") != 0U) {
+        req.acs_override = plan::AcsOverride::yes;
+    }
+    if (vm.count("connect") != 0U) {
+        req.connect_uri = vm["connect"].as<std::string>();
+    }
+    if (vm.count("mapping") != 0U) {
+        req.mapping = vm["mapping"].as<std::string>();
+    }
+    if (vm.count("profile") != 0U) {
+        req.vm_profile = vm["profile"].as<std::string>();
+    }
+
+    const bool any_network = vm.count("bond") != 0U || vm.count("bond-mode") != 0U || vm.count("bridge") != 0U
+                             || vm.count("address") != 0U || vm.count("gateway") != 0U || vm.count("vlan-aware") != 0U
+                             || vm.count("bond-name") != 0U || vm.count("apply-network") != 0U
+                             || vm.count("confirm-timeout") != 0U || vm.count("bond-xmit-hash-policy") != 0U;
+    if (any_network) {
+        plan::NetworkRequest net;
+        if (vm.count("bond") == 0U) {
+            throw Error(Errc::usage, "the bond/bridge options need --bond NIC,NIC").with_hint("e.g. --bond enp66s0f0,enp66s0f1 --bond-mode balance-alb");
+        }
+        net.bond_slaves = util::split(vm["bond"].as<std::string>(), ",");
+        if (net.bond_slaves.empty()) {
+            throw Error(Errc::usage, "--bond needs at least one NIC name");
+        }
+        for (const auto& nic : net.bond_slaves) {
+            if (!valid_ifname(nic)) {
+                throw Error(Errc::usage, "--bond: '" + nic + "' is not a valid interface name");
+            }
+        }
+        if (vm.count("bond-mode") != 0U) {
+            net.bond_mode = vm["bond-mode"].as<std::string>();
+            if (std::find(k_bond_modes.begin(), k_bond_modes.end(), net.bond_mode) == k_bond_modes.end()) {
+                throw Error(Errc::usage, "--bond-mode '" + net.bond_mode + "' is not one of " + util::join(k_bond_modes, ", "));
+            }
+        }
+        if (vm.count("bond-name") != 0U) {
+            net.bond_name = vm["bond-name"].as<std::string>();
+            if (!valid_ifname(net.bond_name)) {
+                throw Error(Errc::usage, "--bond-name: '" + net.bond_name + "' is not a valid interface name");
+            }
+        }
+        if (vm.count("bond-xmit-hash-policy") != 0U) {
+            net.xmit_hash_policy = vm["bond-xmit-hash-policy"].as<std::string>();
+        }
+        if (vm.count("bridge") != 0U) {
+            net.bridge = vm["bridge"].as<std::string>();
+            if (!valid_ifname(net.bridge)) {
+                throw Error(Errc::usage, "--bridge: '" + net.bridge + "' is not a valid interface name");
+            }
+        }
+        if (vm.count("address") != 0U) {
+            net.address = vm["address"].as<std::string>();
+        }
+        if (vm.count("gateway") != 0U) {
+            net.gateway = vm["gateway"].as<std::string>();
+        }
+        net.vlan_aware = vm.count("vlan-aware") != 0U;
+        if (vm.count("apply-network") != 0U) {
+            net.apply = plan::ApplyNetwork::now;
+        }
+        if (vm.count("confirm-timeout") != 0U) {
+            const int seconds = vm["confirm-timeout"].as<int>();
+            if (seconds < 10 || seconds > 3600) {
+                throw Error(Errc::usage, "--confirm-timeout must be 10 to 3600 seconds");
+            }
+            net.confirm_timeout_seconds = seconds;
+        }
+        req.network = std::move(net);
+    }
+    return req;
+}
+
+} // namespace passthru::cli

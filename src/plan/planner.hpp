@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "plan/plan.hpp"
+#include "scan/inventory.hpp"
+#include "util/error.hpp"
+#include "util/host_fs.hpp"
+
+namespace passthru::plan {
+
+// passthru's own data: templates/ and profiles/. Lookup order for a name:
+// <root>/etc/passthru/<kind>/<name> (the admin's override, read through
+// HostFs), then --data-dir, then the installed /usr/share/passthru, then the
+// source tree (for running from a build directory).
+class DataDir
+{
+public:
+    DataDir(const util::HostFs& fs, std::optional<std::filesystem::path> data_dir);
+
+    // kind is "templates" or "profiles"; name may contain '/' ("gpus/tu102.json").
+    Result<std::string> read(std::string_view kind, std::string_view name) const;
+    // Names (relative to kind/subdir) of the files in every layer, overrides first, de-duplicated.
+    std::vector<std::string> list(std::string_view kind, std::string_view subdir) const;
+    // Where a name was found (for messages).
+    std::optional<std::string> origin(std::string_view kind, std::string_view name) const;
+
+private:
+    const util::HostFs& m_fs;
+    std::vector<std::filesystem::path> m_dirs; // shipped layers, after the override
+};
+
+// Renders a mustache template (kainjow::mustache) with JSON data.
+Result<std::string> render_template(const DataDir& data, std::string_view name, const nlohmann::json& values);
+
+// Everything a planning step needs.
+struct PlanContext
+{
+    const scan::Inventory& inventory;
+    const util::HostFs& fs;
+    const DataDir& data;
+    const Request& request;
+    std::vector<const scan::GpuCard*> selected; // the cards to pass, after selection and group safety
+};
+
+// The whole plan: selection and group safety (refusals), then the host side,
+// the VM side and the network side. A refused plan has refusals and no
+// changes. Errors are for bad input (Errc::usage) and unreadable hosts.
+Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs, const DataDir& data, const Request& request);
+
+// The parts, each appending to the plan.
+void plan_host(const PlanContext& ctx, Plan& plan);    // cmdline, modules, modprobe.d, initramfs (plan/host_*.cpp)
+void plan_vm(const PlanContext& ctx, Plan& plan);      // VM config, mappings, libvirt (plan/vm_*.cpp)
+void plan_network(const PlanContext& ctx, Plan& plan); // bond/bridge (plan/network_*.cpp)
+
+} // namespace passthru::plan
