@@ -1,0 +1,281 @@
+#!/bin/sh
+# /init of the passthru real-kernel test guest (busybox sh, PID 1).
+#
+# Runs a fixed sequence of steps against the real Debian kernel, sends every step's stdout,
+# stderr and exit code to the host over the serial console, and powers off. The host
+# (tests/vm/run.sh + check.py) decides what is right: this script asserts nothing and
+# does not know which IOMMU variant it runs under.
+#
+# Serial protocol (one record per line, base64 wraps at 76 columns):
+#   @@PT:LOG <text>            progress, for humans
+#   @@PT:FILE <name>           start of a base64 block holding the file <name>
+#   @@PT:EOF <name>            end of that block
+#   @@PT:DONE                  the sequence finished (missing = the guest died or hung)
+
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/root
+umask 022
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mkdir -p /tmp /run /var/log /root
+# Keep printk off the console: it would interleave with the base64 blocks. The full log
+# is still in the ring buffer and is sent at the end.
+dmesg -n 1
+
+OUT=/tmp/out
+mkdir -p "$OUT"
+say() { echo "@@PT:LOG $*"; }
+send() { # send FILE [NAME]
+    echo "@@PT:FILE ${2:-${1##*/}}"
+    base64 "$1"
+    echo "@@PT:EOF ${2:-${1##*/}}"
+}
+# step NAME CMD...: run CMD, keep and send its stdout, stderr and exit code.
+step() {
+    name=$1
+    shift
+    say "step $name: $*"
+    "$@" >"$OUT/$name.out" 2>"$OUT/$name.err" </dev/null
+    rc=$?
+    echo "$rc" >"$OUT/$name.rc"
+    say "step $name rc=$rc"
+    send "$OUT/$name.out"
+    send "$OUT/$name.err"
+    send "$OUT/$name.rc"
+    return 0
+}
+
+# One line per PCI function: address, bound driver (or -), driver_override (or -).
+drivers() {
+    for d in /sys/bus/pci/devices/*; do
+        drv=-
+        if [ -L "$d/driver" ]; then
+            cd -P "$d/driver" && drv=${PWD##*/}
+            cd /
+        fi
+        ov=-
+        [ -r "$d/driver_override" ] && read -r ov <"$d/driver_override"
+        [ "$ov" = "(null)" ] && ov=-
+        echo "${d##*/} $drv $ov"
+    done
+}
+
+# One line per IOMMU group: number, then its devices.
+groups() {
+    for g in /sys/kernel/iommu_groups/*; do
+        [ -d "$g/devices" ] || continue
+        line=${g##*/}
+        for dev in "$g"/devices/*; do line="$line ${dev##*/}"; done
+        echo "$line"
+    done
+}
+
+load_host_drivers() {
+    rc=0
+    # Drivers of the emulated devices. The card's host drivers are bochs (display) and
+    # snd_hda_intel (audio), exactly as on a host before passthrough is set up.
+    for m in e1000e e1000 virtio_pci virtio_net nvme ahci xhci_pci i2c_i801 lpc_ich \
+        snd_hda_intel bochs; do
+        modprobe "$m" || { echo "modprobe $m failed" >&2; rc=1; }
+    done
+    # snd_hda_intel probes its codecs asynchronously; give it a moment so the state
+    # recorded next is settled.
+    sleep 1
+    return $rc
+}
+
+# Simulate the module loading of the next boot: take the card's host drivers out, then
+# let real kmod modprobe load them again with the modprobe.d files apply wrote.
+reload_drivers() {
+    rc=0
+    echo "== before unload"
+    drivers
+    rmmod snd_hda_intel || { echo "rmmod snd_hda_intel failed" >&2; rc=1; }
+    rmmod bochs || { echo "rmmod bochs failed" >&2; rc=1; }
+    echo "== after unload"
+    drivers
+    for m in snd_hda_intel bochs vfio-pci; do
+        modprobe "$m" || { echo "modprobe $m failed" >&2; rc=1; }
+    done
+    sleep 1
+    echo "== after reload"
+    drivers
+    return $rc
+}
+
+# Used only when the image holds no passthru binary (harness smoke test): bind the card's
+# two functions to vfio-pci the way the kernel documents (driver_override, unbind, probe).
+smoke_bind() {
+    modprobe vfio-pci || return 1
+    for f in 0000:04:00.0 0000:04:00.1; do
+        echo vfio-pci >/sys/bus/pci/devices/$f/driver_override
+        [ -L /sys/bus/pci/devices/$f/driver ] && echo $f >/sys/bus/pci/devices/$f/driver/unbind
+        echo $f >/sys/bus/pci/drivers_probe
+    done
+    sleep 1
+    drivers
+    ls -l /dev/vfio
+}
+
+show_files() {
+    for f in /etc/modprobe.d/* /etc/modules-load.d/* /etc/modules /etc/initramfs-tools/modules \
+        /etc/default/grub /etc/default/grub.d/* /etc/kernel/cmdline /etc/pve/qemu-server/101.conf \
+        /var/log/passthru-stub.log; do
+        [ -f "$f" ] || continue
+        echo "==> $f"
+        cat "$f"
+    done
+}
+
+# --- sysfs capture -----------------------------------------------------------------------
+# sysfs cannot be tarred (every attribute claims 4096 bytes), so values are copied with
+# busybox cp (reads to EOF; one process per directory, since every fork is slow under TCG)
+# and symlinks are copied as symlinks (cp -a keeps their relative targets). Write-only
+# attributes and /dev/vfio character devices become empty placeholder files.
+DEV_ATTRS="vendor device class subsystem_vendor subsystem_device revision config numa_node
+ boot_vga current_link_speed current_link_width max_link_speed max_link_width reset_method
+ irq enable modalias resource driver_override local_cpulist local_cpus d3cold_allowed
+ power_state msi_bus broken_parity_status consistent_dma_mask_bits dma_mask_bits ari_enabled
+ secondary_bus_number subordinate_bus_number sriov_totalvfs sriov_numvfs sriov_offset
+ sriov_stride sriov_vf_device sriov_drivers_autoprobe label index acpi_index
+ driver iommu_group iommu subsystem physfn"
+DEV_WRITE_ONLY="remove rescan reset"
+DRV_WRITE_ONLY="bind unbind new_id remove_id uevent"
+
+copy_present() { # copy_present SRCDIR DESTDIR NAMES...: cp -a the names that exist
+    src=$1
+    dst=$2
+    shift 2
+    mkdir -p "$dst"
+    cd "$src" || return 1
+    names=
+    for a in "$@"; do
+        if [ -e "$a" ] || [ -L "$a" ]; then names="$names $a"; fi
+    done
+    # shellcheck disable=SC2086
+    [ -n "$names" ] && cp -a $names "$dst"/
+    cd /
+}
+
+placeholders() { # placeholders SRCDIR DESTDIR NAMES...
+    src=$1
+    dst=$2
+    shift 2
+    for a in "$@"; do
+        [ -e "$src/$a" ] && : >"$dst/$a"
+    done
+}
+
+capture_module() { # capture_module NAME: /sys/module/NAME/parameters, if any
+    m=$1
+    [ -d "/sys/module/$m" ] || return 0
+    mkdir -p "$C/sys/module/$m"
+    [ -d "/sys/module/$m/parameters" ] && cp -a "/sys/module/$m/parameters" "$C/sys/module/$m/"
+    return 0
+}
+
+capture() { # capture DEST
+    C=$1
+    mkdir -p "$C/sys/bus/pci/drivers" "$C/sys/kernel" "$C/sys/class" "$C/sys/module" \
+        "$C/proc/sys/kernel" "$C/dev"
+    cp -a /sys/bus/pci/devices "$C/sys/bus/pci/"
+    : >"$C/sys/bus/pci/drivers_probe"
+    : >"$C/sys/bus/pci/rescan"
+    for l in /sys/bus/pci/devices/*; do
+        cd -P "$l" || continue
+        p=$PWD
+        cd /
+        # shellcheck disable=SC2086
+        copy_present "$p" "$C$p" $DEV_ATTRS
+        # shellcheck disable=SC2086
+        placeholders "$p" "$C$p" $DEV_WRITE_ONLY
+    done
+    for d in /sys/bus/pci/drivers/*; do
+        n=${d##*/}
+        cd "$d" || continue
+        # the glob expands here, in $d: the devices bound to this driver
+        copy_present "$d" "$C/sys/bus/pci/drivers/$n" module 0000:*
+        # shellcheck disable=SC2086
+        placeholders "$d" "$C/sys/bus/pci/drivers/$n" $DRV_WRITE_ONLY
+        if [ -L "$d/module" ]; then
+            cd -P "$d/module" && capture_module "${PWD##*/}"
+            cd /
+        fi
+    done
+    for m in vfio vfio_pci vfio_pci_core vfio_iommu_type1 vfio_virqfd kvm kvm_intel kvm_amd; do
+        capture_module $m
+    done
+    [ -d /sys/kernel/iommu_groups ] && cp -a /sys/kernel/iommu_groups "$C/sys/kernel/"
+    if [ -d /sys/class/iommu ]; then
+        cp -a /sys/class/iommu "$C/sys/class/"
+        for i in /sys/class/iommu/*; do
+            [ -L "$i" ] || continue
+            cd -P "$i" || continue
+            p=$PWD
+            cd /
+            mkdir -p "$C$p"
+            for sub in intel-iommu amd-iommu devices; do
+                [ -d "$p/$sub" ] && cp -a "$p/$sub" "$C$p/"
+            done
+            [ -e "$p/subsystem" ] && cp -a "$p/subsystem" "$C$p/"
+        done
+    fi
+    if [ -d /sys/firmware/efi ]; then
+        mkdir -p "$C/sys/firmware/efi"
+        for f in fw_platform_size systab; do
+            [ -e /sys/firmware/efi/$f ] && cp /sys/firmware/efi/$f "$C/sys/firmware/efi/"
+        done
+    fi
+    cp /proc/cmdline /proc/cpuinfo /proc/modules /proc/interrupts /proc/meminfo "$C/proc/"
+    cp /proc/sys/kernel/osrelease "$C/proc/sys/kernel/"
+    if [ -d /dev/vfio ]; then
+        mkdir -p "$C/dev/vfio"
+        for v in /dev/vfio/*; do [ -e "$v" ] && : >"$C/dev/vfio/${v##*/}"; done
+    fi
+    # The stock /etc the guest started from (not what passthru wrote), so the tree is a
+    # complete host root.
+    [ -d /etc.orig ] && cp -a /etc.orig "$C/etc"
+    return 0
+}
+
+send_capture() { # send_capture NAME
+    rm -rf "/tmp/cap-$1"
+    capture "/tmp/cap-$1" 2>"$OUT/capture-$1.err"
+    tar -C "/tmp/cap-$1" -czf "/tmp/cap-$1.tgz" .
+    send "/tmp/cap-$1.tgz" "capture-$1.tgz"
+    send "$OUT/capture-$1.err"
+}
+
+# --- the sequence ------------------------------------------------------------------------
+say "init started, kernel $(cat /proc/sys/kernel/osrelease), uptime $(cut -d' ' -f1 /proc/uptime)"
+cp -a /etc /etc.orig
+
+step load load_host_drivers
+step drivers-before drivers
+step groups groups
+send_capture before
+
+if [ -x /usr/sbin/passthru ]; then
+    step scan passthru scan --json
+    step scan-human passthru scan
+    step plan passthru plan --vm 101 --gpus 0000:04:00 --json
+    step apply passthru apply --vm 101 --gpus 0000:04:00 --yes
+    step files show_files
+    step reload reload_drivers
+    step drivers-after drivers
+    step verify passthru verify --vm 101
+    step dev-vfio ls -l /dev/vfio
+else
+    say "no passthru binary in the image: smoke test only"
+    step smoke-bind smoke_bind
+    step drivers-after drivers
+fi
+send_capture after
+
+dmesg >"$OUT/dmesg.txt"
+send "$OUT/dmesg.txt"
+say "finished at uptime $(cut -d' ' -f1 /proc/uptime)"
+echo "@@PT:DONE"
+sync
+poweroff -f

@@ -1,0 +1,371 @@
+#!/usr/bin/env bash
+# Real-kernel test harness: boots Debian 12's own kernel under QEMU (TCG, q35) with an
+# emulated Intel VT-d IOMMU, an emulated AMD-Vi IOMMU, or none, with real emulated PCI
+# devices, runs the real `passthru` binary inside a busybox initramfs, and checks the
+# results on the host (tests/vm/check.py). See tests/vm/README.md.
+#
+# Usage: tests/vm/run.sh [--variant intel|amd|none]... [--capture] [--smoke] [--keep DIR]
+#                        [--timeout SECONDS]
+#   PASSTHRU=<binary>   the passthru binary to run in the guest (required unless --smoke)
+#   PASSTHRU_VM_CACHE   download/unpack cache (default <repo>/.cache/vm)
+#   PASSTHRU_VM_ACCEL   qemu accelerator (default tcg; kvm where the host CPU allows it)
+#
+# Nothing is installed into this machine except qemu-system-x86 (with apt, when missing).
+# The kernel, busybox, kmod and pci.ids packages are fetched with `apt-get download` and
+# unpacked with `dpkg -x` into the cache.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+CACHE=${PASSTHRU_VM_CACHE:-$REPO/.cache/vm}
+ACCEL=${PASSTHRU_VM_ACCEL:-tcg}
+FIXTURES=$REPO/tests/fixtures/hosts
+TIMEOUT=120
+CAPTURE=0
+SMOKE=0
+KEEP=
+VARIANTS=()
+
+die() {
+    echo "tests/vm/run.sh: error: $*" >&2
+    exit 1
+}
+log() { echo "[vm] $*"; }
+
+usage() {
+    sed -n '6,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+}
+
+while [ $# -gt 0 ]; do
+    case $1 in
+    --variant)
+        [ $# -ge 2 ] || die "--variant needs intel, amd or none"
+        case $2 in intel | amd | none) VARIANTS+=("$2") ;; *) die "unknown variant '$2' (intel, amd, none)" ;; esac
+        shift 2
+        ;;
+    --capture) CAPTURE=1; shift ;;
+    --smoke) SMOKE=1; shift ;;
+    --keep)
+        [ $# -ge 2 ] || die "--keep needs a directory"
+        KEEP=$2
+        shift 2
+        ;;
+    --timeout)
+        [ $# -ge 2 ] || die "--timeout needs seconds"
+        TIMEOUT=$2
+        shift 2
+        ;;
+    -h | --help) usage; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
+    esac
+done
+[ ${#VARIANTS[@]} -gt 0 ] || VARIANTS=(intel amd none)
+
+if [ "$SMOKE" = 0 ]; then
+    [ -n "${PASSTHRU:-}" ] || die "PASSTHRU is not set: give the passthru binary to test (or --smoke)"
+    [ -x "$PASSTHRU" ] || die "PASSTHRU=$PASSTHRU is not an executable file"
+    PASSTHRU=$(readlink -f "$PASSTHRU")
+fi
+
+# --- host tools --------------------------------------------------------------------------
+apt_install() {
+    [ "$(id -u)" = 0 ] || die "$* missing and not root: install it with apt-get install $*"
+    command -v apt-get >/dev/null || die "$* missing and no apt-get: this harness needs Debian 12"
+    log "installing $* with apt-get"
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+        -o DPkg::Lock::Timeout=120 "$@" >"$WORK/apt-install.log" 2>&1; then
+        # A fresh machine may have no package lists yet.
+        apt-get update -q -o DPkg::Lock::Timeout=120 >>"$WORK/apt-install.log" 2>&1 || true
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+            -o DPkg::Lock::Timeout=120 "$@" >>"$WORK/apt-install.log" 2>&1 ||
+            { tail -n 20 "$WORK/apt-install.log" >&2; die "apt-get install $* failed"; }
+    fi
+}
+
+if [ -n "$KEEP" ]; then
+    mkdir -p "$KEEP"
+    WORK=$(cd "$KEEP" && pwd)
+else
+    WORK=$(mktemp -d "${TMPDIR:-/tmp}/passthru-vm.XXXXXX")
+    trap 'rm -rf "$WORK"' EXIT
+fi
+
+command -v qemu-system-x86_64 >/dev/null || apt_install qemu-system-x86
+command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 still missing after installing qemu-system-x86"
+command -v python3 >/dev/null || apt_install python3
+command -v dpkg >/dev/null || die "dpkg missing: this harness needs Debian 12"
+command -v timeout >/dev/null || die "timeout (coreutils) missing"
+
+# --- packages into the cache -------------------------------------------------------------
+mkdir -p "$CACHE/debs"
+
+# The versioned kernel package linux-image-amd64 currently depends on. awk reads all of
+# its input (no early exit) so pipefail never sees a SIGPIPE.
+resolve_kernel_pkg() {
+    apt-cache depends linux-image-amd64 2>/dev/null |
+        awk '!found && $1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; found = 1 }'
+}
+KPKG=$(resolve_kernel_pkg || true)
+if [ -z "$KPKG" ]; then
+    log "apt has no linux-image-amd64 yet: running apt-get update"
+    apt-get update -q -o DPkg::Lock::Timeout=120 >"$WORK/apt-update.log" 2>&1 ||
+        { tail -n 20 "$WORK/apt-update.log" >&2; die "apt-get update failed"; }
+    KPKG=$(resolve_kernel_pkg || true)
+fi
+[ -n "$KPKG" ] || die "cannot resolve linux-image-amd64 to a versioned kernel package (is this Debian 12 with its archive reachable?)"
+
+deb_of() { # deb_of PKG: the cached .deb of PKG, if any
+    local f
+    for f in "$CACHE/debs/$1"_*.deb; do
+        [ -e "$f" ] && { echo "$f"; return 0; }
+    done
+    return 1
+}
+PKGS=("$KPKG" busybox-static kmod pci.ids)
+missing=()
+for p in "${PKGS[@]}"; do deb_of "$p" >/dev/null || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+    log "downloading ${missing[*]}"
+    (cd "$CACHE/debs" && apt-get download -q -o APT::Sandbox::User=root "${missing[@]}") \
+        >"$WORK/apt-download.log" 2>&1 ||
+        { tail -n 20 "$WORK/apt-download.log" >&2; die "apt-get download ${missing[*]} failed"; }
+    for p in "${missing[@]}"; do deb_of "$p" >/dev/null || die "apt-get download did not produce $p"; done
+fi
+
+unpack() { # unpack PKG DIR: dpkg -x once
+    local dir=$CACHE/unpacked/$2
+    if [ ! -e "$dir/.done" ]; then
+        rm -rf "$dir"
+        mkdir -p "$dir"
+        dpkg -x "$(deb_of "$1")" "$dir"
+        touch "$dir/.done"
+    fi
+}
+unpack "$KPKG" "$KPKG"
+unpack busybox-static busybox
+unpack kmod kmod
+unpack pci.ids pci.ids
+KROOT=$CACHE/unpacked/$KPKG
+BUSYBOX=$CACHE/unpacked/busybox/bin/busybox
+KMOD=$CACHE/unpacked/kmod/bin/kmod
+PCIIDS=$CACHE/unpacked/pci.ids/usr/share/misc/pci.ids
+[ -x "$BUSYBOX" ] || die "busybox-static did not contain bin/busybox"
+[ -x "$KMOD" ] || die "kmod did not contain bin/kmod"
+[ -f "$PCIIDS" ] || die "pci.ids did not contain usr/share/misc/pci.ids"
+
+KVER=
+for d in "$KROOT"/lib/modules/*/; do
+    [ -d "$d/kernel" ] && KVER=$(basename "$d")
+done
+[ -n "$KVER" ] || die "$KPKG has no lib/modules/<version>/kernel"
+VMLINUZ=$KROOT/boot/vmlinuz-$KVER
+[ -f "$VMLINUZ" ] || die "$KPKG has no boot/vmlinuz-$KVER"
+
+# kmod is a multi-call binary that picks its tool from argv[0]; the package's own links
+# are absolute (/bin/kmod), so make our own.
+KBIN=$CACHE/unpacked/kbin
+mkdir -p "$KBIN"
+for t in depmod modprobe; do ln -sfn "$KMOD" "$KBIN/$t"; done
+# Debian's kernel package has no modules.dep (depmod runs at install time): generate it.
+if [ ! -s "$KROOT/lib/modules/$KVER/modules.dep.bin" ]; then
+    log "depmod for $KVER"
+    "$KBIN/depmod" -b "$KROOT" "$KVER" || die "depmod -b $KROOT $KVER failed"
+fi
+
+# --- initramfs ---------------------------------------------------------------------------
+STAGE=$WORK/initrd
+rm -rf "$STAGE"
+mkdir -p "$STAGE"/{bin,sbin,usr/bin,usr/sbin,lib,lib64,etc,dev,proc,sys,tmp,run,root,var/log}
+
+KMOD_TOOLS=" modprobe insmod rmmod lsmod depmod modinfo "
+install -m 755 "$BUSYBOX" "$STAGE/bin/busybox"
+while read -r applet; do
+    name=${applet##*/}
+    case $KMOD_TOOLS in *" $name "*) continue ;; esac
+    [ "$applet" = bin/busybox ] && continue
+    mkdir -p "$STAGE/$(dirname "$applet")"
+    ln -sfn /bin/busybox "$STAGE/$applet"
+done < <("$BUSYBOX" --list-full)
+install -m 755 "$KMOD" "$STAGE/bin/kmod"
+for t in $KMOD_TOOLS; do ln -sfn /bin/kmod "$STAGE/sbin/$t"; done
+
+# copy_libs BINARY: the shared libraries ldd finds for it and the dynamic loader, each at
+# the path ldd prints.
+copy_libs() {
+    local out line lib
+    out=$(ldd "$1" 2>&1) || {
+        case $out in *"not a dynamic executable"*) return 0 ;; esac
+        die "ldd $1 failed: $out"
+    }
+    case $out in *"not found"*) die "ldd $1: a shared library is missing on this host: $out" ;; esac
+    while read -r line; do
+        case $line in
+        *"=> /"*) lib=${line#*=> }; lib=${lib%% (*} ;;
+        /*) lib=${line%% (*} ;;
+        *) continue ;;
+        esac
+        [ -e "$STAGE$lib" ] && continue
+        mkdir -p "$STAGE$(dirname "$lib")"
+        cp -L "$lib" "$STAGE$lib"
+    done <<<"$out"
+}
+copy_libs "$STAGE/bin/kmod"
+
+# Kernel modules, with everything they depend on, in the /lib/modules/<kver> layout, and
+# a modules.dep(.bin) generated for exactly this set, so real modprobe works in the guest.
+MODULES=(e1000e e1000 virtio_pci virtio_net nvme ahci xhci_pci i2c_i801 lpc_ich
+    snd_hda_intel snd_hda_codec_generic bochs vfio vfio_iommu_type1 vfio_pci)
+MDIR=lib/modules/$KVER
+mkdir -p "$STAGE/$MDIR"
+for m in "${MODULES[@]}"; do
+    deps=$("$KBIN/modprobe" -d "$KROOT" -S "$KVER" --show-depends "$m") ||
+        die "module $m not found in $KPKG"
+    while read -r kind path _; do
+        [ "$kind" = insmod ] || continue
+        rel=${path#"$KROOT"/}
+        rel=${rel#/}
+        [ -e "$STAGE/$rel" ] && continue
+        mkdir -p "$STAGE/$(dirname "$rel")"
+        cp "$path" "$STAGE/$rel"
+    done <<<"$deps"
+done
+for f in modules.order modules.builtin modules.builtin.modinfo; do
+    cp "$KROOT/$MDIR/$f" "$STAGE/$MDIR/"
+done
+"$KBIN/depmod" -b "$STAGE" "$KVER" || die "depmod for the initramfs failed"
+nmods=$(find "$STAGE/$MDIR" -name '*.ko*' | wc -l)
+
+mkdir -p "$STAGE/usr/share/misc"
+cp "$PCIIDS" "$STAGE/usr/share/misc/pci.ids"
+
+if [ "$SMOKE" = 0 ]; then
+    install -m 755 "$PASSTHRU" "$STAGE/usr/sbin/passthru"
+    copy_libs "$STAGE/usr/sbin/passthru"
+fi
+
+# Stubs for the after-steps passthru runs on a live host. The guest has no real initramfs
+# to rebuild, no boot loader to update and no Proxmox: each stub records its argv in
+# /var/log/passthru-stub.log (checked by the host) and succeeds.
+for s in update-initramfs update-grub qm; do
+    cat >"$STAGE/usr/sbin/$s" <<EOF
+#!/bin/sh
+# test stub (tests/vm/run.sh): the guest has nothing for $s to act on
+echo "$s \$*" >>/var/log/passthru-stub.log
+exit 0
+EOF
+    chmod 755 "$STAGE/usr/sbin/$s"
+done
+# proxmox-boot-tool: `status` answers as the real tool does on a plain GRUB host (no
+# /etc/kernel/proxmox-boot-uuids: message on stderr, exit 2); everything else is recorded.
+cat >"$STAGE/usr/sbin/proxmox-boot-tool" <<'EOF'
+#!/bin/sh
+# test stub (tests/vm/run.sh): the guest boots no ESP
+echo "proxmox-boot-tool $*" >>/var/log/passthru-stub.log
+if [ "$1" = status ] && [ ! -e /etc/kernel/proxmox-boot-uuids ]; then
+    echo "E: /etc/kernel/proxmox-boot-uuids does not exist." >&2
+    exit 2
+fi
+exit 0
+EOF
+chmod 755 "$STAGE/usr/sbin/proxmox-boot-tool"
+
+# A minimal /etc as a Proxmox VE host on plain GRUB has it.
+cp -a "$HERE/guest-etc/." "$STAGE/etc/"
+mkdir -p "$STAGE/etc/modprobe.d" "$STAGE/etc/modules-load.d" "$STAGE/etc/kernel"
+ln -sfn ../modules "$STAGE/etc/modules-load.d/modules.conf"
+install -m 755 "$HERE/guest-init.sh" "$STAGE/init"
+
+INITRD=$WORK/initrd.gz
+(cd "$STAGE" && find . -mindepth 1 | LC_ALL=C sort | "$BUSYBOX" cpio -o -H newc 2>/dev/null) |
+    gzip -6 >"$INITRD"
+log "kernel $KVER ($KPKG); initramfs $(du -k "$INITRD" | cut -f1) KiB with $nmods modules$([ "$SMOKE" = 1 ] && echo ", no passthru (smoke)")"
+
+# --- boot --------------------------------------------------------------------------------
+# qemu_args VARIANT: the machine. Every device has an explicit address; the IOMMU comes
+# before the PCI devices (QEMU gives a device its DMA address space when it is created).
+qemu_args() {
+    local v=$1 vga=0x1 append="console=ttyS0 iommu=pt panic=-1"
+    # TCG's default CPU (qemu64) is an AuthenticAMD with svm. The Intel and no-IOMMU runs
+    # get an Intel CPU instead (TCG cannot emulate vmx, so it has no virtualization flag),
+    # so that scan's advice for an Intel host (intel_iommu=on) is exercised too.
+    local cpu=qemu64
+    [ "$v" = amd ] || cpu=qemu64,vendor=GenuineIntel,-svm
+    Q=(-accel "$ACCEL" -M q35 -cpu "$cpu" -m 1024 -smp 2 -nodefaults -display none -serial stdio
+        -no-reboot -audiodev none,id=snd0)
+    case $v in
+    intel)
+        Q+=(-device intel-iommu,intremap=on,caching-mode=on)
+        append="$append intel_iommu=on"
+        ;;
+    amd)
+        # amd-iommu puts its own PCI function on the first free root-bus slot (00:01.0),
+        # so the boot VGA moves to 00:08.0. AMD-Vi is on by default: no amd_iommu=on.
+        Q+=(-device amd-iommu)
+        vga=0x8
+        ;;
+    esac
+    Q+=(
+        -device "VGA,bus=pcie.0,addr=$vga"
+        -device pcie-root-port,id=rp1,bus=pcie.0,addr=0x2,chassis=1,port=1
+        -device e1000e,bus=rp1,addr=0x0
+        -device pcie-root-port,id=rp2,bus=pcie.0,addr=0x3,chassis=2,port=2
+        -device virtio-net-pci,bus=rp2,addr=0x0,disable-legacy=on
+        -device pcie-root-port,id=rp3,bus=pcie.0,addr=0x4,chassis=3,port=3
+        -blockdev driver=null-co,node-name=nvme0,read-zeroes=on,size=1073741824
+        -device nvme,bus=rp3,addr=0x0,drive=nvme0,serial=passthru0
+        # the stand-in for a GPU card: display function 0 + HDA audio function 1
+        -device pcie-root-port,id=rp4,bus=pcie.0,addr=0x5,chassis=4,port=4
+        -device secondary-vga,bus=rp4,addr=0x0.0,multifunction=on
+        -device ich9-intel-hda,id=cardhda,bus=rp4,addr=0x0.1
+        -device hda-duplex,bus=cardhda.0,audiodev=snd0
+        -device pcie-root-port,id=rp5,bus=pcie.0,addr=0x6,chassis=5,port=5
+        -device pcie-pci-bridge,id=pcibr,bus=rp5,addr=0x0
+        -device e1000,bus=pcibr,addr=0x1
+        -device virtio-net-pci,bus=pcibr,addr=0x2
+        -device qemu-xhci,bus=pcie.0,addr=0x7
+        # the host's own HDA controller: same 8086:293e as the card's audio
+        -device ich9-intel-hda,id=hosthda,bus=pcie.0,addr=0x1b
+        -device hda-duplex,bus=hosthda.0,audiodev=snd0
+        -kernel "$VMLINUZ" -initrd "$INITRD" -append "$append"
+    )
+}
+
+failed=()
+summary=()
+for v in "${VARIANTS[@]}"; do
+    out=$WORK/$v
+    rm -rf "$out"
+    mkdir -p "$out"
+    qemu_args "$v"
+    printf '%q ' qemu-system-x86_64 "${Q[@]}" >"$out/qemu-cmdline.txt"
+    log "booting variant $v (timeout ${TIMEOUT}s)"
+    t0=$(date +%s.%N)
+    set +e
+    timeout -k 10 "$TIMEOUT" qemu-system-x86_64 "${Q[@]}" </dev/null >"$out/serial.log" 2>"$out/qemu.err"
+    qrc=$?
+    set -e
+    t1=$(date +%s.%N)
+    secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+    log "variant $v: qemu exited $qrc after ${secs}s"
+    args=(--variant "$v" --serial "$out/serial.log" --qemu-rc "$qrc" --qemu-stderr "$out/qemu.err"
+        --out "$out" --fixtures "$FIXTURES" --timeout "$TIMEOUT")
+    [ "$SMOKE" = 1 ] && args+=(--smoke)
+    [ "$CAPTURE" = 1 ] && args+=(--capture)
+    if python3 "$HERE/check.py" "${args[@]}"; then
+        summary+=("$v: PASS in ${secs}s")
+    else
+        summary+=("$v: FAIL in ${secs}s (serial log and results: $out)")
+        failed+=("$v")
+    fi
+done
+
+log "summary:"
+for s in "${summary[@]}"; do log "  $s"; done
+if [ ${#failed[@]} -gt 0 ]; then
+    if [ -z "$KEEP" ]; then
+        # keep the evidence of a failure
+        trap - EXIT
+        log "work directory kept: $WORK"
+    fi
+    die "real-kernel test failed for: ${failed[*]}"
+fi
