@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "../support/fake_host.hpp"
+#include "scan/scanner.hpp"
+
+using namespace passthru;
+using passthru::test::FakeHost;
+
+namespace {
+
+scan::Inventory scan_of(const FakeHost& host)
+{
+    auto fs = util::HostFs::open(host.dir.path());
+    REQUIRE(fs);
+    util::CommandRunner runner(util::RunMode::record);
+    auto inv = scan::scan_host(*fs, runner);
+    REQUIRE(inv);
+    return std::move(*inv);
+}
+
+bool has_problem(const scan::Inventory& inv, std::string_view needle)
+{
+    return std::any_of(inv.problems.begin(), inv.problems.end(),
+                       [&](const scan::Problem& p) { return p.message.find(needle) != std::string::npos; });
+}
+
+void add_root_port(FakeHost& host, const std::string& addr, int group)
+{
+    host.add(addr).ids(0x1022, 0x1483).pci_class(0x060400).group(group).driver("pcieport");
+}
+
+} // namespace
+
+TEST_SUITE("scan::scanner")
+{
+    TEST_CASE("a Turing card's four functions form one clean card")
+    {
+        FakeHost host;
+        add_root_port(host, "0000:00:03.1", 11);
+        const std::string port = "pci0000:00/0000:00:03.1";
+        host.add("0000:01:00.0", port).ids(0x10de, 0x1e07).pci_class(0x030000).group(12).driver("nouveau").attr("boot_vga", "0");
+        host.add("0000:01:00.1", port).ids(0x10de, 0x10f7).pci_class(0x040300).group(12).driver("snd_hda_intel");
+        host.add("0000:01:00.2", port).ids(0x10de, 0x1ad6).pci_class(0x0c0330).group(12).driver("xhci_hcd");
+        host.add("0000:01:00.3", port).ids(0x10de, 0x1ad7).pci_class(0x0c8000).group(12);
+        const auto inv = scan_of(host);
+        REQUIRE(inv.devices.size() == 5);
+        REQUIRE(inv.gpus.size() == 1);
+        const auto& gpu = inv.gpus[0];
+        CHECK(gpu.slot == "0000:01:00");
+        CHECK(gpu.functions.size() == 4);
+        CHECK(gpu.iommu_groups == std::vector<int>{12});
+        CHECK(gpu.isolation == scan::Isolation::clean);
+        CHECK_FALSE(gpu.boot_vga);
+        const auto* vga = inv.find(*scan::PciAddress::parse("0000:01:00.0"));
+        REQUIRE(vga != nullptr);
+        CHECK(vga->driver == "nouveau");
+        CHECK(vga->class16() == 0x0300);
+        CHECK(vga->parent == scan::PciAddress::parse("0000:00:03.1"));
+        CHECK(vga->vendor_name == "NVIDIA Corporation");
+        CHECK(inv.host.iommu.enabled);
+        CHECK(inv.host.iommu.groups == 2);
+    }
+
+    TEST_CASE("a group shared with SATA and a NIC is 'shared' with host-critical devices named")
+    {
+        FakeHost host;
+        host.add("0000:03:00.0").ids(0x10de, 0x1c03).pci_class(0x030000).group(15).driver("nouveau").attr("boot_vga", "1");
+        host.add("0000:03:00.1").ids(0x10de, 0x10f1).pci_class(0x040300).group(15).driver("snd_hda_intel");
+        host.add("0000:02:00.1").ids(0x1022, 0x43c8).pci_class(0x010601).group(15).driver("ahci");
+        host.add("0000:04:00.0").ids(0x10ec, 0x8168).pci_class(0x020000).group(15).driver("r8169");
+        host.add("0000:02:00.2").ids(0x1022, 0x43c6).pci_class(0x060400).group(15).driver("pcieport");
+        const auto inv = scan_of(host);
+        REQUIRE(inv.gpus.size() == 1);
+        const auto& gpu = inv.gpus[0];
+        CHECK(gpu.isolation == scan::Isolation::shared);
+        CHECK(gpu.boot_vga);
+        CHECK(gpu.other_endpoints.size() == 2);
+        CHECK(gpu.host_critical.size() == 2);
+        CHECK(has_problem(inv, "host-critical"));
+        CHECK(has_problem(inv, "boot VGA"));
+    }
+
+    TEST_CASE("two cards in one group are shared-with-gpu; NVSwitch is not a GPU")
+    {
+        FakeHost host;
+        host.add("0000:05:00.0").ids(0x10de, 0x1db1).pci_class(0x030200).group(20);
+        host.add("0000:06:00.0").ids(0x10de, 0x1db1).pci_class(0x030200).group(20);
+        host.add("0000:07:00.0").ids(0x10de, 0x1af1).pci_class(0x068000).group(21);
+        const auto inv = scan_of(host);
+        REQUIRE(inv.gpus.size() == 2);
+        CHECK(inv.gpus[0].isolation == scan::Isolation::shared_with_gpu);
+        CHECK(inv.gpus[0].shares_with == std::vector<scan::PciAddress>{*scan::PciAddress::parse("0000:06:00.0")});
+        CHECK(inv.gpus[0].functions.size() == 1);
+    }
+
+    TEST_CASE("missing and garbage attributes leave the device listed with empty fields")
+    {
+        FakeHost host;
+        host.add("0000:01:00.0").ids(0x10de, 0x2204).attr("class", "zzz").group(3);
+        host.add("0000:02:00.0").pci_class(0x020000).attr("numa_node", "banana");
+        const auto inv = scan_of(host);
+        REQUIRE(inv.devices.size() == 2);
+        CHECK_FALSE(inv.devices[0].class_code.has_value());
+        CHECK(inv.devices[0].vendor == 0x10de);
+        CHECK_FALSE(inv.devices[1].vendor.has_value());
+        CHECK_FALSE(inv.devices[1].numa_node.has_value());
+        CHECK_FALSE(inv.devices[1].iommu_group.has_value());
+        CHECK(has_problem(inv, "cannot parse sysfs attribute 'class'"));
+        CHECK(has_problem(inv, "'vendor' is missing"));
+        CHECK(inv.gpus.empty());
+    }
+
+    TEST_CASE("no IOMMU groups: the scan succeeds and says how to turn the IOMMU on")
+    {
+        FakeHost host;
+        host.add("0000:01:00.0").ids(0x10de, 0x2230).pci_class(0x030000).driver("nvidia");
+        host.dir.write("proc/cpuinfo", "processor\t: 0\nvendor_id\t: AuthenticAMD\nflags\t\t: fpu svm\n");
+        host.dir.write("proc/sys/kernel/osrelease", "6.8.12-4-pve\n");
+        host.dir.write("etc/default/grub", "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\n");
+        const auto inv = scan_of(host);
+        CHECK_FALSE(inv.host.iommu.enabled);
+        REQUIRE(inv.gpus.size() == 1);
+        CHECK(inv.gpus[0].isolation == scan::Isolation::unknown);
+        const auto it = std::find_if(inv.problems.begin(), inv.problems.end(),
+                                     [](const scan::Problem& p) { return p.message.find("no IOMMU groups") != std::string::npos; });
+        REQUIRE(it != inv.problems.end());
+        CHECK(it->severity == scan::Severity::error);
+        CHECK(it->fix.find("there is no amd_iommu=on option") != std::string::npos);
+        CHECK(inv.host.bootloader == scan::Bootloader::grub);
+    }
+
+    TEST_CASE("Intel before 6.8 on systemd-boot: the fix names intel_iommu=on and /etc/kernel/cmdline")
+    {
+        FakeHost host;
+        host.add("0000:01:00.0").ids(0x10de, 0x2230).pci_class(0x030000);
+        host.dir.write("proc/cpuinfo", "processor\t: 0\nvendor_id\t: GenuineIntel\nflags\t\t: fpu vmx\n");
+        host.dir.write("proc/sys/kernel/osrelease", "6.5.13-5-pve\n");
+        host.dir.write("etc/kernel/proxmox-boot-uuids", "1A2B-3C4D\n");
+        host.dir.write("etc/kernel/cmdline", "root=ZFS=rpool/ROOT/pve-1 boot=zfs\n");
+        host.dir.write("sys/firmware/efi/.keep", "");
+        const auto inv = scan_of(host);
+        CHECK(inv.host.bootloader == scan::Bootloader::systemd_boot);
+        CHECK(inv.host.bootloader_evidence.find("proxmox-boot-uuids") != std::string::npos);
+        const auto it = std::find_if(inv.problems.begin(), inv.problems.end(),
+                                     [](const scan::Problem& p) { return p.message.find("no IOMMU groups") != std::string::npos; });
+        REQUIRE(it != inv.problems.end());
+        CHECK(it->fix.find("intel_iommu=on") != std::string::npos);
+        CHECK(it->fix.find("/etc/kernel/cmdline") != std::string::npos);
+    }
+
+    TEST_CASE("link width below the maximum is flagged; interrupt remapping is read from /proc/interrupts")
+    {
+        FakeHost host;
+        host.add("0000:01:00.0").ids(0x10de, 0x2204).pci_class(0x030000).group(1)
+            .attr("current_link_width", "1").attr("max_link_width", "16")
+            .attr("current_link_speed", "2.5 GT/s PCIe").attr("max_link_speed", "16.0 GT/s PCIe");
+        host.dir.write("proc/interrupts", "  24:  0  PCI-MSI 524288-edge  nvidia\n");
+        const auto inv = scan_of(host);
+        CHECK(inv.host.iommu.interrupt_remapping == false);
+        CHECK(has_problem(inv, "runs at PCIe x1 of x16"));
+        CHECK(has_problem(inv, "interrupt remapping is not available"));
+    }
+
+    TEST_CASE("a root without sysfs is a usage error")
+    {
+        passthru::test::TempDir empty;
+        auto fs = util::HostFs::open(empty.path());
+        REQUIRE(fs);
+        util::CommandRunner runner(util::RunMode::record);
+        auto inv = scan::scan_host(*fs, runner);
+        REQUIRE_FALSE(inv);
+        CHECK(inv.error().code() == Errc::usage);
+    }
+
+    TEST_CASE("PCI addresses parse strictly")
+    {
+        CHECK(scan::PciAddress::parse("0000:01:00.0")->str() == "0000:01:00.0");
+        CHECK(scan::PciAddress::parse("41:00.3")->str() == "0000:41:00.3");
+        CHECK(scan::PciAddress::parse("0000:0A:1f.7")->str() == "0000:0a:1f.7");
+        CHECK_FALSE(scan::PciAddress::parse("0000:01:20.0"));
+        CHECK_FALSE(scan::PciAddress::parse("0000:01:00.8"));
+        CHECK_FALSE(scan::PciAddress::parse("01:00"));
+        CHECK(scan::parse_slot("01:00")->slot() == "0000:01:00");
+        CHECK(scan::kernel_version("6.2.16-3-pve") == std::pair<int, int>{6, 2});
+    }
+}
