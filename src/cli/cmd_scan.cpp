@@ -50,7 +50,8 @@ std::string render_human(const scan::Inventory& inv, bool color)
     }
     facts.add_row({"IOMMU", iommu});
     if (host.mem_total_kib) {
-        facts.add_row({"Memory", std::to_string(*host.mem_total_kib / 1024 / 1024) + " GiB"});
+        const auto mib = *host.mem_total_kib / 1024;
+        facts.add_row({"Memory", mib >= 10 * 1024 ? std::to_string((mib + 512) / 1024) + " GiB" : std::to_string(mib) + " MiB"});
     }
     out += facts.render("  ");
 

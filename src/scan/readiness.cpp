@@ -10,13 +10,14 @@ namespace passthru::scan {
 
 namespace {
 
+// "<what> on the kernel command line", placed where this boot loader reads it.
 std::string cmdline_howto(const HostInfo& host, const std::string& what)
 {
     switch (host.bootloader) {
     case Bootloader::systemd_boot:
         return what + " in /etc/kernel/cmdline (one line, keep root=), then run 'proxmox-boot-tool refresh' and reboot";
     case Bootloader::grub:
-        return what + " to GRUB_CMDLINE_LINUX_DEFAULT (in /etc/default/grub or a /etc/default/grub.d/*.cfg drop-in), then run '"
+        return what + " in GRUB_CMDLINE_LINUX_DEFAULT (/etc/default/grub or a /etc/default/grub.d/*.cfg drop-in), then run '"
                + (host.proxmox_boot_tool ? std::string("proxmox-boot-tool refresh") : std::string("update-grub"))
                + "' and reboot";
     case Bootloader::unknown:
@@ -74,7 +75,7 @@ void assess_readiness(Inventory& inv)
                 fix += "Enable VT-d in the firmware setup and reboot (kernel " + host.kernel.value_or("?")
                        + " enables the Intel IOMMU by default)";
             } else {
-                fix += "Enable VT-d in the firmware setup, and " + cmdline_howto(host, "add intel_iommu=on")
+                fix += "Enable VT-d in the firmware setup, and " + cmdline_howto(host, "set intel_iommu=on")
                        + " (kernels before 6.8 leave the Intel IOMMU off by default)";
             }
         } else {
