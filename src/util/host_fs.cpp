@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -554,6 +555,79 @@ Result<void> HostFs::remove_file(std::string_view host_path) const
         return tl::unexpected(io_error("cannot fsync the directory of", host_path, err));
     }
     return {};
+}
+
+// ---- directories and locks ----------------------------------------------
+
+Result<void> HostFs::remove_directory(std::string_view host_path) const
+{
+    auto resolved = resolve_impl(host_path, false);
+    if (!resolved) {
+        return tl::unexpected(resolved.error());
+    }
+    if (auto injected = fault::check("rmdir", host_path); !injected) {
+        return tl::unexpected(injected.error());
+    }
+    if (::rmdir(local_str(*resolved).c_str()) != 0 && errno != ENOENT) {
+        return tl::unexpected(io_error("cannot remove directory", host_path, errno));
+    }
+    if (const int err = fsync_dir(local_str(dir_name(*resolved))); err != 0) {
+        return tl::unexpected(io_error("cannot fsync the directory of", host_path, err));
+    }
+    return {};
+}
+
+Result<void> HostFs::sync_directory(std::string_view host_path) const
+{
+    auto resolved = resolve_impl(host_path, true);
+    if (!resolved) {
+        return tl::unexpected(resolved.error());
+    }
+    if (const int err = fsync_dir(local_str(*resolved)); err != 0) {
+        return tl::unexpected(io_error("cannot fsync directory", host_path, err));
+    }
+    return {};
+}
+
+HostLock& HostLock::operator=(HostLock&& other) noexcept
+{
+    if (this != &other) {
+        if (m_fd >= 0) {
+            ::close(m_fd);
+        }
+        m_fd = other.m_fd;
+        other.m_fd = -1;
+    }
+    return *this;
+}
+
+HostLock::~HostLock()
+{
+    if (m_fd >= 0) {
+        ::close(m_fd); // releases the flock
+    }
+}
+
+Result<HostLock> HostFs::try_lock(std::string_view host_path, LockCreate create) const
+{
+    auto resolved = resolve_impl(host_path, false);
+    if (!resolved) {
+        return tl::unexpected(resolved.error());
+    }
+    const int flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create == LockCreate::yes ? O_CREAT : 0);
+    const int fd = ::open(local_str(*resolved).c_str(), flags, 0600);
+    if (fd < 0) {
+        return tl::unexpected(io_error("cannot open lock file", host_path, errno));
+    }
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        const int err = errno;
+        ::close(fd);
+        if (err == EWOULDBLOCK) {
+            return fail(Errc::conflict, "another passthru is running (it holds " + std::string(host_path) + ")");
+        }
+        return tl::unexpected(io_error("cannot lock", host_path, err));
+    }
+    return HostLock(fd);
 }
 
 } // namespace passthru::util

@@ -70,6 +70,29 @@ private:
     std::string m_path;
 };
 
+// An exclusive flock(2) on a host file, released when destroyed (or when the
+// process dies, so a kill -9 never leaves a stale lock behind).
+class HostLock
+{
+public:
+    HostLock(const HostLock&) = delete;
+    HostLock& operator=(const HostLock&) = delete;
+    HostLock(HostLock&& other) noexcept : m_fd(other.m_fd) { other.m_fd = -1; }
+    HostLock& operator=(HostLock&& other) noexcept;
+    ~HostLock();
+
+private:
+    friend class HostFs;
+    explicit HostLock(int fd) : m_fd(fd) {}
+    int m_fd = -1;
+};
+
+enum class LockCreate
+{
+    no,  // a missing lock file is Errc::not_found
+    yes, // create it (mode 0600)
+};
+
 // The one gateway to the host being inspected or provisioned. Host paths are
 // absolute ("/sys/bus/pci/devices"); they are looked up below root(). Every
 // symlink is resolved inside the root: absolute targets are re-anchored at
@@ -117,6 +140,14 @@ public:
     Result<void> remove_file(std::string_view host_path) const;
     // mkdir -p, with mode 0755 for new directories.
     Result<void> create_directories(std::string_view host_path) const;
+    // rmdir(2) of an empty directory (the last component is not followed),
+    // then fsync of its parent. A missing directory is not an error.
+    Result<void> remove_directory(std::string_view host_path) const;
+    // fsync(2) of a directory, so entries created in it survive a crash.
+    Result<void> sync_directory(std::string_view host_path) const;
+    // Takes an exclusive flock(2) on host_path without waiting. Errc::conflict
+    // when another process holds it. Equivalent to: flock -n PATH
+    Result<HostLock> try_lock(std::string_view host_path, LockCreate create) const;
 
 private:
     HostFs(std::filesystem::path root, bool live) : m_root(std::move(root)), m_live(live) {}
