@@ -236,6 +236,10 @@ capture() { # capture DEST
     # The stock /etc the guest started from (not what passthru wrote), so the tree is a
     # complete host root.
     [ -d /etc.orig ] && cp -a /etc.orig "$C/etc"
+    if [ -f /tmp/dpkg-status.orig ]; then
+        mkdir -p "$C/var/lib/dpkg"
+        cp /tmp/dpkg-status.orig "$C/var/lib/dpkg/status"
+    fi
     return 0
 }
 
@@ -250,6 +254,7 @@ send_capture() { # send_capture NAME
 # --- the sequence ------------------------------------------------------------------------
 say "init started, kernel $(cat /proc/sys/kernel/osrelease), uptime $(cut -d' ' -f1 /proc/uptime)"
 cp -a /etc /etc.orig
+[ -f /var/lib/dpkg/status ] && cp /var/lib/dpkg/status /tmp/dpkg-status.orig
 
 step load load_host_drivers
 step drivers-before drivers

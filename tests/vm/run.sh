@@ -241,6 +241,13 @@ cp "$PCIIDS" "$STAGE/usr/share/misc/pci.ids"
 if [ "$SMOKE" = 0 ]; then
     install -m 755 "$PASSTHRU" "$STAGE/usr/sbin/passthru"
     copy_libs "$STAGE/usr/sbin/passthru"
+    # passthru's shipped data (templates, profiles), where an installed passthru has it
+    for d in usr/share/passthru usr/local/share/passthru; do
+        mkdir -p "$STAGE/$d"
+        for k in templates profiles; do
+            [ -d "$REPO/$k" ] && cp -a "$REPO/$k" "$STAGE/$d/"
+        done
+    done
 fi
 
 # Stubs for the after-steps passthru runs on a live host. The guest has no real initramfs
@@ -269,8 +276,10 @@ exit 0
 EOF
 chmod 755 "$STAGE/usr/sbin/proxmox-boot-tool"
 
-# A minimal /etc as a Proxmox VE host on plain GRUB has it.
-cp -a "$HERE/guest-etc/." "$STAGE/etc/"
+# A minimal root as a Proxmox VE 8 host on plain GRUB has it: stock /etc, the VM 101 config,
+# and dpkg's record of the Proxmox packages (the packages' programs themselves are absent;
+# qm and proxmox-boot-tool are the stubs above).
+cp -a "$HERE/guest-root/." "$STAGE/"
 mkdir -p "$STAGE/etc/modprobe.d" "$STAGE/etc/modules-load.d" "$STAGE/etc/kernel"
 ln -sfn ../modules "$STAGE/etc/modules-load.d/modules.conf"
 install -m 755 "$HERE/guest-init.sh" "$STAGE/init"
