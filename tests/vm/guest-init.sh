@@ -1,5 +1,6 @@
 #!/bin/sh
-# /init of the passthru real-kernel test guest (busybox sh, PID 1).
+# /init of the passthru real-kernel test guest (PID 1). /bin/sh is dash, as on Debian; every
+# other command is a busybox applet or kmod's tool found in PATH.
 #
 # Runs a fixed sequence of steps against the real Debian kernel, sends every step's stdout,
 # stderr and exit code to the host over the serial console, and powers off. The host

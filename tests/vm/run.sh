@@ -121,7 +121,7 @@ deb_of() { # deb_of PKG: the cached .deb of PKG, if any
     done
     return 1
 }
-PKGS=("$KPKG" busybox-static kmod pci.ids)
+PKGS=("$KPKG" busybox-static kmod dash pci.ids)
 missing=()
 for p in "${PKGS[@]}"; do deb_of "$p" >/dev/null || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -144,13 +144,16 @@ unpack() { # unpack PKG DIR: dpkg -x once
 unpack "$KPKG" "$KPKG"
 unpack busybox-static busybox
 unpack kmod kmod
+unpack dash dash
 unpack pci.ids pci.ids
 KROOT=$CACHE/unpacked/$KPKG
 BUSYBOX=$CACHE/unpacked/busybox/bin/busybox
 KMOD=$CACHE/unpacked/kmod/bin/kmod
+DASH=$CACHE/unpacked/dash/bin/dash
 PCIIDS=$CACHE/unpacked/pci.ids/usr/share/misc/pci.ids
 [ -x "$BUSYBOX" ] || die "busybox-static did not contain bin/busybox"
 [ -x "$KMOD" ] || die "kmod did not contain bin/kmod"
+[ -x "$DASH" ] || die "dash did not contain bin/dash"
 [ -f "$PCIIDS" ] || die "pci.ids did not contain usr/share/misc/pci.ids"
 
 KVER=
@@ -177,11 +180,18 @@ STAGE=$WORK/initrd
 rm -rf "$STAGE"
 mkdir -p "$STAGE"/{bin,sbin,usr/bin,usr/sbin,lib,lib64,etc,dev,proc,sys,tmp,run,root,var/log}
 
+# /bin/sh is dash, as on Debian. busybox's own shell runs its applets in preference to
+# PATH, so with it `modprobe` in a script (or in a modprobe.d install command, which kmod
+# runs with /bin/sh) would be busybox's modprobe, not kmod's. Under dash every command
+# is looked up in PATH: kmod's tools for the module commands, busybox links for the rest.
 KMOD_TOOLS=" modprobe insmod rmmod lsmod depmod modinfo "
 install -m 755 "$BUSYBOX" "$STAGE/bin/busybox"
+install -m 755 "$DASH" "$STAGE/bin/dash"
+ln -sfn dash "$STAGE/bin/sh"
 while read -r applet; do
     name=${applet##*/}
     case $KMOD_TOOLS in *" $name "*) continue ;; esac
+    [ "$applet" = bin/sh ] && continue
     [ "$applet" = bin/busybox ] && continue
     mkdir -p "$STAGE/$(dirname "$applet")"
     ln -sfn /bin/busybox "$STAGE/$applet"
@@ -210,6 +220,7 @@ copy_libs() {
     done <<<"$out"
 }
 copy_libs "$STAGE/bin/kmod"
+copy_libs "$STAGE/bin/dash"
 
 # Kernel modules, with everything they depend on, in the /lib/modules/<kver> layout, and
 # a modules.dep(.bin) generated for exactly this set, so real modprobe works in the guest.
