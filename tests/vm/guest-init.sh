@@ -26,7 +26,10 @@ dmesg -n 1
 
 OUT=/tmp/out
 mkdir -p "$OUT"
-say() { echo "@@PT:LOG $*"; }
+say() {
+    read -r up _ </proc/uptime
+    echo "@@PT:LOG [$up] $*"
+}
 send() { # send FILE [NAME]
     echo "@@PT:FILE ${2:-${1##*/}}"
     base64 "$1"
@@ -86,12 +89,21 @@ load_host_drivers() {
     return $rc
 }
 
-# Simulate the module loading of the next boot: take the card's host drivers out, then
-# let real kmod modprobe load them again with the modprobe.d files apply wrote.
+# Simulate the module loading of the next boot for the card: start from the state a boot
+# starts from (no driver_override anywhere, vfio-pci and the card's host drivers not
+# loaded), then let real kmod modprobe load the host drivers and vfio-pci with the
+# modprobe.d files apply wrote. Whatever apply did live cannot help here.
 reload_drivers() {
     rc=0
     echo "== before unload"
     drivers
+    for d in /sys/bus/pci/devices/*; do
+        [ -w "$d/driver_override" ] && echo >"$d/driver_override"
+    done
+    if [ -d /sys/module/vfio_pci ]; then
+        echo "vfio_pci was loaded: unloading it"
+        rmmod vfio_pci || { echo "rmmod vfio_pci failed" >&2; rc=1; }
+    fi
     rmmod snd_hda_intel || { echo "rmmod snd_hda_intel failed" >&2; rc=1; }
     rmmod bochs || { echo "rmmod bochs failed" >&2; rc=1; }
     echo "== after unload"

@@ -9,6 +9,7 @@
 #   PASSTHRU=<binary>   the passthru binary to run in the guest (required unless --smoke)
 #   PASSTHRU_VM_CACHE   download/unpack cache (default <repo>/.cache/vm)
 #   PASSTHRU_VM_ACCEL   qemu accelerator (default tcg; kvm where the host CPU allows it)
+#   PASSTHRU_VM_TIMEOUT seconds per boot before qemu is killed (default 150)
 #
 # Nothing is installed into this machine except qemu-system-x86 (with apt, when missing).
 # The kernel, busybox, kmod and pci.ids packages are fetched with `apt-get download` and
@@ -20,7 +21,7 @@ REPO=$(cd "$HERE/../.." && pwd)
 CACHE=${PASSTHRU_VM_CACHE:-$REPO/.cache/vm}
 ACCEL=${PASSTHRU_VM_ACCEL:-tcg}
 FIXTURES=$REPO/tests/fixtures/hosts
-TIMEOUT=120
+TIMEOUT=${PASSTHRU_VM_TIMEOUT:-150}
 CAPTURE=0
 SMOKE=0
 KEEP=
