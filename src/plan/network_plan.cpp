@@ -1,13 +1,300 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Placeholder until bond/bridge planning lands: a network request is refused.
+// plan_network: the bond/bridge part of a plan (issue 6). Validates the
+// request against the host, edits the interfaces file Proxmox VE reads
+// (interfaces.new when it exists) and stages the result in interfaces.new,
+// or, with --apply-network, puts it in place and runs ifreload -a the way
+// PVE's "Apply Configuration" does, behind the lock-out guard.
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+
+#include "plan/host_common.hpp"
+#include "plan/network_address.hpp"
+#include "plan/network_edit.hpp"
+#include "plan/network_plan.hpp"
+#include "plan/network_routes.hpp"
 #include "plan/planner.hpp"
+#include "util/interfaces_file.hpp"
+#include "util/strings.hpp"
 
 namespace passthru::plan {
 
+namespace {
+
+const std::vector<std::string> k_xmit_policies{"layer2", "layer2+3", "layer3+4", "encap2+3", "encap3+4"};
+
+Error usage(std::string message, std::string hint = {})
+{
+    Error e(Errc::usage, std::move(message));
+    if (!hint.empty()) {
+        e.with_hint(std::move(hint));
+    }
+    return e;
+}
+
+// Host paths a `source` argument names (a glob in the last component, as
+// ifupdown2's glob.glob reads it; relative paths are taken from /etc/network).
+std::vector<std::string> expand_source(const util::HostFs& fs, const std::string& pattern, bool directory)
+{
+    std::string path = pattern.empty() || pattern[0] == '/' ? pattern : "/etc/network/" + pattern;
+    std::vector<std::string> out;
+    if (directory) {
+        if (auto names = fs.list_dir(path)) {
+            for (const auto& n : *names) {
+                out.push_back(path + "/" + n);
+            }
+        }
+        return out;
+    }
+    if (path.find_first_of("*?[") == std::string::npos) {
+        if (fs.exists(path)) {
+            out.push_back(path);
+        }
+        return out;
+    }
+    const std::string dir = util::dir_name(path);
+    const std::string glob(util::base_name(path));
+    if (auto names = fs.list_dir(dir)) {
+        for (const auto& n : *names) {
+            if (::fnmatch(glob.c_str(), n.c_str(), FNM_PERIOD) == 0) {
+                out.push_back((dir == "/" ? "" : dir) + "/" + n);
+            }
+        }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+} // namespace
+
+void validate_network_request(const NetworkRequest& net, const scan::Inventory& inventory, const util::HostFs& fs)
+{
+    if (net.bond_slaves.empty()) {
+        throw usage("--bond needs at least one NIC name");
+    }
+    std::set<std::string> seen;
+    const auto nics = inventory.net_interfaces();
+    for (const auto& nic : net.bond_slaves) {
+        if (!seen.insert(nic).second) {
+            throw usage("--bond names " + nic + " twice");
+        }
+        if (nic == net.bond_name || nic == net.bridge) {
+            throw usage("--bond: " + nic + " cannot be a member of itself",
+                        "the bond members are NICs, e.g. --bond enp66s0f0,enp66s0f1");
+        }
+        const bool in_sysfs = fs.exists("/sys/class/net/" + nic);
+        const auto it = nics.find(nic);
+        std::string known;
+        for (const auto& [name, addr] : nics) {
+            const auto* dev = inventory.find(addr);
+            if (dev != nullptr && dev->is_network()) {
+                known += (known.empty() ? "" : ", ") + name;
+            }
+        }
+        if (!in_sysfs || it == nics.end()) {
+            throw usage("--bond: no network interface " + nic + " on this host",
+                        known.empty() ? "this host shows no PCI network interfaces in /sys/class/net"
+                                      : "PCI network interfaces here: " + known);
+        }
+        const auto* dev = inventory.find(it->second);
+        if (dev == nullptr || !dev->is_network()) {
+            throw usage("--bond: " + nic + " is not on a PCI network function (" + it->second.str() + ")",
+                        known.empty() ? std::string() : "PCI network interfaces here: " + known);
+        }
+    }
+    if (net.bond_name == net.bridge) {
+        throw usage("--bond-name and --bridge are both " + net.bridge, "the bond goes under the bridge: --bond-name bond0 --bridge vmbr0");
+    }
+    for (const auto* name : {&net.bond_name, &net.bridge}) {
+        if (nics.count(*name) != 0U) {
+            throw usage(*name + " is a physical NIC; it cannot be the " + (name == &net.bridge ? "bridge" : "bond"));
+        }
+    }
+    if (net.xmit_hash_policy
+        && std::find(k_xmit_policies.begin(), k_xmit_policies.end(), *net.xmit_hash_policy) == k_xmit_policies.end()) {
+        throw usage("--bond-xmit-hash-policy '" + *net.xmit_hash_policy + "' is not one of " + util::join(k_xmit_policies, ", "));
+    }
+    std::optional<Cidr> cidr;
+    if (net.address) {
+        cidr = parse_cidr(*net.address);
+        if (!cidr) {
+            throw usage("--address '" + *net.address + "' is not an address with a prefix length",
+                        "e.g. --address 192.168.1.252/24 or --address fd00::2/64");
+        }
+        if (cidr->address.family == IpFamily::v4 && cidr->prefix <= 30) {
+            if (network_of(*cidr) == cidr->address) {
+                throw usage("--address " + *net.address + " is the network address of its subnet, not a host address");
+            }
+            if (broadcast_of(*cidr) == cidr->address) {
+                throw usage("--address " + *net.address + " is the broadcast address of its subnet");
+            }
+        }
+    }
+    if (net.gateway) {
+        const auto gw = parse_ip(*net.gateway);
+        if (!gw) {
+            throw usage("--gateway '" + *net.gateway + "' is not an IP address", "e.g. --gateway 192.168.1.1 (no prefix length)");
+        }
+        if (cidr) {
+            if (gw->family != cidr->address.family) {
+                throw usage("--gateway " + *net.gateway + " and --address " + *net.address + " are of different address families");
+            }
+            if (!in_subnet(*cidr, *gw)) {
+                throw usage("--gateway " + *net.gateway + " is not inside --address " + *net.address,
+                            "the gateway must be reachable on the bridge's subnet");
+            }
+            if (*gw == cidr->address) {
+                throw usage("--gateway is the bridge's own address " + *net.gateway);
+            }
+        }
+    }
+    if (net.confirm_timeout_seconds && net.apply != ApplyNetwork::now) {
+        throw usage("--confirm-timeout needs --apply-network", "without --apply-network the change is only staged in interfaces.new");
+    }
+}
+
 void plan_network(const PlanContext& ctx, Plan& plan)
 {
-    if (ctx.request.network) {
-        plan.refusals.push_back({"bond/bridge planning is not built yet", {}});
+    if (!ctx.request.network) {
+        return;
+    }
+    const NetworkRequest& net = *ctx.request.network;
+    validate_network_request(net, ctx.inventory, ctx.fs);
+
+    const std::string live(k_interfaces);
+    const std::string staged(k_interfaces_new);
+    const auto live_text = detail::read_current(ctx, plan, live);
+    const auto staged_text = detail::read_current(ctx, plan, staged);
+    if (plan.refused()) {
+        return;
+    }
+    if (!live_text && !staged_text) {
+        plan.refusals.push_back({live + " does not exist: this does not look like a Proxmox VE host with ifupdown2",
+                                 {"passthru edits the file Proxmox VE writes; create the base configuration first"}});
+        return;
+    }
+    const std::string& base_text = staged_text ? *staged_text : *live_text;
+    const std::string base_path = staged_text ? staged : live;
+    if (staged_text) {
+        plan.warnings.push_back(staged + " holds network changes that are not applied yet; passthru builds on them (as "
+                                         "the Proxmox VE GUI does), so they will be applied together");
+    }
+    const auto file = util::InterfacesFile::parse(base_text);
+    for (const std::size_t index : file.stray_lines()) {
+        plan.warnings.push_back(base_path + " line " + std::to_string(file.lines()[index].line_number)
+                                + " is outside any stanza ('" + std::string(util::trim(file.lines()[index].raw))
+                                + "'); ifupdown2 reports it as an error; passthru keeps it as is");
+    }
+
+    // Definitions in sourced files are not edited: refuse to split an interface across files.
+    std::vector<std::string> ours = net.bond_slaves;
+    ours.push_back(net.bond_name);
+    ours.push_back(net.bridge);
+    for (const auto& line : file.lines()) {
+        if ((line.kind != util::IfLineKind::source && line.kind != util::IfLineKind::source_directory) || line.words.size() < 2) {
+            continue;
+        }
+        for (const auto& path : expand_source(ctx.fs, line.words[1], line.kind == util::IfLineKind::source_directory)) {
+            auto text = ctx.fs.read_file(path);
+            if (!text) {
+                continue;
+            }
+            const auto sourced = util::InterfacesFile::parse(*text);
+            for (const auto& st : sourced.stanzas()) {
+                if (std::find(ours.begin(), ours.end(), st.name) != ours.end()) {
+                    plan.refusals.push_back({st.name + " is defined in " + path + " (sourced from " + base_path
+                                                 + "); passthru edits only " + base_path,
+                                             {"move that stanza into " + base_path + " or remove it, and plan again"}});
+                }
+            }
+        }
+    }
+    if (plan.refused()) {
+        return;
+    }
+
+    BondBridgeSpec spec;
+    spec.slaves = net.bond_slaves;
+    spec.bond = net.bond_name;
+    spec.mode = net.bond_mode;
+    spec.xmit_hash_policy = net.xmit_hash_policy;
+    spec.bridge = net.bridge;
+    spec.address = net.address;
+    spec.gateway = net.gateway;
+    spec.vlan_aware = net.vlan_aware;
+    NetworkEdit edit = edit_bond_bridge(file, spec);
+    for (auto& w : edit.warnings) {
+        plan.warnings.push_back(std::move(w));
+    }
+    if (!edit.refusals.empty()) {
+        for (auto& r : edit.refusals) {
+            plan.refusals.push_back(std::move(r));
+        }
+        return;
+    }
+
+    const bool now = net.apply == ApplyNetwork::now;
+    if (!edit.changed) {
+        plan.notes.push_back("network: " + base_path + " already has " + net.bond_name + " under " + net.bridge
+                             + " as requested");
+        if (!now || !staged_text) {
+            return;
+        }
+        // --apply-network with a pending interfaces.new: it still has to go in place.
+        edit.touched = spec.slaves;
+        edit.touched.push_back(spec.bond);
+        edit.touched.push_back(spec.bridge);
+    }
+
+    std::vector<std::string> reasons{"bond " + net.bond_name + " (" + util::join(net.bond_slaves, ", ") + ", " + net.bond_mode
+                                     + ") under bridge " + net.bridge + ", as Proxmox VE writes it (read from "
+                                     + base_path + ")"};
+    for (auto& r : edit.reasons) {
+        reasons.push_back(std::move(r));
+    }
+
+    if (!now) {
+        reasons.push_back("staged in Proxmox VE's pending-changes file: it takes effect with 'Apply Configuration' in "
+                          "the GUI, or at the next boot (pvenetcommit moves it into place)");
+        detail::stage_file(ctx, plan, staged, edit.text, std::move(reasons));
+        plan.notes.push_back("network: the bond/bridge change is staged in " + staged
+                             + "; review it in the GUI (System > Network) and press 'Apply Configuration', or "
+                               "reboot; add --apply-network to apply it now");
+        return;
+    }
+
+    // --apply-network: what PVE's reload_network_config does: interfaces.new
+    // renamed over interfaces, then ifreload -a.
+    const auto running = util::InterfacesFile::parse(live_text.value_or(std::string()));
+    const std::optional<std::string> ssh = ctx.fs.is_live() && std::getenv("SSH_CONNECTION") != nullptr
+                                               ? std::optional<std::string>(std::getenv("SSH_CONNECTION"))
+                                               : std::nullopt;
+    const LockoutRisk risk = assess_lockout(ctx.fs, running, edit.touched, ssh);
+    if (risk.guard_needed && !net.confirm_timeout_seconds) {
+        Refusal refusal{"applying the network change now could lock you out: " + util::join(risk.reasons, "; "), {}};
+        refusal.hints.push_back("add --confirm-timeout 120: passthru applies it, waits for 'passthru confirm' from a NEW "
+                                "connection, and otherwise restores the previous file and runs ifreload -a again");
+        refusal.hints.push_back("or leave out --apply-network: the change is staged in " + staged);
+        plan.refusals.push_back(std::move(refusal));
+        return;
+    }
+    reasons.push_back("applied now (--apply-network), as Proxmox VE's 'Apply Configuration' does: the new file goes in "
+                      "place of " + live + ", then ifreload -a");
+    detail::stage_file(ctx, plan, live, edit.text, std::move(reasons));
+    if (staged_text) {
+        detail::stage_file(ctx, plan, staged, std::nullopt,
+                           {"its pending changes are part of the new " + live + "; left in place it would overwrite "
+                            "the file again at the next boot (pvenetcommit)"});
+    }
+    plan.commands.push_back({{"ifreload", "-a"}, "apply the new network configuration now (--apply-network)"});
+    if (net.confirm_timeout_seconds) {
+        std::string why = risk.reasons.empty() ? std::string("requested with --confirm-timeout")
+                                               : util::join(risk.reasons, "; ");
+        plan.notes.push_back("network: after ifreload -a, apply waits " + std::to_string(*net.confirm_timeout_seconds)
+                             + " s for 'passthru confirm' run from a new connection; without it the previous "
+                             + live + " is restored and ifreload -a runs again (" + why + ")");
     }
 }
 

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Could a network change lock the admin out? Reads the host's routes
+// (/proc/net/route, /proc/net/ipv6_route, /proc/net/if_inet6 through HostFs)
+// and the SSH session's server address.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "plan/network_address.hpp"
+#include "util/host_fs.hpp"
+#include "util/interfaces_file.hpp"
+
+namespace passthru::plan {
+
+struct RouteEntry
+{
+    std::string iface;
+    Cidr destination;
+    bool is_default = false;
+};
+
+// Routes of the host (IPv4 and IPv6) that are up; nullopt when /proc/net/route is unreadable.
+std::optional<std::vector<RouteEntry>> read_routes(const util::HostFs& fs);
+// Parses /proc/net/route and /proc/net/ipv6_route text (the IPv6 text may be empty).
+std::vector<RouteEntry> parse_routes(std::string_view route_v4, std::string_view route_v6);
+
+// The server address of an SSH_CONNECTION value ("client cport server sport").
+std::optional<IpAddress> ssh_server_address(std::string_view ssh_connection);
+
+struct LockoutRisk
+{
+    bool guard_needed = false;
+    std::vector<std::string> reasons; // why (shown with the refusal or the confirm prompt)
+};
+
+// Does changing `touched` risk cutting this host off? True when the default
+// route goes through one of them, when the routes cannot be read (fail
+// closed), or when the SSH session's server address is on one of them
+// (an address option in the interfaces file, a connected route or an IPv6
+// address of the interface). ssh_connection is only meaningful on the live
+// host: under --root pass nullopt.
+LockoutRisk assess_lockout(const util::HostFs& fs,
+                           const util::InterfacesFile& current,
+                           const std::vector<std::string>& touched,
+                           const std::optional<std::string>& ssh_connection);
+
+} // namespace passthru::plan
