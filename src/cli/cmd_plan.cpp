@@ -1,14 +1,103 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Placeholder until the plan command lands; it refuses instead of pretending.
+// passthru plan: every change passthrough needs on this host, each with its
+// reason. Writes nothing to the host; --out writes the JSON plan to a file on
+// this machine (not under --root).
+#include <cstdio>
+#include <fstream>
+
 #include "cli/commands.hpp"
+#include "cli/plan_render.hpp"
+#include "cli/request_options.hpp"
+#include "plan/plan_json.hpp"
+#include "plan/planner.hpp"
+#include "scan/scanner.hpp"
 
 namespace passthru::cli {
 
-void plan_options(po::options_description& /*options*/) {}
+namespace {
 
-int run_plan(Context& /*ctx*/, const po::variables_map& /*vm*/)
+void write_plan_file(const std::filesystem::path& path, const std::string& text)
 {
-    throw Error(Errc::internal, "the 'plan' command is not built yet");
+    if (path.empty()) {
+        throw Error(Errc::usage, "--out needs a file name");
+    }
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+        throw Error(Errc::usage, "--out " + path.string() + " is a directory");
+    }
+    const std::filesystem::path tmp = path.string() + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        if (!out) {
+            throw Error(Errc::io, "cannot write " + tmp.string());
+        }
+        out << text;
+        out.flush();
+        if (!out) {
+            throw Error(Errc::io, "cannot write " + tmp.string());
+        }
+    }
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) {
+        std::filesystem::remove(tmp, ec);
+        throw Error(Errc::io, "cannot write " + path.string() + ": " + ec.message());
+    }
+}
+
+} // namespace
+
+void plan_options(po::options_description& options)
+{
+    add_request_options(options);
+    options.add_options()
+        ("json", "print the plan as one JSON document (schema passthru.plan/1) and nothing else")
+        ("out", po::value<std::string>(), "also save the JSON plan to FILE on this machine (for 'passthru apply --plan FILE')")
+        ("exit-code", "exit 10 when changes are pending (0 when nothing is to do)");
+}
+
+int run_plan(Context& ctx, const po::variables_map& vm)
+{
+    const plan::Request request = parse_request(vm);
+    if (request.vm.empty()) {
+        throw Error(Errc::usage, "--vm is required").with_hint("e.g. passthru plan --vm 101 --gpus all");
+    }
+    if (request.gpus.empty()) {
+        throw Error(Errc::usage, "--gpus is required").with_hint("use --gpus all, --gpus 0,1 or --gpus 0000:01:00");
+    }
+    auto inventory = scan::scan_host(ctx.fs, ctx.runner);
+    if (!inventory) {
+        throw inventory.error();
+    }
+    const plan::DataDir data(ctx.fs, ctx.global.data_dir);
+    auto result = plan::make_plan(*inventory, ctx.fs, data, request);
+    if (!result) {
+        throw result.error();
+    }
+    const plan::Plan& p = *result;
+    const auto doc = plan::plan_to_json(p);
+    if (vm.count("out") != 0U) {
+        if (p.refused()) {
+            print_note(ctx, "the plan is refused: --out " + vm["out"].as<std::string>() + " was not written");
+        } else {
+            write_plan_file(vm["out"].as<std::string>(), doc.dump(2) + "\n");
+        }
+    }
+    if (vm.count("json") != 0U) {
+        std::fputs((doc.dump(2) + "\n").c_str(), stdout);
+    } else {
+        std::fputs(render_plan(p, RenderOptions{ctx.color_out, true}).c_str(), stdout);
+    }
+    if (p.refused()) {
+        std::fprintf(stderr, "passthru: error: refused: %s\n", p.refusals.front().message.c_str());
+        if (p.refusals.size() > 1) {
+            std::fprintf(stderr, "passthru: note: %zu more refusal(s) in the plan\n", p.refusals.size() - 1);
+        }
+        return exit_code::refused;
+    }
+    if (vm.count("exit-code") != 0U && !p.empty()) {
+        return exit_code::pending;
+    }
+    return exit_code::ok;
 }
 
 } // namespace passthru::cli

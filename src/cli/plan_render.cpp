@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "cli/plan_render.hpp"
+
+#include "plan/plan_json.hpp"
+#include "util/command_runner.hpp"
+#include "util/diff.hpp"
+#include "util/strings.hpp"
+#include "util/term.hpp"
+
+namespace passthru::cli {
+
+namespace {
+
+using util::Style;
+using util::styled;
+
+std::string colour_diff(const std::string& diff, bool color)
+{
+    if (!color) {
+        return diff;
+    }
+    std::string out;
+    for (const auto& line : util::split_lines(diff)) {
+        if (line.rfind("+++", 0) == 0 || line.rfind("---", 0) == 0) {
+            out += styled(line, Style::bold, color);
+        } else if (!line.empty() && line[0] == '+') {
+            out += styled(line, Style::green, color);
+        } else if (!line.empty() && line[0] == '-') {
+            out += styled(line, Style::red, color);
+        } else if (line.rfind("@@", 0) == 0) {
+            out += styled(line, Style::cyan, color);
+        } else {
+            out += line;
+        }
+        out += "\n";
+    }
+    return out;
+}
+
+} // namespace
+
+std::string render_plan_diffs(const plan::Plan& plan)
+{
+    std::string out;
+    for (const auto& f : plan.files) {
+        out += util::unified_diff(f.before, f.after, f.path);
+    }
+    return out;
+}
+
+std::string render_plan(const plan::Plan& plan, const RenderOptions& options)
+{
+    const bool color = options.color;
+    std::string out;
+    out += styled("Plan for VM " + plan.request.vm, Style::bold, color) + "\n";
+    for (const auto& g : plan.gpus) {
+        out += "  GPU " + g.slot + (g.name.empty() ? "" : "  " + g.name) + "  functions " + util::join(g.functions, " ");
+        if (!g.iommu_groups.empty()) {
+            std::vector<std::string> groups;
+            for (int n : g.iommu_groups) {
+                groups.push_back(std::to_string(n));
+            }
+            out += "  group " + util::join(groups, ",");
+        }
+        out += g.boot_vga ? "  [boot VGA]\n" : "\n";
+    }
+    if (!plan.binding.empty() && !plan.refused()) {
+        out += "  binding: " + plan.binding + (plan.vfio_ids.empty() ? "" : "  ids " + util::join(plan.vfio_ids, ",")) + "\n";
+    }
+    if (!plan.kernel_args.add.empty() || !plan.kernel_args.remove.empty()) {
+        out += "  kernel command line:";
+        for (const auto& a : plan.kernel_args.add) {
+            out += " +" + a;
+        }
+        for (const auto& r : plan.kernel_args.remove) {
+            out += " -" + r;
+        }
+        out += "\n";
+    }
+
+    if (plan.refused()) {
+        out += "\n" + styled("Refused: nothing is planned", Style::red, color) + "\n";
+        for (const auto& r : plan.refusals) {
+            out += "  " + styled("refused:", Style::red, color) + " " + r.message + "\n";
+            for (const auto& h : r.hints) {
+                out += "    hint: " + h + "\n";
+            }
+        }
+    }
+
+    if (!plan.files.empty()) {
+        out += "\n" + styled("Files", Style::bold, color) + "\n";
+        for (const auto& f : plan.files) {
+            out += "  " + styled(std::string(plan::to_string(f.action)), f.action == plan::FileAction::remove ? Style::red : Style::green, color)
+                   + " " + f.path + "\n";
+            for (const auto& r : f.reasons) {
+                out += "    - " + r + "\n";
+            }
+        }
+    }
+    if (options.show_diffs && !plan.files.empty()) {
+        out += "\n" + styled("Diffs", Style::bold, color) + "\n";
+        out += colour_diff(render_plan_diffs(plan), color);
+    }
+    for (const auto& d : plan.domains) {
+        out += "\n" + styled("libvirt domain " + d.name + " (" + d.uri + ")", Style::bold, color) + "\n";
+        for (const auto& r : d.reasons) {
+            out += "    - " + r + "\n";
+        }
+        out += colour_diff(util::unified_diff(d.before_xml, d.after_xml, "domain " + d.name), color);
+    }
+    if (!plan.commands.empty()) {
+        out += "\n" + styled("Commands (after the files are written)", Style::bold, color) + "\n";
+        for (const auto& c : plan.commands) {
+            out += "  " + util::shell_quote(c.argv) + "\n";
+            if (!c.reason.empty()) {
+                out += "    - " + c.reason + "\n";
+            }
+        }
+    }
+    if (!plan.warnings.empty()) {
+        out += "\n" + styled("Warnings", Style::yellow, color) + "\n";
+        for (const auto& w : plan.warnings) {
+            out += "  " + styled("warning:", Style::yellow, color) + " " + w + "\n";
+        }
+    }
+    if (!plan.notes.empty()) {
+        out += "\n" + styled("Notes", Style::bold, color) + "\n";
+        for (const auto& n : plan.notes) {
+            out += "  note: " + n + "\n";
+        }
+    }
+    if (!plan.refused()) {
+        out += "\n";
+        out += plan.empty() ? "Nothing to change.\n"
+                            : std::to_string(plan.files.size()) + " file(s) to change, " + std::to_string(plan.commands.size())
+                                  + " command(s) to run. Apply with: passthru apply --vm " + plan.request.vm + " --gpus " + plan.request.gpus
+                                  + (plan.request.acs_override == plan::AcsOverride::yes ? " --acs-override" : "") + "\n";
+    }
+    return out;
+}
+
+} // namespace passthru::cli

@@ -1,0 +1,512 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The kernel command line: which arguments passthrough needs on this CPU and
+// kernel, where the boot loader keeps them (FACTS §3), and the edits that
+// add them without ever duplicating an argument.
+//
+// GRUB: a drop-in /etc/default/grub.d/passthru.cfg appends to
+// GRUB_CMDLINE_LINUX_DEFAULT (Debian's grub-mkconfig sources grub.d/*.cfg
+// after /etc/default/grub). Arguments that must go (amd_iommu=on, an old
+// vfio-pci.ids=, a conflicting iommu=) are removed from the file that carries
+// them, because a later append cannot take an argument away.
+// systemd-boot: /etc/kernel/cmdline is edited in place and stays one line
+// with root= (proxmox-boot-tool reads only the first line and needs root=).
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "plan/host_common.hpp"
+#include "util/kernel_cmdline.hpp"
+#include "util/strings.hpp"
+
+namespace passthru::plan::detail {
+
+namespace {
+
+enum class Match
+{
+    key,   // any token with the same key is replaced ("iommu=soft" -> "iommu=pt")
+    exact, // only the exact token counts; others with the key stay ("video=1024x768")
+    list,  // comma-separated list value: merge ("initcall_blacklist=a" -> "initcall_blacklist=a,sysfb_init")
+};
+
+struct WantedArg
+{
+    std::string token;
+    Match match = Match::key;
+    std::string reason;
+};
+
+struct UnwantedArg
+{
+    std::string token; // exact token, or "key=" prefix when by_key
+    bool by_key = false;
+    std::string reason;
+};
+
+std::string key_of(std::string_view token)
+{
+    return util::KernelCmdline::key_of(token);
+}
+
+std::string value_of(std::string_view token)
+{
+    const auto eq = token.find('=');
+    return eq == std::string_view::npos ? std::string() : std::string(token.substr(eq + 1));
+}
+
+bool version_below(const HostInputs& in, int major, int minor)
+{
+    return in.kernel_version && *in.kernel_version < std::pair<int, int>{major, minor};
+}
+
+void compute_wanted(const PlanContext& ctx, const HostInputs& in, std::vector<WantedArg>& wanted, std::vector<UnwantedArg>& unwanted)
+{
+    const auto& host = ctx.inventory.host;
+    if (host.is_intel()) {
+        if (!in.kernel_version || version_below(in, 6, 8)) {
+            wanted.push_back({"intel_iommu=on", Match::key,
+                              "turns on the Intel IOMMU (VT-d), which kernels before 6.8 leave off by default (kernel "
+                                  + in.kernel_release.value_or("unknown") + ")"});
+        }
+    }
+    wanted.push_back({"iommu=pt", Match::key,
+                      "host-owned devices get identity (pass-through) DMA mappings; devices given to a VM still get their own "
+                      "translated IOMMU domain"});
+    if (in.boot_vga_selected) {
+        if (!in.kernel_version || !version_below(in, 5, 15)) {
+            wanted.push_back({"initcall_blacklist=sysfb_init", Match::list,
+                              "keeps the firmware framebuffer off the boot VGA card: since 5.15 sysfb hands it to simplefb/simpledrm, "
+                              "which video=efifb:off does not stop, and its claim on the card's BAR blocks vfio-pci"});
+        } else {
+            const std::string fb = host.uefi ? "efifb" : "vesafb";
+            wanted.push_back({"video=" + fb + ":off", Match::exact,
+                              "keeps " + fb + " (the firmware framebuffer driver of kernels before 5.15) off the boot VGA card, "
+                              "whose BAR it would hold"});
+        }
+    }
+    if (in.acs_override) {
+        wanted.push_back({"pcie_acs_override=downstream,multifunction", Match::key,
+                          "--acs-override: splits IOMMU groups the hardware does not isolate (Proxmox VE kernel patch); "
+                          "this weakens isolation between the split devices"});
+    }
+    unwanted.push_back({"amd_iommu=on", false,
+                        "amd_iommu=on is not a kernel option (the kernel logs \"Unknown option\"); AMD-Vi is on whenever the "
+                        "firmware provides its IVRS table"});
+    unwanted.push_back({"amd_iommu=off", false, "amd_iommu=off turns the AMD IOMMU off, and passthrough needs it"});
+    unwanted.push_back({"intel_iommu=off", false, "intel_iommu=off turns the Intel IOMMU off, and passthrough needs it"});
+    unwanted.push_back({"vfio_pci.ids", true,
+                        "vfio-pci is configured in /etc/modprobe.d/passthru-vfio.conf; an ids list on the command line would "
+                        "claim other devices with the same ids (or stale ones) as well"});
+}
+
+// A token of a source with where it sits.
+struct Source
+{
+    std::string path;
+    std::string label; // "GRUB_CMDLINE_LINUX_DEFAULT in /etc/default/grub"
+    std::vector<std::string> tokens;
+};
+
+struct Decision
+{
+    std::vector<std::string> add;                            // tokens to append
+    std::map<std::string, std::string> remove;               // token -> reason
+    std::vector<std::pair<std::string, std::string>> added;  // token, reason
+    std::vector<std::string> already;                        // wanted tokens already present
+};
+
+Decision decide(const std::vector<Source>& sources, const std::vector<WantedArg>& wanted, const std::vector<UnwantedArg>& unwanted)
+{
+    Decision d;
+    std::vector<std::string> all;
+    for (const auto& s : sources) {
+        all.insert(all.end(), s.tokens.begin(), s.tokens.end());
+    }
+    for (const auto& u : unwanted) {
+        for (const auto& t : all) {
+            if (u.by_key ? key_of(t) == key_of(u.token) : t == u.token) {
+                d.remove.emplace(t, u.reason);
+            }
+        }
+    }
+    for (const auto& w : wanted) {
+        const std::string key = key_of(w.token);
+        switch (w.match) {
+        case Match::exact:
+            if (std::find(all.begin(), all.end(), w.token) != all.end()) {
+                d.already.push_back(w.token);
+            } else {
+                d.add.push_back(w.token);
+                d.added.emplace_back(w.token, w.reason);
+            }
+            break;
+        case Match::key: {
+            bool exact = false;
+            for (const auto& t : all) {
+                if (key_of(t) != key) {
+                    continue;
+                }
+                if (t == w.token && !d.remove.contains(t)) {
+                    exact = true;
+                } else {
+                    d.remove.emplace(t, "replaced by " + w.token);
+                }
+            }
+            if (exact) {
+                d.already.push_back(w.token);
+            } else {
+                d.add.push_back(w.token);
+                d.added.emplace_back(w.token, w.reason);
+            }
+            break;
+        }
+        case Match::list: {
+            const std::string item = value_of(w.token);
+            std::vector<std::string> items;
+            bool present = false;
+            std::vector<std::string> olds;
+            for (const auto& t : all) {
+                if (key_of(t) != key) {
+                    continue;
+                }
+                olds.push_back(t);
+                for (const auto& v : util::split(value_of(t), ",")) {
+                    if (std::find(items.begin(), items.end(), v) == items.end()) {
+                        items.push_back(v);
+                    }
+                    present = present || v == item;
+                }
+            }
+            if (present) {
+                d.already.push_back(w.token);
+                break;
+            }
+            items.push_back(item);
+            const std::string merged = std::string(w.token.substr(0, w.token.find('=') + 1)) + util::join(items, ",");
+            for (const auto& t : olds) {
+                d.remove.emplace(t, "merged into " + merged);
+            }
+            d.add.push_back(merged);
+            d.added.emplace_back(merged, w.reason);
+            break;
+        }
+        }
+    }
+    return d;
+}
+
+// --- GRUB ------------------------------------------------------------------
+
+struct GrubAssignment
+{
+    std::size_t line = 0;
+    std::string prefix;   // "GRUB_CMDLINE_LINUX_DEFAULT=" with any leading blanks/export
+    std::string variable; // GRUB_CMDLINE_LINUX_DEFAULT
+    char quote = 0;       // '"', '\'' or 0
+    std::string value;    // inside the quotes
+    std::string suffix;   // after the closing quote
+    bool parsed = false;
+};
+
+struct GrubFile
+{
+    std::string path;
+    std::string text;
+    std::vector<std::string> lines;
+    bool trailing_newline = true;
+    std::vector<GrubAssignment> assignments;
+};
+
+// Finds the GRUB_CMDLINE_LINUX[_DEFAULT]= assignments of a shell fragment.
+GrubFile parse_grub_file(std::string path, std::string text)
+{
+    GrubFile f;
+    f.path = std::move(path);
+    f.text = std::move(text);
+    f.lines = util::split_lines(f.text);
+    f.trailing_newline = f.text.empty() || f.text.back() == '\n';
+    for (std::size_t i = 0; i < f.lines.size(); ++i) {
+        const std::string& line = f.lines[i];
+        std::size_t pos = line.find_first_not_of(" \t");
+        if (pos == std::string::npos || line[pos] == '#') {
+            continue;
+        }
+        if (line.compare(pos, 7, "export ") == 0) {
+            pos = line.find_first_not_of(" \t", pos + 7);
+            if (pos == std::string::npos) {
+                continue;
+            }
+        }
+        std::string variable;
+        for (const char* name : {"GRUB_CMDLINE_LINUX_DEFAULT=", "GRUB_CMDLINE_LINUX="}) {
+            if (line.compare(pos, std::char_traits<char>::length(name), name) == 0) {
+                variable = std::string(name, std::char_traits<char>::length(name) - 1);
+                break;
+            }
+        }
+        if (variable.empty()) {
+            continue;
+        }
+        GrubAssignment a;
+        a.line = i;
+        const std::size_t value_start = pos + variable.size() + 1;
+        a.prefix = line.substr(0, value_start);
+        a.variable = variable;
+        const std::string rest = line.substr(value_start);
+        if (!rest.empty() && (rest[0] == '"' || rest[0] == '\'')) {
+            a.quote = rest[0];
+            std::size_t end = 1;
+            while (end < rest.size() && rest[end] != a.quote) {
+                if (a.quote == '"' && rest[end] == '\\') {
+                    ++end;
+                }
+                ++end;
+            }
+            if (end < rest.size()) {
+                a.value = rest.substr(1, end - 1);
+                a.suffix = rest.substr(end + 1);
+                a.parsed = true;
+            }
+        } else {
+            const auto space = rest.find_first_of(" \t;");
+            a.value = rest.substr(0, space);
+            a.suffix = space == std::string::npos ? std::string() : rest.substr(space);
+            a.parsed = a.value.find_first_of("\"'`\\") == std::string::npos;
+        }
+        f.assignments.push_back(std::move(a));
+    }
+    return f;
+}
+
+std::string join_lines(const std::vector<std::string>& lines, bool trailing_newline)
+{
+    std::string out;
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+        out += lines[i];
+        if (i + 1 < lines.size() || trailing_newline) {
+            out += '\n';
+        }
+    }
+    return out;
+}
+
+bool is_variable_reference(std::string_view token)
+{
+    return !token.empty() && token.front() == '$';
+}
+
+void plan_grub(const PlanContext& ctx, Plan& plan, HostInputs& in, const std::vector<WantedArg>& wanted,
+               const std::vector<UnwantedArg>& unwanted)
+{
+    std::vector<GrubFile> files;
+    if (auto text = read_current(ctx, plan, "/etc/default/grub")) {
+        files.push_back(parse_grub_file("/etc/default/grub", std::move(*text)));
+    }
+    std::vector<std::string> later_dropins; // after ours in glob order
+    if (auto names = ctx.fs.list_dir("/etc/default/grub.d")) {
+        std::vector<std::string> sorted = *names;
+        std::sort(sorted.begin(), sorted.end());
+        for (const auto& name : sorted) {
+            const std::string path = "/etc/default/grub.d/" + name;
+            if (!name.ends_with(".cfg") || path == k_grub_dropin) {
+                continue;
+            }
+            if (auto text = read_current(ctx, plan, path)) {
+                files.push_back(parse_grub_file(path, std::move(*text)));
+                if (name > std::string(util::base_name(k_grub_dropin))) {
+                    later_dropins.push_back(path);
+                }
+            }
+        }
+    }
+
+    std::vector<Source> sources;
+    for (const auto& f : files) {
+        for (const auto& a : f.assignments) {
+            if (!a.parsed) {
+                plan.refusals.push_back({"cannot parse the " + a.variable + " assignment on line " + std::to_string(a.line + 1) + " of "
+                                             + f.path + " (a quote that does not close on the line, or shell syntax passthru does not edit)",
+                                         {"write it as " + a.variable + "=\"...\" on one line and plan again"}});
+                continue;
+            }
+            Source s{f.path, a.variable + " in " + f.path, {}};
+            for (auto& t : util::split(a.value, " \t")) {
+                if (!is_variable_reference(t)) {
+                    s.tokens.push_back(std::move(t));
+                }
+            }
+            sources.push_back(std::move(s));
+        }
+    }
+    // A later drop-in that sets GRUB_CMDLINE_LINUX_DEFAULT without appending
+    // would throw our arguments away.
+    for (const auto& path : later_dropins) {
+        for (const auto& f : files) {
+            if (f.path != path) {
+                continue;
+            }
+            for (const auto& a : f.assignments) {
+                if (a.variable == "GRUB_CMDLINE_LINUX_DEFAULT" && a.value.find("$GRUB_CMDLINE_LINUX_DEFAULT") == std::string::npos
+                    && a.value.find("${GRUB_CMDLINE_LINUX_DEFAULT}") == std::string::npos) {
+                    plan.refusals.push_back({path + " is sourced after " + std::string(k_grub_dropin)
+                                                 + " and sets GRUB_CMDLINE_LINUX_DEFAULT without appending, so it would drop passthru's arguments",
+                                             {"make it append (GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT ...\") and plan again"}});
+                }
+            }
+        }
+    }
+    if (plan.refused()) {
+        return;
+    }
+
+    const Decision d = decide(sources, wanted, unwanted);
+
+    // Remove what must go from the files that carry it.
+    for (auto& f : files) {
+        std::vector<std::string> reasons;
+        bool changed = false;
+        for (auto& a : f.assignments) {
+            std::vector<std::string> kept;
+            bool line_changed = false;
+            for (auto& t : util::split(a.value, " \t")) {
+                if (auto it = d.remove.find(t); it != d.remove.end() && !is_variable_reference(t)) {
+                    reasons.push_back("removes " + t + " from " + a.variable + ": " + it->second);
+                    line_changed = true;
+                    continue;
+                }
+                kept.push_back(std::move(t));
+            }
+            if (line_changed) {
+                const std::string q = a.quote == 0 ? std::string("\"") : std::string(1, a.quote);
+                f.lines[a.line] = a.prefix + q + util::join(kept, " ") + q + a.suffix;
+                changed = true;
+            }
+        }
+        if (changed) {
+            if (stage_file(ctx, plan, f.path, join_lines(f.lines, f.trailing_newline), reasons)) {
+                in.cmdline_changed = true;
+            }
+        }
+    }
+
+    // The drop-in carries every argument passthru adds.
+    std::optional<std::string> dropin;
+    std::vector<std::string> reasons;
+    if (!d.add.empty()) {
+        nlohmann::json args = nlohmann::json::array();
+        for (const auto& [token, reason] : d.added) {
+            args.push_back({{"token", token}, {"reason", reason}});
+            reasons.push_back("adds " + token + ": " + reason);
+        }
+        auto text = render_template(ctx.data, "grub-passthru.cfg.mustache",
+                                    {{"vm", ctx.request.vm}, {"args", args}, {"cmdline", util::join(d.add, " ")}});
+        if (!text) {
+            plan.refusals.push_back({text.error().what(), text.error().hints()});
+            return;
+        }
+        dropin = std::move(*text);
+    } else {
+        reasons.push_back("no longer needed: every argument passthru needs is already on the command line");
+    }
+    if (stage_file(ctx, plan, k_grub_dropin, dropin, reasons)) {
+        in.cmdline_changed = true;
+    }
+    for (const auto& [token, reason] : d.remove) {
+        plan.kernel_args.remove.push_back(token);
+    }
+    plan.kernel_args.add = d.add;
+}
+
+// --- systemd-boot ----------------------------------------------------------
+
+void plan_systemd_boot(const PlanContext& ctx, Plan& plan, HostInputs& in, const std::vector<WantedArg>& wanted,
+                       const std::vector<UnwantedArg>& unwanted)
+{
+    const std::string path = "/etc/kernel/cmdline";
+    const auto text = read_current(ctx, plan, path);
+    if (plan.refused()) {
+        return;
+    }
+    if (!text) {
+        plan.refusals.push_back({"this host boots with systemd-boot (" + ctx.inventory.host.bootloader_evidence + ") but " + path
+                                     + " does not exist, so passthru cannot place the kernel arguments",
+                                 {"create " + path + " with the current command line (one line, with root=, e.g. from /proc/cmdline "
+                                  "without BOOT_IMAGE= and initrd=), run 'proxmox-boot-tool refresh', and plan again"}});
+        return;
+    }
+    const auto lines = util::split_lines(*text);
+    const std::string first = lines.empty() ? std::string() : lines.front();
+    util::KernelCmdline cmdline(first);
+    if (!cmdline.has_key("root")) {
+        plan.refusals.push_back({path + " has no root= argument: proxmox-boot-tool refresh would fail (\"No root= parameter in "
+                                     "/etc/kernel/cmdline found!\") and passthru will not guess the root file system",
+                                 {"put the root= argument of /proc/cmdline into the first line of " + path + " and plan again"}});
+        return;
+    }
+    const Decision d = decide({Source{path, path, cmdline.tokens()}}, wanted, unwanted);
+    std::vector<std::string> reasons;
+    std::vector<std::string> tokens;
+    for (const auto& t : cmdline.tokens()) {
+        if (auto it = d.remove.find(t); it != d.remove.end()) {
+            reasons.push_back("removes " + t + ": " + it->second);
+            continue;
+        }
+        tokens.push_back(t);
+    }
+    for (const auto& [token, reason] : d.added) {
+        tokens.push_back(token);
+        reasons.push_back("adds " + token + ": " + reason);
+    }
+    std::size_t extra = 0;
+    for (std::size_t i = 1; i < lines.size(); ++i) {
+        if (!util::trim(lines[i]).empty()) {
+            ++extra;
+        }
+    }
+    if (extra > 0 && (!d.add.empty() || !d.remove.empty())) {
+        reasons.push_back("keeps the file to one line: proxmox-boot-tool reads only the first line, so the other "
+                          + std::to_string(extra) + " line(s) were ignored anyway");
+    }
+    std::string after = util::join(tokens, " ") + "\n";
+    if (d.add.empty() && d.remove.empty()) {
+        return;
+    }
+    if (stage_file(ctx, plan, path, after, reasons)) {
+        in.cmdline_changed = true;
+    }
+    for (const auto& [token, reason] : d.remove) {
+        plan.kernel_args.remove.push_back(token);
+    }
+    plan.kernel_args.add = d.add;
+}
+
+} // namespace
+
+void plan_cmdline(const PlanContext& ctx, Plan& plan, HostInputs& in)
+{
+    std::vector<WantedArg> wanted;
+    std::vector<UnwantedArg> unwanted;
+    compute_wanted(ctx, in, wanted, unwanted);
+    switch (ctx.inventory.host.bootloader) {
+    case scan::Bootloader::grub:
+        plan_grub(ctx, plan, in, wanted, unwanted);
+        break;
+    case scan::Bootloader::systemd_boot:
+        plan_systemd_boot(ctx, plan, in, wanted, unwanted);
+        break;
+    case scan::Bootloader::unknown:
+        plan.refusals.push_back({"cannot tell which boot loader this host uses (" + ctx.inventory.host.bootloader_evidence
+                                     + "), so passthru cannot place the kernel arguments",
+                                 {"run 'proxmox-boot-tool status' and 'efibootmgr -v' on the host; GRUB needs /etc/default/grub, "
+                                  "systemd-boot needs /etc/kernel/proxmox-boot-uuids and /etc/kernel/cmdline"}});
+        break;
+    }
+    // An ACS override the user set earlier stays, but say so.
+    const util::KernelCmdline running(ctx.inventory.host.cmdline.value_or(""));
+    if (!in.acs_override && running.has_key("pcie_acs_override")) {
+        plan.warnings.push_back("the running command line carries pcie_acs_override=" + running.value("pcie_acs_override").value_or("")
+                                + ", which weakens IOMMU isolation; passthru leaves it alone");
+    }
+}
+
+} // namespace passthru::plan::detail

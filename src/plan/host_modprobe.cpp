@@ -1,0 +1,438 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// /etc/modprobe.d/passthru-vfio.conf: how vfio-pci claims the cards, the
+// softdeps that load it before any host driver, the NVIDIA blacklist when no
+// NVIDIA GPU stays on the host, kvm and vfio_iommu_type1 options. Lines of
+// other modprobe.d files that would fight it are fixed in place (FACTS §4.4-4.7).
+//
+// Binding. By id (`options vfio-pci ids=...`) only when no device that stays
+// on the host has one of the ids: vfio-pci claims every device with a listed
+// id. Otherwise by address: an `install vfio-pci` hook sets driver_override
+// on exactly the selected functions (after checking that the slot still holds
+// the same vendor:device), unbinds a function a host driver already holds,
+// loads vfio-pci with `modprobe --ignore-install`, and asks the kernel to
+// probe the functions. The hook runs wherever vfio-pci is loaded through
+// modprobe: from the initramfs module list, from modules-load.d, and before
+// every host driver named in a softdep (kmod runs the install command of a
+// softdep module too). It lives in modprobe.d, which mkinitramfs copies into
+// the initramfs, so no extra hook script is needed. A udev rule was not
+// chosen: the initramfs does not carry /etc/udev/rules.d, and a driver that
+// is already loaded binds a device before udev sees it.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "plan/host_common.hpp"
+#include "util/strings.hpp"
+
+namespace passthru::plan::detail {
+
+namespace {
+
+// One logical modprobe.d line (a trailing backslash continues it).
+struct ConfLine
+{
+    std::size_t first = 0; // physical line indexes
+    std::size_t last = 0;
+    std::string text;      // joined, without the backslashes
+    std::vector<std::string> words;
+};
+
+struct ConfFile
+{
+    std::string path;
+    std::string content;
+    std::vector<std::string> lines;
+    std::vector<ConfLine> logical;
+};
+
+ConfFile parse_conf(std::string path, std::string content)
+{
+    ConfFile f;
+    f.path = std::move(path);
+    f.content = std::move(content);
+    f.lines = util::split_lines(f.content);
+    for (std::size_t i = 0; i < f.lines.size(); ++i) {
+        ConfLine l;
+        l.first = i;
+        std::string text = f.lines[i];
+        while (!text.empty() && text.back() == '\\' && i + 1 < f.lines.size()) {
+            text.pop_back();
+            text += f.lines[++i];
+        }
+        l.last = i;
+        l.text = text;
+        const auto t = util::trim(text);
+        if (t.empty() || t.front() == '#') {
+            continue;
+        }
+        l.words = util::split(t, " \t");
+        f.logical.push_back(std::move(l));
+    }
+    return f;
+}
+
+bool looks_like_id_list(std::string_view word)
+{
+    // "10de:10f8," or "10de:10f8": the tail of an ids= list split by a space.
+    if (word.empty() || word.find('=') != std::string_view::npos) {
+        return false;
+    }
+    return std::all_of(word.begin(), word.end(), [](char c) {
+        return std::isxdigit(static_cast<unsigned char>(c)) != 0 || c == ':' || c == ',';
+    }) && word.find(':') != std::string_view::npos;
+}
+
+// Parameters passthru owns, per module.
+bool owned_param(const std::string& module, std::string_view param)
+{
+    const std::string key = module_key(param.substr(0, param.find('=')));
+    if (module == "vfio_pci") {
+        return key == "ids" || looks_like_id_list(param);
+    }
+    if (module == "kvm") {
+        return key == "ignore_msrs" || key == "report_ignored_msrs";
+    }
+    if (module == "vfio_iommu_type1") {
+        return key == "allow_unsafe_interrupts";
+    }
+    return false;
+}
+
+struct Softdep
+{
+    std::string module;
+    std::vector<std::string> pre;  // after vfio-pci
+    std::vector<std::string> post;
+    std::string why;
+};
+
+// The module that provides a PCI driver, from /sys/bus/pci/drivers/<drv>/module.
+std::string driver_module(const util::HostFs& fs, const std::string& driver)
+{
+    if (auto link = fs.read_link("/sys/bus/pci/drivers/" + driver + "/module")) {
+        return module_key(util::base_name(*link));
+    }
+    static const std::map<std::string, std::string> k_known{
+        {"xhci_hcd", "xhci_pci"}, {"nvidia-gpu", "i2c_nvidia_gpu"}, {"bochs-drm", "bochs"}};
+    if (auto it = k_known.find(driver); it != k_known.end()) {
+        return it->second;
+    }
+    return module_key(driver);
+}
+
+} // namespace
+
+void plan_modprobe(const PlanContext& ctx, Plan& plan, HostInputs& in)
+{
+    const auto& inv = ctx.inventory;
+    const std::set<scan::PciAddress> selected(in.functions.begin(), in.functions.end());
+
+    // --- binding: ids when no identical device stays, else by address.
+    std::vector<std::string> collisions;
+    bool unknown_id = false;
+    for (const auto& fn : in.functions) {
+        const auto* d = inv.find(fn);
+        if (d == nullptr || d->vendor_device().empty()) {
+            unknown_id = true;
+        }
+    }
+    for (const auto& d : inv.devices) {
+        if (selected.contains(d.address) || d.vendor_device().empty()) {
+            continue;
+        }
+        if (std::binary_search(in.vfio_ids.begin(), in.vfio_ids.end(), d.vendor_device())) {
+            collisions.push_back(describe_device(inv, d.address));
+        }
+    }
+    // A selected function held by a built-in driver: ids= cannot take it away.
+    std::vector<std::string> builtin_held;
+    for (const auto& fn : in.functions) {
+        const auto* d = inv.find(fn);
+        if (d != nullptr && d->driver && *d->driver != "vfio-pci") {
+            const auto mod = driver_module(ctx.fs, *d->driver);
+            if (target_module_builtin(ctx.fs, in.kernel_release.value_or(""), mod) == true) {
+                builtin_held.push_back(fn.str() + " (" + *d->driver + ", built into the kernel)");
+            }
+        }
+    }
+    const bool by_address = !collisions.empty() || unknown_id || !builtin_held.empty();
+    plan.binding = by_address ? "address" : "ids";
+    std::string binding_reason;
+    if (!collisions.empty()) {
+        binding_reason = "binds by address, not ids=: these devices have the same vendor:device ids and stay on the host: "
+                         + util::join(collisions, "; ");
+    } else if (unknown_id) {
+        binding_reason = "binds by address: a selected function has no readable vendor:device id";
+    } else if (!builtin_held.empty()) {
+        binding_reason = "binds by address: a built-in driver holds " + util::join(builtin_held, ", ")
+                         + " before vfio-pci loads, and ids= never takes a device from its driver";
+    } else {
+        binding_reason = "binds by id: ids=" + util::join(in.vfio_ids, ",") + " (comma-separated, no spaces) lists every function of the "
+                         "selected cards, and no device that stays on the host has one of these ids";
+    }
+
+    // --- softdeps: every loadable host driver that could claim a function.
+    std::map<std::string, Softdep> softdeps;
+    auto want_softdep = [&](const std::string& module, const std::string& why) {
+        auto& s = softdeps[module];
+        s.module = module;
+        if (s.why.empty()) {
+            s.why = why;
+        }
+    };
+    for (const auto& fn : in.functions) {
+        const auto* d = inv.find(fn);
+        if (d == nullptr) {
+            continue;
+        }
+        const bool nvidia = d->vendor == scan::k_vendor_nvidia;
+        const auto cls = d->class16().value_or(0);
+        if (nvidia && d->is_display()) {
+            want_softdep("nvidia", "the NVIDIA driver claims " + fn.str());
+            want_softdep("nvidia_drm", "loads nvidia for " + fn.str());
+            want_softdep("nouveau", "nouveau claims " + fn.str());
+        }
+        if (cls == 0x0403) {
+            want_softdep("snd_hda_intel", "snd_hda_intel claims the audio function " + fn.str());
+        }
+        if (cls == 0x0c03) {
+            want_softdep("xhci_pci", "xhci_pci claims the USB function " + fn.str());
+        }
+        if (nvidia && cls == 0x0c80) {
+            want_softdep("i2c_nvidia_gpu", "i2c_nvidia_gpu claims the USB-C UCSI function " + fn.str());
+            want_softdep("ucsi_ccg", "ucsi_ccg drives the UCSI controller behind " + fn.str());
+        }
+        if (d->driver && *d->driver != "vfio-pci" && *d->driver != "pci-stub") {
+            want_softdep(driver_module(ctx.fs, *d->driver), "currently bound to " + fn.str());
+        }
+    }
+    std::vector<std::string> builtin_softdeps;
+    for (auto it = softdeps.begin(); it != softdeps.end();) {
+        if (target_module_builtin(ctx.fs, in.kernel_release.value_or(""), it->first) == true) {
+            builtin_softdeps.push_back(it->first);
+            it = softdeps.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    if (!builtin_softdeps.empty()) {
+        plan.notes.push_back("no softdep for " + util::join(builtin_softdeps, ", ") + ": built into kernel "
+                             + in.kernel_release.value_or("?") + ", never loaded as a module");
+    }
+
+    // --- NVIDIA blacklist: only when no NVIDIA GPU stays on the host.
+    bool nvidia_selected = false;
+    std::vector<std::string> nvidia_staying;
+    for (const auto& card : inv.gpus) {
+        const bool sel = std::find(ctx.selected.begin(), ctx.selected.end(), &card) != ctx.selected.end();
+        if (card.is_nvidia()) {
+            if (sel) {
+                nvidia_selected = true;
+            } else {
+                nvidia_staying.push_back(card.slot);
+            }
+        }
+    }
+    const bool blacklist_nvidia = nvidia_selected && nvidia_staying.empty();
+
+    // --- other modprobe.d files: fix what would fight passthru's file.
+    const bool want_unsafe_interrupts = inv.host.iommu.interrupt_remapping == false;
+    std::set<std::string> blacklisted_elsewhere;
+    if (auto names = ctx.fs.list_dir("/etc/modprobe.d")) {
+        std::vector<std::string> sorted = *names;
+        std::sort(sorted.begin(), sorted.end());
+        for (const auto& name : sorted) {
+            const std::string path = "/etc/modprobe.d/" + name;
+            if (!name.ends_with(".conf") || path == k_modprobe_conf) {
+                continue;
+            }
+            const auto content = read_current(ctx, plan, path);
+            if (!content) {
+                continue;
+            }
+            ConfFile f = parse_conf(path, *content);
+            std::vector<std::string> reasons;
+            std::map<std::size_t, std::optional<std::string>> replace; // first physical line -> new text (nullopt: drop)
+            std::map<std::size_t, std::size_t> spans;
+            for (const auto& l : f.logical) {
+                const auto& w = l.words;
+                if (w.size() < 2) {
+                    continue;
+                }
+                const std::string cmd = w[0];
+                const std::string mod = module_key(w[1]);
+                if (cmd == "options" && (mod == "vfio_pci" || mod == "kvm" || mod == "vfio_iommu_type1")) {
+                    std::vector<std::string> kept;
+                    std::vector<std::string> dropped;
+                    for (std::size_t i = 2; i < w.size(); ++i) {
+                        (owned_param(mod, w[i]) ? dropped : kept).push_back(w[i]);
+                    }
+                    if (dropped.empty()) {
+                        continue;
+                    }
+                    if (mod == "vfio_iommu_type1" && want_unsafe_interrupts) {
+                        continue; // what passthru would write anyway; leave it
+                    }
+                    std::string why;
+                    if (mod == "vfio_pci") {
+                        const bool split = std::any_of(dropped.begin(), dropped.end(), [](const std::string& p) { return looks_like_id_list(p); })
+                                           || std::any_of(dropped.begin(), dropped.end(), [](const std::string& p) { return !p.empty() && p.back() == ','; });
+                        why = split ? "its ids list is split by a space, so vfio-pci only ever got the first id, and the rest was "
+                                      "ignored as an unknown parameter; "
+                                    : "";
+                        why += by_address ? "an ids list would claim devices that stay on the host; passthru binds by address"
+                                          : "passthru-vfio.conf now carries the complete ids list (a second ids= would override it)";
+                    } else if (mod == "kvm") {
+                        why = "passthru-vfio.conf sets ignore_msrs=1 report_ignored_msrs=0 for kvm";
+                    } else {
+                        why = "interrupt remapping is available, so allow_unsafe_interrupts only weakens isolation";
+                    }
+                    reasons.push_back((kept.empty() ? "removes '" : "drops " + util::join(dropped, " ") + " from '")
+                                      + util::join(w, " ") + "': " + why);
+                    replace[l.first] = kept.empty() ? std::nullopt
+                                                    : std::optional<std::string>("options " + w[1] + " " + util::join(kept, " "));
+                    spans[l.first] = l.last;
+                } else if (cmd == "softdep" && softdeps.contains(mod)) {
+                    // kmod uses only the first softdep line of a module: merge into ours.
+                    auto& s = softdeps[mod];
+                    std::vector<std::string>* target = nullptr;
+                    for (std::size_t i = 2; i < w.size(); ++i) {
+                        if (w[i] == "pre:") {
+                            target = &s.pre;
+                        } else if (w[i] == "post:") {
+                            target = &s.post;
+                        } else if (target != nullptr && module_key(w[i]) != "vfio_pci"
+                                   && std::find(target->begin(), target->end(), w[i]) == target->end()) {
+                            target->push_back(w[i]);
+                        }
+                    }
+                    reasons.push_back("removes '" + util::join(w, " ") + "': merged into passthru-vfio.conf (kmod uses only the "
+                                      "first softdep line of a module)");
+                    replace[l.first] = std::nullopt;
+                    spans[l.first] = l.last;
+                } else if (cmd == "install" && mod == "vfio_pci") {
+                    reasons.push_back("removes an older 'install vfio-pci' command: kmod runs only one install command per module, "
+                                      "and passthru-vfio.conf decides how vfio-pci claims the cards");
+                    replace[l.first] = std::nullopt;
+                    spans[l.first] = l.last;
+                } else if (cmd == "blacklist" && (mod == "nouveau" || mod == "nvidia" || mod == "nvidiafb")) {
+                    blacklisted_elsewhere.insert(mod);
+                    if (!nvidia_staying.empty() && mod != "nvidiafb") {
+                        plan.warnings.push_back(path + " blacklists " + w[1] + " although NVIDIA GPU(s) " + util::join(nvidia_staying, ", ")
+                                                + " stay on the host; passthru leaves it alone");
+                    }
+                }
+            }
+            if (replace.empty()) {
+                continue;
+            }
+            std::string after;
+            bool any_content = false;
+            for (std::size_t i = 0; i < f.lines.size(); ++i) {
+                if (auto it = replace.find(i); it != replace.end()) {
+                    if (it->second) {
+                        after += *it->second + "\n";
+                        any_content = true;
+                    }
+                    i = spans[i];
+                    continue;
+                }
+                const auto t = util::trim(f.lines[i]);
+                any_content = any_content || (!t.empty() && t.front() != '#');
+                after += f.lines[i] + "\n";
+            }
+            if (!any_content) {
+                reasons.push_back("deletes the file: nothing but comments would be left");
+                stage_file(ctx, plan, path, std::nullopt, reasons);
+            } else {
+                stage_file(ctx, plan, path, after, reasons);
+            }
+            in.module_files_changed = in.module_files_changed || std::any_of(plan.files.begin(), plan.files.end(),
+                                                                             [&](const FileChange& c) { return c.path == path; });
+        }
+    }
+
+    // --- render passthru-vfio.conf
+    std::vector<std::string> reasons{binding_reason};
+    nlohmann::json devices = nlohmann::json::array();
+    for (const auto& fn : in.functions) {
+        const auto* d = inv.find(fn);
+        std::string vendor = d != nullptr && d->vendor ? "0x" + util::hex(*d->vendor, 4) : "";
+        std::string device = d != nullptr && d->device ? "0x" + util::hex(*d->device, 4) : "";
+        devices.push_back({{"bdf", fn.str()}, {"vendor", vendor}, {"device", device}, {"checked", !vendor.empty() && !device.empty()}});
+    }
+    nlohmann::json softdep_list = nlohmann::json::array();
+    std::vector<std::string> softdep_names;
+    for (const auto& [name, s] : softdeps) {
+        std::string line = "softdep " + name + " pre: vfio-pci";
+        for (const auto& p : s.pre) {
+            line += " " + p;
+        }
+        if (!s.post.empty()) {
+            line += " post: " + util::join(s.post, " ");
+        }
+        softdep_list.push_back({{"line", line}, {"why", s.why}});
+        softdep_names.push_back(name);
+    }
+    if (!softdep_names.empty()) {
+        reasons.push_back("softdep ... pre: vfio-pci for " + util::join(softdep_names, ", ")
+                          + ": whichever of them loads first loads vfio-pci before it, so vfio-pci claims the cards first");
+    }
+    nlohmann::json blacklist = nlohmann::json::array();
+    std::vector<std::string> blacklisted;
+    if (blacklist_nvidia) {
+        for (const char* m : {"nouveau", "nvidia", "nvidiafb"}) {
+            if (!blacklisted_elsewhere.contains(m)) {
+                blacklist.push_back(m);
+                blacklisted.emplace_back(m);
+            }
+        }
+        if (!blacklisted.empty()) {
+            reasons.push_back("blacklists " + util::join(blacklisted, ", ")
+                              + ": no NVIDIA GPU stays on the host; a blacklist only stops loading by device alias, not an explicit "
+                                "modprobe or a dependency (modprobe.d(5)), so the softdeps and the vfio-pci binding do the real work");
+        }
+    } else if (nvidia_selected) {
+        reasons.push_back("does not blacklist nouveau/nvidia: NVIDIA GPU(s) " + util::join(nvidia_staying, ", ") + " stay on the host and need them");
+    }
+    reasons.push_back("options kvm ignore_msrs=1 report_ignored_msrs=0: guests that touch model-specific registers KVM does not "
+                      "emulate (NVIDIA drivers, some Windows tools) keep running instead of getting a fault, without filling the log");
+    if (want_unsafe_interrupts) {
+        reasons.push_back("options vfio_iommu_type1 allow_unsafe_interrupts=1: this host has no interrupt remapping ("
+                          + inv.host.iommu.interrupt_remapping_evidence + "), and vfio refuses to attach a group without it");
+        plan.warnings.push_back("no interrupt remapping: vfio_iommu_type1 allow_unsafe_interrupts=1 lets a VM's device raise "
+                                "interrupts the IOMMU cannot check (MSI injection); enable interrupt remapping/x2APIC in the firmware if you can");
+    } else if (!inv.host.iommu.interrupt_remapping) {
+        plan.notes.push_back("could not tell whether interrupt remapping is available; if a VM fails with \"No interrupt remapping support\", "
+                             "see 'passthru scan'");
+    }
+
+    std::vector<std::string> gpu_labels;
+    for (const auto& g : plan.gpus) {
+        gpu_labels.push_back(g.slot + (g.name.empty() ? "" : " " + g.name));
+    }
+    nlohmann::json values{
+        {"vm", ctx.request.vm},
+        {"gpus", util::join(gpu_labels, ", ")},
+        {"by_ids", !by_address},
+        {"by_address", by_address},
+        {"ids", util::join(in.vfio_ids, ",")},
+        {"binding_reason", binding_reason},
+        {"devices", devices},
+        {"softdeps", softdep_list},
+        {"has_softdeps", !softdep_list.empty()},
+        {"blacklist", blacklist},
+        {"has_blacklist", !blacklist.empty()},
+        {"unsafe_interrupts", want_unsafe_interrupts},
+    };
+    auto text = render_template(ctx.data, "modprobe-vfio.conf.mustache", values);
+    if (!text) {
+        plan.refusals.push_back({text.error().what(), text.error().hints()});
+        return;
+    }
+    if (stage_file(ctx, plan, k_modprobe_conf, *text, reasons)) {
+        in.module_files_changed = true;
+    }
+}
+
+} // namespace passthru::plan::detail

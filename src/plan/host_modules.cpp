@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Module lists: /etc/modules-load.d/vfio.conf (systemd-modules-load), the
+// initramfs list /etc/initramfs-tools/modules (so vfio-pci is there before
+// the host drivers), and old vfio_virqfd lines where the kernel no longer
+// has that module (FACTS §4.1-4.3).
+#include <algorithm>
+#include <set>
+
+#include "plan/host_common.hpp"
+#include "util/strings.hpp"
+
+namespace passthru::plan::detail {
+
+namespace {
+
+// The module a modules-load.d / initramfs-tools line names (first word), or "".
+std::string line_module(std::string_view line)
+{
+    const auto t = util::trim(line);
+    if (t.empty() || t.front() == '#' || t.front() == ';') {
+        return "";
+    }
+    const auto end = t.find_first_of(" \t");
+    return module_key(t.substr(0, end));
+}
+
+struct VirqfdDecision
+{
+    bool needed = false;
+    std::string reason;
+};
+
+VirqfdDecision decide_virqfd(const PlanContext& ctx, const HostInputs& in)
+{
+    const std::string kver = in.kernel_release.value_or("");
+    if (const auto has = target_has_module(ctx.fs, kver, "vfio_virqfd")) {
+        if (*has) {
+            return {true, "the module tree of kernel " + kver + " still has vfio_virqfd (asked through libkmod)"};
+        }
+        return {false, "the module tree of kernel " + kver + " has no vfio_virqfd (asked through libkmod): since Linux 6.2 it is part of vfio"};
+    }
+    if (in.kernel_version && *in.kernel_version < std::pair<int, int>{6, 2}) {
+        return {true, "kernel " + kver + " is older than 6.2, where vfio_virqfd is still a module of its own"};
+    }
+    return {false, "kernel " + (kver.empty() ? std::string("(unknown)") : kver)
+                       + (in.kernel_version ? " is 6.2 or newer" : " is assumed current")
+                       + ": vfio_virqfd was folded into vfio in Linux 6.2, and listing it only makes systemd-modules-load fail"};
+}
+
+// Removes vfio_virqfd lines from a module list file.
+void drop_virqfd(const PlanContext& ctx, Plan& plan, HostInputs& in, const std::string& path, const VirqfdDecision& virqfd,
+                 bool affects_initramfs)
+{
+    const auto text = read_current(ctx, plan, path);
+    if (!text) {
+        return;
+    }
+    const auto lines = util::split_lines(*text);
+    std::string after;
+    bool changed = false;
+    for (const auto& line : lines) {
+        if (line_module(line) == "vfio_virqfd") {
+            changed = true;
+            continue;
+        }
+        after += line + "\n";
+    }
+    if (!changed) {
+        return;
+    }
+    if (!text->empty() && text->back() != '\n' && !after.empty()) {
+        after.pop_back();
+    }
+    if (stage_file(ctx, plan, path, after, {"removes vfio_virqfd: " + virqfd.reason}) && affects_initramfs) {
+        in.module_files_changed = true;
+    }
+}
+
+} // namespace
+
+void plan_modules(const PlanContext& ctx, Plan& plan, HostInputs& in)
+{
+    const VirqfdDecision virqfd = decide_virqfd(ctx, in);
+    std::vector<std::string> modules{"vfio", "vfio_iommu_type1", "vfio_pci"};
+    if (virqfd.needed) {
+        modules.emplace_back("vfio_virqfd");
+    }
+
+    // /etc/modules-load.d/vfio.conf
+    nlohmann::json values{{"vm", ctx.request.vm}, {"modules", modules}, {"virqfd", virqfd.needed}, {"virqfd_reason", virqfd.reason}};
+    auto text = render_template(ctx.data, "modules-load-vfio.conf.mustache", values);
+    if (!text) {
+        plan.refusals.push_back({text.error().what(), text.error().hints()});
+        return;
+    }
+    std::vector<std::string> reasons{"loads " + util::join(modules, ", ")
+                                     + " at every boot (systemd-modules-load), so /dev/vfio exists before any VM starts"};
+    reasons.push_back(virqfd.needed ? "includes vfio_virqfd: " + virqfd.reason : "leaves out vfio_virqfd: " + virqfd.reason);
+    stage_file(ctx, plan, k_modules_load_conf, *text, reasons);
+
+    // /etc/initramfs-tools/modules: append what is missing, keep the rest.
+    {
+        const std::string path(k_initramfs_modules);
+        const auto current = read_current(ctx, plan, path);
+        std::set<std::string> present;
+        std::string after;
+        bool removed_virqfd = false;
+        if (current) {
+            for (const auto& line : util::split_lines(*current)) {
+                const auto m = line_module(line);
+                if (m == "vfio_virqfd" && !virqfd.needed) {
+                    removed_virqfd = true;
+                    continue;
+                }
+                if (!m.empty()) {
+                    present.insert(m);
+                }
+                after += line + "\n";
+            }
+            if (!removed_virqfd) {
+                after = *current;
+            }
+        }
+        std::vector<std::string> missing;
+        for (const auto& m : modules) {
+            if (!present.contains(module_key(m))) {
+                missing.push_back(m);
+            }
+        }
+        std::vector<std::string> init_reasons;
+        if (removed_virqfd) {
+            init_reasons.push_back("removes vfio_virqfd: " + virqfd.reason);
+        }
+        if (!missing.empty()) {
+            auto block = render_template(ctx.data, "initramfs-modules.mustache", {{"vm", ctx.request.vm}, {"modules", missing}});
+            if (!block) {
+                plan.refusals.push_back({block.error().what(), block.error().hints()});
+                return;
+            }
+            if (!after.empty() && after.back() != '\n') {
+                after += '\n';
+            }
+            after += *block;
+            init_reasons.push_back("adds " + util::join(missing, ", ")
+                                   + " to the initramfs so vfio-pci is loaded before the host drivers can claim the cards "
+                                     "(the other lines stay as they are)");
+        }
+        if (!init_reasons.empty() && stage_file(ctx, plan, path, after, init_reasons)) {
+            in.module_files_changed = true;
+        }
+    }
+
+    // Old guides put vfio_virqfd into /etc/modules or another modules-load.d file.
+    if (!virqfd.needed) {
+        if (ctx.fs.stat("/etc/modules").type == util::FileType::regular) {
+            drop_virqfd(ctx, plan, in, "/etc/modules", virqfd, false);
+        }
+        if (auto names = ctx.fs.list_dir("/etc/modules-load.d")) {
+            std::vector<std::string> sorted = *names;
+            std::sort(sorted.begin(), sorted.end());
+            for (const auto& name : sorted) {
+                const std::string path = "/etc/modules-load.d/" + name;
+                if (name.ends_with(".conf") && path != k_modules_load_conf && ctx.fs.stat(path).type == util::FileType::regular) {
+                    drop_virqfd(ctx, plan, in, path, virqfd, false);
+                }
+            }
+        }
+    }
+    if (virqfd.needed && in.kernel_version && *in.kernel_version < std::pair<int, int>{6, 2}) {
+        plan.notes.push_back("vfio_virqfd is listed for kernel " + in.kernel_release.value_or("?")
+                             + "; after an upgrade to a 6.2+ kernel, plan again: passthru then removes it");
+    }
+}
+
+} // namespace passthru::plan::detail

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// plan_host: the host side of passthrough (kernel command line, module
+// lists, modprobe.d, initramfs) and the commands that make it take effect.
+#include <libkmod.h>
+
+#include <algorithm>
+#include <cstdarg>
+#include <set>
+
+#include "plan/host_common.hpp"
+#include "util/strings.hpp"
+
+namespace passthru::plan {
+
+namespace detail {
+
+namespace {
+
+void quiet_kmod_log(void* /*data*/, int /*priority*/, const char* /*file*/, int /*line*/, const char* /*fn*/,
+                    const char* /*format*/, va_list /*args*/)
+{
+}
+
+// <root>/lib/modules/<kver> as a local path, when it holds a depmod index.
+std::optional<std::filesystem::path> module_tree(const util::HostFs& fs, std::string_view kernel_release)
+{
+    if (kernel_release.empty() || kernel_release.find('/') != std::string_view::npos) {
+        return std::nullopt;
+    }
+    const std::string dir = "/lib/modules/" + std::string(kernel_release);
+    if (!fs.is_dir(dir) || (!fs.exists(dir + "/modules.dep.bin") && !fs.exists(dir + "/modules.dep"))) {
+        return std::nullopt;
+    }
+    auto local = fs.local(dir);
+    if (!local) {
+        return std::nullopt;
+    }
+    return *local;
+}
+
+} // namespace
+
+std::optional<bool> target_has_module(const util::HostFs& fs, std::string_view kernel_release, std::string_view name)
+{
+    const auto dir = module_tree(fs, kernel_release);
+    if (!dir) {
+        return std::nullopt;
+    }
+    // No configuration files: only the module tree of the target counts,
+    // never this machine's /etc/modprobe.d aliases.
+    const char* no_config[] = {nullptr};
+    kmod_ctx* ctx = kmod_new(dir->c_str(), no_config);
+    if (ctx == nullptr) {
+        return std::nullopt;
+    }
+    kmod_set_log_fn(ctx, quiet_kmod_log, nullptr);
+    kmod_list* list = nullptr;
+    const std::string wanted(name);
+    const int rc = kmod_module_new_from_lookup(ctx, wanted.c_str(), &list);
+    std::optional<bool> found;
+    if (rc >= 0) {
+        found = false;
+        kmod_list* it = nullptr;
+        kmod_list_foreach(it, list)
+        {
+            kmod_module* mod = kmod_module_get_module(it);
+            if (module_key(kmod_module_get_name(mod)) == module_key(wanted)) {
+                found = true;
+            }
+            kmod_module_unref(mod);
+        }
+        kmod_module_unref_list(list);
+    }
+    kmod_unref(ctx);
+    return found;
+}
+
+std::optional<bool> target_module_builtin(const util::HostFs& fs, std::string_view kernel_release, std::string_view name)
+{
+    if (kernel_release.empty() || kernel_release.find('/') != std::string_view::npos) {
+        return std::nullopt;
+    }
+    auto text = fs.read_file("/lib/modules/" + std::string(kernel_release) + "/modules.builtin");
+    if (!text) {
+        return std::nullopt;
+    }
+    const std::string key = module_key(name);
+    for (const auto& line : util::split_lines(*text)) {
+        // kernel/drivers/usb/host/xhci-pci.ko
+        auto base = line.substr(line.rfind('/') == std::string::npos ? 0 : line.rfind('/') + 1);
+        if (base.size() > 3 && base.ends_with(".ko")) {
+            base.resize(base.size() - 3);
+        }
+        if (module_key(base) == key) {
+            return true;
+        }
+    }
+    return false;
+}
+
+} // namespace detail
+
+void plan_host(const PlanContext& ctx, Plan& plan)
+{
+    detail::HostInputs in;
+    const auto& inv = ctx.inventory;
+    in.kernel_release = inv.host.kernel;
+    if (inv.host.kernel) {
+        in.kernel_version = scan::kernel_version(*inv.host.kernel);
+    }
+    std::set<std::string> ids;
+    for (const auto* card : ctx.selected) {
+        in.boot_vga_selected = in.boot_vga_selected || card->boot_vga;
+        if (ctx.request.acs_override == AcsOverride::yes && !card->other_endpoints.empty()) {
+            in.acs_override = true;
+        }
+        for (const auto& fn : card->functions) {
+            in.functions.push_back(fn);
+            if (const auto* d = inv.find(fn); d != nullptr && !d->vendor_device().empty()) {
+                ids.insert(d->vendor_device());
+            }
+        }
+    }
+    std::sort(in.functions.begin(), in.functions.end());
+    in.vfio_ids.assign(ids.begin(), ids.end());
+    plan.vfio_ids = in.vfio_ids;
+    if (!in.kernel_version) {
+        plan.warnings.push_back("the running kernel release is unknown (/proc/sys/kernel/osrelease): decisions that depend on the "
+                                "kernel version assume a current Proxmox VE kernel");
+    }
+
+    detail::plan_cmdline(ctx, plan, in);
+    detail::plan_modules(ctx, plan, in);
+    detail::plan_modprobe(ctx, plan, in);
+    detail::plan_readiness(ctx, plan, in);
+
+    if (in.module_files_changed) {
+        plan.commands.push_back({{"update-initramfs", "-u", "-k", "all"},
+                                 "mkinitramfs copies /etc/modprobe.d and the /etc/initramfs-tools/modules list into every initramfs: "
+                                 "the early binding only works once they are rebuilt"});
+    }
+    if (in.cmdline_changed) {
+        if (inv.host.bootloader == scan::Bootloader::systemd_boot || inv.host.proxmox_boot_tool) {
+            plan.commands.push_back({{"proxmox-boot-tool", "refresh"},
+                                     "copies the new kernel command line to every ESP that proxmox-boot-tool manages"});
+        } else {
+            plan.commands.push_back({{"update-grub"}, "regenerates /boot/grub/grub.cfg with the new kernel command line"});
+        }
+    }
+    if (!plan.files.empty()) {
+        plan.notes.push_back("a reboot is needed: the kernel command line and the early vfio-pci binding only take effect at boot");
+        plan.notes.push_back("after the reboot, 'passthru verify --vm " + ctx.request.vm
+                             + "' checks that the IOMMU is on, the kernel command line carries the planned arguments, the vfio modules are "
+                               "loaded, every function of the selected cards is bound to vfio-pci, devices that stay on the host "
+                               "kept their drivers, and /dev/vfio/<group> exists for each card's group");
+    }
+}
+
+} // namespace passthru::plan

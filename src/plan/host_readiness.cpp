@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// GPU profiles (profiles/gpus/*.json) and the readiness notes they feed:
+// host RAM against the VRAM being passed, known quirks of the models.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include "plan/host_common.hpp"
+#include "util/strings.hpp"
+
+namespace passthru::plan::detail {
+
+std::vector<GpuProfile> load_gpu_profiles(const DataDir& data, std::vector<std::string>& warnings)
+{
+    std::vector<GpuProfile> out;
+    for (const auto& name : data.list("profiles", "gpus")) {
+        if (!name.ends_with(".json")) {
+            continue;
+        }
+        auto text = data.read("profiles", "gpus/" + name);
+        if (!text) {
+            warnings.push_back("GPU profile " + name + ": " + text.error().what());
+            continue;
+        }
+        const auto where = data.origin("profiles", "gpus/" + name).value_or(name);
+        try {
+            const auto j = nlohmann::json::parse(*text);
+            GpuProfile p;
+            p.file = name;
+            p.name = j.at("name").get<std::string>();
+            p.architecture = j.value("architecture", "");
+            p.chip = j.value("chip", "");
+            if (j.contains("vram_gib") && j["vram_gib"].is_number()) {
+                p.vram_gib = j["vram_gib"].get<double>();
+            }
+            if (j.contains("tdp_watts") && j["tdp_watts"].is_number_integer()) {
+                p.tdp_watts = j["tdp_watts"].get<int>();
+            }
+            for (const auto& id : j.at("ids")) {
+                p.ids.push_back(util::to_lower(id.get<std::string>()));
+            }
+            if (j.contains("quirks")) {
+                for (const auto& q : j["quirks"]) {
+                    p.quirks.push_back(q.get<std::string>());
+                }
+            }
+            p.vram_note = j.value("vram_note", "");
+            if (p.ids.empty()) {
+                throw std::runtime_error("no ids");
+            }
+            out.push_back(std::move(p));
+        } catch (const std::exception& e) {
+            warnings.push_back("GPU profile " + where + " is not valid (" + e.what() + "); it is ignored");
+        }
+    }
+    return out;
+}
+
+const GpuProfile* find_profile(const std::vector<GpuProfile>& profiles, std::string_view vendor_device)
+{
+    for (const auto& p : profiles) {
+        if (std::find(p.ids.begin(), p.ids.end(), vendor_device) != p.ids.end()) {
+            return &p;
+        }
+    }
+    return nullptr;
+}
+
+namespace {
+
+std::string gib(double v)
+{
+    char buf[32];
+    std::snprintf(buf, sizeof buf, v == std::floor(v) ? "%.0f GiB" : "%.1f GiB", v);
+    return buf;
+}
+
+} // namespace
+
+void plan_readiness(const PlanContext& ctx, Plan& plan, const HostInputs& /*in*/)
+{
+    std::vector<std::string> warnings;
+    const auto profiles = load_gpu_profiles(ctx.data, warnings); // warnings were reported by make_plan
+    double vram = 0;
+    std::vector<std::string> unknown;
+    std::vector<std::string> caveats;
+    std::set<std::string> quirks_seen;
+    for (const auto* card : ctx.selected) {
+        const auto* first = card->functions.empty() ? nullptr : ctx.inventory.find(card->functions.front());
+        const GpuProfile* p = first != nullptr ? find_profile(profiles, first->vendor_device()) : nullptr;
+        if (p == nullptr || !p->vram_gib) {
+            unknown.push_back(card->slot);
+            continue;
+        }
+        vram += *p->vram_gib;
+        if (!p->vram_note.empty()) {
+            caveats.push_back(p->name + ": " + p->vram_note);
+        }
+        for (const auto& q : p->quirks) {
+            if (quirks_seen.insert(q).second) {
+                plan.notes.push_back(p->name + " (" + card->slot + "): " + q);
+            }
+        }
+    }
+    const auto mem = ctx.inventory.host.mem_total_kib;
+    if (vram <= 0 || !mem || *mem == 0) {
+        if (!unknown.empty()) {
+            plan.notes.push_back("no GPU profile (profiles/gpus) knows the card(s) at " + util::join(unknown, ", ")
+                                 + ": the VRAM check is skipped; add a profile under /etc/passthru/profiles/gpus/");
+        }
+        return;
+    }
+    const double ram = static_cast<double>(*mem) / 1024.0 / 1024.0;
+    std::string text = "memory: the host has " + gib(std::round(ram)) + " of RAM for " + gib(vram) + " of VRAM passed through ("
+                       + (unknown.empty() ? "" : "not counting " + util::join(unknown, ", ") + "; ")
+                       + "rule of thumb: 2-3x the VRAM, i.e. " + gib(2 * vram) + " to " + gib(3 * vram) + ", so the VM can stage data "
+                       "for the GPUs and the host keeps enough for itself)";
+    if (ram < 2 * vram) {
+        plan.warnings.push_back(text + ": below 2x, expect the VM to run short of memory when it feeds the GPUs");
+    } else if (ram < 3 * vram) {
+        plan.notes.push_back(text + ": within the range, but leave the VM most of it");
+    } else {
+        plan.notes.push_back(text + ": enough");
+    }
+    for (const auto& c : caveats) {
+        plan.notes.push_back(c);
+    }
+}
+
+} // namespace passthru::plan::detail

@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "plan/plan_json.hpp"
+
+#include <cstdio>
+
+#include "util/sha256.hpp"
+
+namespace passthru::plan {
+
+namespace {
+
+using nlohmann::json;
+
+json opt_string(const std::optional<std::string>& v)
+{
+    return v ? json(*v) : json(nullptr);
+}
+
+std::string mode_string(mode_t mode)
+{
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode & 07777));
+    return buf;
+}
+
+// Reading helpers: throw ParseError with the field path; converted at the top.
+struct ParseError
+{
+    std::string message;
+};
+
+const json& field(const json& obj, const char* key, const std::string& where)
+{
+    if (!obj.is_object() || !obj.contains(key)) {
+        throw ParseError{where + "." + key + " is missing"};
+    }
+    return obj.at(key);
+}
+
+std::string get_string(const json& obj, const char* key, const std::string& where)
+{
+    const auto& v = field(obj, key, where);
+    if (!v.is_string()) {
+        throw ParseError{where + "." + key + " must be a string"};
+    }
+    return v.get<std::string>();
+}
+
+std::optional<std::string> get_opt_string(const json& obj, const char* key, const std::string& where)
+{
+    if (!obj.contains(key) || obj.at(key).is_null()) {
+        return std::nullopt;
+    }
+    return get_string(obj, key, where);
+}
+
+std::vector<std::string> get_strings(const json& obj, const char* key, const std::string& where, bool required = true)
+{
+    if (!obj.contains(key) && !required) {
+        return {};
+    }
+    const auto& v = field(obj, key, where);
+    if (!v.is_array()) {
+        throw ParseError{where + "." + key + " must be an array"};
+    }
+    std::vector<std::string> out;
+    for (const auto& item : v) {
+        if (!item.is_string()) {
+            throw ParseError{where + "." + key + " must hold strings"};
+        }
+        out.push_back(item.get<std::string>());
+    }
+    return out;
+}
+
+bool get_bool(const json& obj, const char* key, const std::string& where, bool fallback)
+{
+    if (!obj.contains(key)) {
+        return fallback;
+    }
+    const auto& v = obj.at(key);
+    if (!v.is_boolean()) {
+        throw ParseError{where + "." + key + " must be true or false"};
+    }
+    return v.get<bool>();
+}
+
+const json& get_array(const json& obj, const char* key, const std::string& where)
+{
+    const auto& v = field(obj, key, where);
+    if (!v.is_array()) {
+        throw ParseError{where + "." + key + " must be an array"};
+    }
+    return v;
+}
+
+Request parse_request(const json& r)
+{
+    const std::string w = "request";
+    if (!r.is_object()) {
+        throw ParseError{"request must be an object"};
+    }
+    Request req;
+    req.vm = get_string(r, "vm", w);
+    if (r.contains("vmid") && !r["vmid"].is_null()) {
+        if (!r["vmid"].is_number_unsigned()) {
+            throw ParseError{"request.vmid must be a non-negative integer"};
+        }
+        req.vmid = r["vmid"].get<std::uint64_t>();
+    }
+    req.gpus = get_string(r, "gpus", w);
+    req.acs_override = get_bool(r, "acs_override", w, false) ? AcsOverride::yes : AcsOverride::no;
+    const std::string backend = r.value("backend", "proxmox");
+    if (backend == "proxmox") {
+        req.backend = Backend::proxmox;
+    } else if (backend == "libvirt") {
+        req.backend = Backend::libvirt;
+    } else {
+        throw ParseError{"request.backend must be proxmox or libvirt"};
+    }
+    req.mapping = get_opt_string(r, "mapping", w);
+    req.connect_uri = get_opt_string(r, "connect_uri", w);
+    req.vm_profile = get_opt_string(r, "vm_profile", w);
+    if (r.contains("network") && !r["network"].is_null()) {
+        const auto& n = r["network"];
+        const std::string nw = "request.network";
+        NetworkRequest net;
+        net.bond_slaves = get_strings(n, "bond_slaves", nw);
+        net.bond_mode = get_string(n, "bond_mode", nw);
+        net.bond_name = get_string(n, "bond_name", nw);
+        net.bridge = get_string(n, "bridge", nw);
+        net.address = get_opt_string(n, "address", nw);
+        net.gateway = get_opt_string(n, "gateway", nw);
+        net.xmit_hash_policy = get_opt_string(n, "xmit_hash_policy", nw);
+        net.vlan_aware = get_bool(n, "vlan_aware", nw, false);
+        const std::string apply = n.value("apply", "staged");
+        if (apply != "staged" && apply != "now") {
+            throw ParseError{"request.network.apply must be staged or now"};
+        }
+        net.apply = apply == "now" ? ApplyNetwork::now : ApplyNetwork::staged;
+        if (n.contains("confirm_timeout_seconds") && !n["confirm_timeout_seconds"].is_null()) {
+            if (!n["confirm_timeout_seconds"].is_number_integer()) {
+                throw ParseError{"request.network.confirm_timeout_seconds must be an integer"};
+            }
+            net.confirm_timeout_seconds = n["confirm_timeout_seconds"].get<int>();
+        }
+        req.network = std::move(net);
+    }
+    return req;
+}
+
+} // namespace
+
+std::string_view to_string(FileAction action)
+{
+    switch (action) {
+    case FileAction::create:
+        return "create";
+    case FileAction::modify:
+        return "modify";
+    case FileAction::remove:
+        return "delete";
+    }
+    return "modify";
+}
+
+json request_to_json(const Request& request)
+{
+    json r{
+        {"vm", request.vm},
+        {"vmid", request.vmid ? json(*request.vmid) : json(nullptr)},
+        {"gpus", request.gpus},
+        {"acs_override", request.acs_override == AcsOverride::yes},
+        {"backend", request.backend == Backend::libvirt ? "libvirt" : "proxmox"},
+        {"mapping", opt_string(request.mapping)},
+        {"connect_uri", opt_string(request.connect_uri)},
+        {"vm_profile", opt_string(request.vm_profile)},
+        {"network", nullptr},
+    };
+    if (request.network) {
+        const auto& n = *request.network;
+        r["network"] = {
+            {"bond_slaves", n.bond_slaves},
+            {"bond_mode", n.bond_mode},
+            {"bond_name", n.bond_name},
+            {"bridge", n.bridge},
+            {"address", opt_string(n.address)},
+            {"gateway", opt_string(n.gateway)},
+            {"xmit_hash_policy", opt_string(n.xmit_hash_policy)},
+            {"vlan_aware", n.vlan_aware},
+            {"apply", n.apply == ApplyNetwork::now ? "now" : "staged"},
+            {"confirm_timeout_seconds", n.confirm_timeout_seconds ? json(*n.confirm_timeout_seconds) : json(nullptr)},
+        };
+    }
+    return r;
+}
+
+Result<Request> request_from_json(const nlohmann::json& doc)
+{
+    try {
+        return parse_request(doc);
+    } catch (const ParseError& e) {
+        return fail(Errc::parse, "not a valid passthru request: " + e.message);
+    }
+}
+
+json plan_to_json(const Plan& plan)
+{
+    json files = json::array();
+    for (const auto& f : plan.files) {
+        files.push_back({
+            {"path", f.path},
+            {"action", std::string(to_string(f.action))},
+            {"content", opt_string(f.after)},
+            {"before", opt_string(f.before)},
+            {"before_sha256", opt_string(f.before_sha256)},
+            {"after_sha256", f.after ? json(util::sha256_hex(*f.after)) : json(nullptr)},
+            {"mode", mode_string(f.mode)},
+            {"reasons", f.reasons},
+        });
+    }
+    json commands = json::array();
+    for (const auto& c : plan.commands) {
+        commands.push_back({{"argv", c.argv}, {"reason", c.reason}});
+    }
+    json gpus = json::array();
+    for (const auto& g : plan.gpus) {
+        gpus.push_back({{"slot", g.slot},
+                        {"name", g.name},
+                        {"functions", g.functions},
+                        {"ids", g.ids},
+                        {"iommu_groups", g.iommu_groups},
+                        {"boot_vga", g.boot_vga}});
+    }
+    json domains = json::array();
+    for (const auto& d : plan.domains) {
+        domains.push_back({{"uri", d.uri}, {"name", d.name}, {"before_xml", opt_string(d.before_xml)}, {"after_xml", d.after_xml}, {"reasons", d.reasons}});
+    }
+    json refusals = json::array();
+    for (const auto& r : plan.refusals) {
+        refusals.push_back({{"message", r.message}, {"hints", r.hints}});
+    }
+    return {
+        {"schema", k_plan_schema},
+        {"request", request_to_json(plan.request)},
+        {"refused", plan.refused()},
+        {"changes_pending", !plan.refused() && !plan.empty()},
+        {"files", files},
+        {"commands", commands},
+        {"kernel_args", {{"add", plan.kernel_args.add}, {"remove", plan.kernel_args.remove}}},
+        {"vfio_ids", plan.vfio_ids},
+        {"binding", plan.binding},
+        {"gpus", gpus},
+        {"domains", domains},
+        {"warnings", plan.warnings},
+        {"refusals", refusals},
+        {"notes", plan.notes},
+    };
+}
+
+Result<Plan> plan_from_json(const nlohmann::json& doc)
+{
+    try {
+        if (!doc.is_object()) {
+            throw ParseError{"the document is not a JSON object"};
+        }
+        const std::string schema = get_string(doc, "schema", "plan");
+        if (schema != k_plan_schema) {
+            throw ParseError{"schema is '" + schema + "', expected '" + k_plan_schema + "'"};
+        }
+        Plan plan;
+        plan.request = parse_request(field(doc, "request", "plan"));
+        std::size_t i = 0;
+        for (const auto& f : get_array(doc, "files", "plan")) {
+            const std::string w = "files[" + std::to_string(i++) + "]";
+            FileChange c;
+            c.path = get_string(f, "path", w);
+            if (c.path.empty() || c.path.front() != '/' || c.path.find("/../") != std::string::npos || c.path.ends_with("/..")) {
+                throw ParseError{w + ".path must be an absolute host path without '..'"};
+            }
+            const std::string action = get_string(f, "action", w);
+            if (action == "create") {
+                c.action = FileAction::create;
+            } else if (action == "modify") {
+                c.action = FileAction::modify;
+            } else if (action == "delete") {
+                c.action = FileAction::remove;
+            } else {
+                throw ParseError{w + ".action must be create, modify or delete"};
+            }
+            c.after = get_opt_string(f, "content", w);
+            c.before = get_opt_string(f, "before", w);
+            c.before_sha256 = get_opt_string(f, "before_sha256", w);
+            if ((c.action == FileAction::remove) != !c.after) {
+                throw ParseError{w + ".content must be null exactly when the action is delete"};
+            }
+            if ((c.action == FileAction::create) != !c.before_sha256) {
+                throw ParseError{w + ".before_sha256 must be null exactly when the action is create"};
+            }
+            if (c.before && c.before_sha256 && util::sha256_hex(*c.before) != *c.before_sha256) {
+                throw ParseError{w + ".before does not match before_sha256"};
+            }
+            if (f.contains("after_sha256") && !f["after_sha256"].is_null() && c.after
+                && util::sha256_hex(*c.after) != get_string(f, "after_sha256", w)) {
+                throw ParseError{w + ".content does not match after_sha256"};
+            }
+            if (f.contains("mode")) {
+                const std::string mode = get_string(f, "mode", w);
+                char* end = nullptr;
+                const unsigned long m = std::strtoul(mode.c_str(), &end, 8);
+                if (mode.empty() || end == nullptr || *end != '\0' || m > 07777) {
+                    throw ParseError{w + ".mode must be an octal mode like 0644"};
+                }
+                c.mode = static_cast<mode_t>(m);
+            }
+            c.reasons = get_strings(f, "reasons", w);
+            plan.files.push_back(std::move(c));
+        }
+        i = 0;
+        for (const auto& c : get_array(doc, "commands", "plan")) {
+            const std::string w = "commands[" + std::to_string(i++) + "]";
+            PlannedCommand pc;
+            pc.argv = get_strings(c, "argv", w);
+            if (pc.argv.empty()) {
+                throw ParseError{w + ".argv is empty"};
+            }
+            pc.reason = c.contains("reason") ? get_string(c, "reason", w) : std::string();
+            plan.commands.push_back(std::move(pc));
+        }
+        const auto& ka = field(doc, "kernel_args", "plan");
+        plan.kernel_args.add = get_strings(ka, "add", "kernel_args");
+        plan.kernel_args.remove = get_strings(ka, "remove", "kernel_args");
+        plan.vfio_ids = get_strings(doc, "vfio_ids", "plan");
+        plan.binding = doc.contains("binding") ? get_string(doc, "binding", "plan") : std::string();
+        i = 0;
+        for (const auto& g : get_array(doc, "gpus", "plan")) {
+            const std::string w = "gpus[" + std::to_string(i++) + "]";
+            SelectedGpu gpu;
+            gpu.slot = get_string(g, "slot", w);
+            gpu.name = g.contains("name") ? get_string(g, "name", w) : std::string();
+            gpu.functions = get_strings(g, "functions", w);
+            gpu.ids = get_strings(g, "ids", w, false);
+            if (g.contains("iommu_groups")) {
+                for (const auto& n : get_array(g, "iommu_groups", w)) {
+                    if (!n.is_number_integer()) {
+                        throw ParseError{w + ".iommu_groups must hold integers"};
+                    }
+                    gpu.iommu_groups.push_back(n.get<int>());
+                }
+            }
+            gpu.boot_vga = get_bool(g, "boot_vga", w, false);
+            plan.gpus.push_back(std::move(gpu));
+        }
+        if (doc.contains("domains")) {
+            i = 0;
+            for (const auto& d : get_array(doc, "domains", "plan")) {
+                const std::string w = "domains[" + std::to_string(i++) + "]";
+                DomainChange dc;
+                dc.uri = get_string(d, "uri", w);
+                dc.name = get_string(d, "name", w);
+                dc.before_xml = get_opt_string(d, "before_xml", w);
+                dc.after_xml = get_string(d, "after_xml", w);
+                dc.reasons = get_strings(d, "reasons", w, false);
+                plan.domains.push_back(std::move(dc));
+            }
+        }
+        plan.warnings = get_strings(doc, "warnings", "plan");
+        i = 0;
+        for (const auto& r : get_array(doc, "refusals", "plan")) {
+            const std::string w = "refusals[" + std::to_string(i++) + "]";
+            plan.refusals.push_back({get_string(r, "message", w), get_strings(r, "hints", w, false)});
+        }
+        plan.notes = get_strings(doc, "notes", "plan", false);
+        return plan;
+    } catch (const ParseError& e) {
+        return fail(Errc::parse, "not a valid passthru.plan/1 plan: " + e.message);
+    } catch (const nlohmann::json::exception& e) {
+        return fail(Errc::parse, std::string("not a valid passthru.plan/1 plan: ") + e.what());
+    }
+}
+
+} // namespace passthru::plan
