@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "plan/pve_config.hpp"
+
+#include <algorithm>
+#include <regex>
+
+#include "util/strings.hpp"
+
+namespace passthru::plan::pve {
+
+namespace {
+
+// qemu-server QemuServer.pm parse_vm_config: key lines and section headers.
+const std::regex k_key_line(R"(^([a-z][a-z_\-]*\d*):\s*(.+?)\s*$)");
+const std::regex k_section_line(R"(^\[([^\]]+)\]\s*$)");
+const std::regex k_key(R"(^[a-z][a-z_\-]*\d*$)");
+// PCI.pm $PCIRE, anchored.
+const std::regex k_hostpci_id(R"(^(?:[a-f0-9]{4,}:)?[a-f0-9]{2}:[a-f0-9]{2}(?:\.[a-f0-9])?$)");
+
+ConfigLine classify(std::string text)
+{
+    ConfigLine line;
+    line.text = std::move(text);
+    const std::string_view trimmed = util::trim(line.text);
+    std::smatch m;
+    if (trimmed.empty()) {
+        line.kind = LineKind::blank;
+    } else if (line.text.front() == '#') {
+        line.kind = LineKind::comment;
+    } else if (std::regex_match(line.text, m, k_section_line)) {
+        line.kind = LineKind::section;
+        line.key = m[1].str();
+    } else if (std::regex_match(line.text, m, k_key_line)) {
+        line.kind = LineKind::key_value;
+        line.key = m[1].str();
+        line.value = m[2].str();
+    } else {
+        line.kind = LineKind::unknown;
+    }
+    return line;
+}
+
+} // namespace
+
+VmConfig VmConfig::parse(std::string_view text)
+{
+    VmConfig config;
+    config.m_sections.push_back(ConfigSection{});
+    config.m_trailing_newline = text.empty() || text.back() == '\n';
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+        std::size_t end = text.find('\n', pos);
+        if (end == std::string_view::npos) {
+            end = text.size();
+        }
+        ConfigLine line = classify(std::string(text.substr(pos, end - pos)));
+        if (line.kind == LineKind::section) {
+            config.m_sections.push_back(ConfigSection{line.key, {}});
+        }
+        config.m_sections.back().lines.push_back(std::move(line));
+        pos = end + 1;
+    }
+    return config;
+}
+
+std::string VmConfig::str() const
+{
+    std::string out;
+    bool first = true;
+    for (const auto& section : m_sections) {
+        for (const auto& line : section.lines) {
+            if (!first) {
+                out += '\n';
+            }
+            out += line.text;
+            first = false;
+        }
+    }
+    if (!first && m_trailing_newline) {
+        out += '\n';
+    }
+    return out;
+}
+
+const ConfigSection* VmConfig::find_section(std::string_view name) const
+{
+    for (const auto& section : m_sections) {
+        if (section.name == name) {
+            return &section;
+        }
+    }
+    return nullptr;
+}
+
+std::optional<std::string> VmConfig::get(std::string_view key, std::string_view section) const
+{
+    const ConfigSection* s = find_section(section);
+    if (s == nullptr) {
+        return std::nullopt;
+    }
+    // PVE keeps the last occurrence of a key.
+    std::optional<std::string> value;
+    for (const auto& line : s->lines) {
+        if (line.kind == LineKind::key_value && line.key == key) {
+            value = line.value;
+        }
+    }
+    return value;
+}
+
+std::vector<std::pair<std::string, std::string>> VmConfig::entries(std::string_view section) const
+{
+    std::vector<std::pair<std::string, std::string>> out;
+    if (const ConfigSection* s = find_section(section)) {
+        for (const auto& line : s->lines) {
+            if (line.kind == LineKind::key_value) {
+                out.emplace_back(line.key, line.value);
+            }
+        }
+    }
+    return out;
+}
+
+void VmConfig::set(std::string_view key, std::string_view value)
+{
+    auto& lines = m_sections.front().lines;
+    const std::string text = std::string(key) + ": " + std::string(value);
+    bool replaced = false;
+    for (auto it = lines.begin(); it != lines.end();) {
+        if (it->kind == LineKind::key_value && it->key == key) {
+            if (replaced) {
+                it = lines.erase(it); // a duplicate: PVE would keep only one
+                continue;
+            }
+            *it = classify(text);
+            replaced = true;
+        }
+        ++it;
+    }
+    if (replaced) {
+        return;
+    }
+    // PVE's writer emits keys in sorted (byte) order: insert before the first
+    // greater key, else after the last key (or the description).
+    std::size_t insert_at = 0;
+    bool seen_key = false;
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+        if (lines[i].kind == LineKind::key_value) {
+            if (lines[i].key > key) {
+                insert_at = i;
+                break;
+            }
+            insert_at = i + 1;
+            seen_key = true;
+        } else if (lines[i].kind == LineKind::comment && !seen_key) {
+            insert_at = i + 1;
+        }
+    }
+    lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(insert_at), classify(text));
+    if (lines.size() == 1 && m_sections.size() == 1) {
+        m_trailing_newline = true;
+    }
+}
+
+bool VmConfig::remove(std::string_view key)
+{
+    auto& lines = m_sections.front().lines;
+    const auto before = lines.size();
+    std::erase_if(lines, [&](const ConfigLine& line) { return line.kind == LineKind::key_value && line.key == key; });
+    return lines.size() != before;
+}
+
+bool VmConfig::has_section(std::string_view name) const
+{
+    return !name.empty() && find_section(name) != nullptr;
+}
+
+std::vector<std::string> VmConfig::section_names() const
+{
+    std::vector<std::string> names;
+    for (std::size_t i = 1; i < m_sections.size(); ++i) {
+        names.push_back(m_sections[i].name);
+    }
+    return names;
+}
+
+std::vector<std::string> VmConfig::pending_keys() const
+{
+    std::vector<std::string> keys;
+    for (const auto& [key, value] : entries("PENDING")) {
+        if (key == "delete") {
+            for (auto& k : util::split(value, ",")) {
+                std::string name(util::trim(k));
+                if (!name.empty() && name.front() == '!') {
+                    name.erase(0, 1); // "!key" = forced delete
+                }
+                keys.push_back(name);
+            }
+        } else {
+            keys.push_back(key);
+        }
+    }
+    return keys;
+}
+
+bool valid_key(std::string_view key)
+{
+    return std::regex_match(key.begin(), key.end(), k_key);
+}
+
+PropertyString PropertyString::parse(std::string_view text)
+{
+    PropertyString ps;
+    for (const auto& part : util::split(text, ",")) {
+        const auto eq = part.find('=');
+        if (eq == std::string::npos) {
+            ps.parts.emplace_back("", part);
+        } else {
+            ps.parts.emplace_back(part.substr(0, eq), part.substr(eq + 1));
+        }
+    }
+    return ps;
+}
+
+std::string PropertyString::str() const
+{
+    std::vector<std::pair<std::string, std::string>> sorted = parts;
+    std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::string out;
+    for (const auto& [key, value] : sorted) {
+        if (!out.empty()) {
+            out += ',';
+        }
+        out += key.empty() ? value : key + "=" + value;
+    }
+    return out;
+}
+
+std::optional<std::string> PropertyString::get(std::string_view key) const
+{
+    for (const auto& [k, v] : parts) {
+        if (k == key) {
+            return v;
+        }
+    }
+    return std::nullopt;
+}
+
+void PropertyString::set(std::string_view key, std::string_view value)
+{
+    for (auto& [k, v] : parts) {
+        if (k == key) {
+            v = value;
+            return;
+        }
+    }
+    parts.emplace_back(key, value);
+}
+
+void PropertyString::remove(std::string_view key)
+{
+    std::erase_if(parts, [&](const auto& p) { return p.first == key; });
+}
+
+std::optional<bool> parse_boolean(std::string_view text)
+{
+    const std::string v = util::to_lower(text);
+    if (v == "1" || v == "on" || v == "yes" || v == "true") {
+        return true;
+    }
+    if (v == "0" || v == "off" || v == "no" || v == "false") {
+        return false;
+    }
+    return std::nullopt;
+}
+
+HostPci HostPci::parse(std::string_view value)
+{
+    HostPci hp;
+    hp.options = PropertyString::parse(value);
+    std::optional<std::string> host = hp.options.get("");
+    if (!host) {
+        host = hp.options.get("host");
+    }
+    if (host) {
+        hp.host_ids = util::split(*host, ";");
+    }
+    hp.mapping = hp.options.get("mapping");
+    return hp;
+}
+
+bool hostpci_id_covers(std::string_view id, std::string_view function_address)
+{
+    const std::string filter = util::to_lower(util::trim(id));
+    const std::string addr = util::to_lower(function_address);
+    if (filter.empty()) {
+        return false;
+    }
+    if (addr.starts_with(filter)) {
+        return true;
+    }
+    return addr.starts_with("0000:") && addr.substr(5).starts_with(filter);
+}
+
+bool valid_hostpci_id(std::string_view id)
+{
+    return std::regex_match(id.begin(), id.end(), k_hostpci_id);
+}
+
+} // namespace passthru::plan::pve

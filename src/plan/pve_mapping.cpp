@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "plan/pve_mapping.hpp"
+
+#include <regex>
+
+#include "plan/pve_config.hpp"
+#include "util/strings.hpp"
+
+namespace passthru::plan::pve {
+
+namespace {
+
+// pve-common SectionConfig.pm: property lines start with white space.
+const std::regex k_property_line(R"(^\s+(\S+)(\s+(.*\S))?\s*$)");
+const std::regex k_header_line(R"(^(\S+)\s*$)");
+const std::regex k_config_id(R"(^[a-z][a-z0-9_-]+$)", std::regex::icase);
+const std::regex k_map_path(
+    R"(^(?:[a-f0-9]{4,}:[a-f0-9]{2}:[a-f0-9]{2}(?:\.[a-f0-9])?;)*[a-f0-9]{4,}:[a-f0-9]{2}:[a-f0-9]{2}(?:\.[a-f0-9])?$)");
+
+} // namespace
+
+std::optional<MapEntry> MapEntry::parse(std::string_view value)
+{
+    MapEntry entry;
+    const PropertyString ps = PropertyString::parse(value);
+    for (const auto& [key, v] : ps.parts) {
+        if (key == "node") {
+            entry.node = v;
+        } else if (key == "path") {
+            entry.paths = util::split(v, ";");
+        } else if (key == "id") {
+            entry.id = v;
+        } else if (key == "subsystem-id") {
+            entry.subsystem_id = v;
+        } else if (key == "iommugroup") {
+            if (auto n = util::parse_int(v)) {
+                entry.iommu_group = static_cast<int>(*n);
+            }
+        } else if (key == "description") {
+            entry.description = v;
+        }
+    }
+    if (entry.node.empty() || entry.paths.empty()) {
+        return std::nullopt;
+    }
+    return entry;
+}
+
+std::string MapEntry::str() const
+{
+    // JSONSchema print_property_string: required keys sorted, then optional keys sorted.
+    std::string out = "id=" + id + ",node=" + node + ",path=" + util::join(paths, ";");
+    if (description) {
+        out += ",description=" + *description;
+    }
+    if (iommu_group) {
+        out += ",iommugroup=" + std::to_string(*iommu_group);
+    }
+    if (subsystem_id) {
+        out += ",subsystem-id=" + *subsystem_id;
+    }
+    return out;
+}
+
+PciMappingFile PciMappingFile::parse(std::string_view text)
+{
+    PciMappingFile file;
+    file.m_trailing_newline = text.empty() || text.back() == '\n';
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+        std::size_t end = text.find('\n', pos);
+        if (end == std::string_view::npos) {
+            end = text.size();
+        }
+        file.m_lines.emplace_back(text.substr(pos, end - pos));
+        pos = end + 1;
+    }
+    file.reindex();
+    return file;
+}
+
+void PciMappingFile::reindex()
+{
+    m_sections.clear();
+    MappingSection* current = nullptr;
+    for (std::size_t i = 0; i < m_lines.size(); ++i) {
+        const std::string& line = m_lines[i];
+        if (util::trim(line).empty()) {
+            current = nullptr; // a blank line ends a section
+            continue;
+        }
+        if (line.front() == '#') {
+            continue;
+        }
+        std::smatch m;
+        if (current != nullptr && std::regex_match(line, m, k_property_line)) {
+            current->last_line = i;
+            if (m[1].str() == "map") {
+                if (auto entry = MapEntry::parse(m[3].str())) {
+                    current->maps.push_back(std::move(*entry));
+                }
+            }
+            continue;
+        }
+        if (std::regex_match(line, m, k_header_line)) {
+            m_sections.push_back(MappingSection{m[1].str(), {}, i, i});
+            current = &m_sections.back();
+        }
+    }
+}
+
+std::string PciMappingFile::str() const
+{
+    std::string out = util::join(m_lines, "\n");
+    if (!m_lines.empty() && m_trailing_newline) {
+        out += '\n';
+    }
+    return out;
+}
+
+const MappingSection* PciMappingFile::find(std::string_view id) const
+{
+    for (const auto& s : m_sections) {
+        if (s.id == id) {
+            return &s;
+        }
+    }
+    return nullptr;
+}
+
+void PciMappingFile::add_map(std::string_view id, const MapEntry& entry)
+{
+    const MappingSection* s = find(id);
+    if (s == nullptr) {
+        add_section(id, {entry}, std::nullopt);
+        return;
+    }
+    const auto at = static_cast<std::ptrdiff_t>(s->last_line + 1);
+    m_lines.insert(m_lines.begin() + at, "\tmap " + entry.str());
+    if (static_cast<std::size_t>(at) == m_lines.size() - 1) {
+        m_trailing_newline = true;
+    }
+    reindex();
+}
+
+void PciMappingFile::add_section(std::string_view id,
+                                 const std::vector<MapEntry>& maps,
+                                 const std::optional<std::string>& description)
+{
+    // A blank line must separate the new section from the previous one.
+    if (!m_lines.empty() && !util::trim(m_lines.back()).empty()) {
+        m_lines.emplace_back("");
+    }
+    m_lines.emplace_back(id);
+    for (const auto& map : maps) {
+        m_lines.push_back("\tmap " + map.str());
+    }
+    if (description) {
+        m_lines.push_back("\tdescription " + *description);
+    }
+    m_lines.emplace_back(""); // PVE's writer ends every section with a blank line
+    m_trailing_newline = true;
+    reindex();
+}
+
+bool valid_config_id(std::string_view id)
+{
+    return std::regex_match(id.begin(), id.end(), k_config_id);
+}
+
+bool valid_map_path(std::string_view path)
+{
+    return std::regex_match(path.begin(), path.end(), k_map_path);
+}
+
+} // namespace passthru::plan::pve

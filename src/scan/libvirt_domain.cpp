@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "scan/libvirt_domain.hpp"
+
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+namespace passthru::scan {
+
+namespace {
+
+// libvirt calls this instead of printing to stderr; the error stays
+// retrievable with virGetLastError().
+void ignore_error(void* /*user_data*/, virErrorPtr /*error*/) {}
+
+std::mutex& registry_mutex()
+{
+    static std::mutex m;
+    return m;
+}
+
+std::map<std::string, std::unique_ptr<LibvirtConnection>>& registry()
+{
+    static std::map<std::string, std::unique_ptr<LibvirtConnection>> connections;
+    return connections;
+}
+
+} // namespace
+
+void silence_libvirt_errors()
+{
+    static std::once_flag once;
+    std::call_once(once, [] {
+        virInitialize();
+        virSetErrorFunc(nullptr, ignore_error);
+    });
+}
+
+std::string libvirt_last_error()
+{
+    virErrorPtr err = virGetLastError();
+    std::string message = (err != nullptr && err->message != nullptr) ? err->message : "unknown libvirt error";
+    virResetLastError();
+    return message;
+}
+
+LibvirtConnection::~LibvirtConnection()
+{
+    if (m_conn != nullptr) {
+        virConnectClose(m_conn);
+    }
+}
+
+Result<LibvirtConnection*> LibvirtConnection::shared(const std::string& uri)
+{
+    silence_libvirt_errors();
+    std::lock_guard lock(registry_mutex());
+    auto& connections = registry();
+    if (auto it = connections.find(uri); it != connections.end()) {
+        return it->second.get();
+    }
+    virConnectPtr conn = virConnectOpen(uri.c_str());
+    if (conn == nullptr) {
+        return fail(Errc::io, "cannot connect to libvirt at " + uri + ": " + libvirt_last_error());
+    }
+    // Connection-level errors go to the same silent handler.
+    virConnSetErrorFunc(conn, nullptr, ignore_error);
+    auto [it, inserted] = connections.emplace(uri, std::unique_ptr<LibvirtConnection>(new LibvirtConnection(conn, uri)));
+    return it->second.get();
+}
+
+Result<std::optional<DomainXml>> read_domain_xml(const std::string& uri, const std::string& name)
+{
+    auto conn = LibvirtConnection::shared(uri);
+    if (!conn) {
+        return tl::unexpected(conn.error());
+    }
+    virDomainPtr dom = virDomainLookupByName((*conn)->get(), name.c_str());
+    if (dom == nullptr) {
+        virErrorPtr err = virGetLastError();
+        if (err != nullptr && err->code == VIR_ERR_NO_DOMAIN) {
+            virResetLastError();
+            return std::optional<DomainXml>();
+        }
+        return fail(Errc::io, "cannot look up libvirt domain '" + name + "' on " + uri + ": " + libvirt_last_error());
+    }
+    DomainXml out;
+    char* xml = virDomainGetXMLDesc(dom, VIR_DOMAIN_XML_INACTIVE);
+    if (xml == nullptr) {
+        std::string message = libvirt_last_error();
+        virDomainFree(dom);
+        return fail(Errc::io, "cannot read the definition of libvirt domain '" + name + "': " + message);
+    }
+    out.xml = xml;
+    std::free(xml); // NOLINT(cppcoreguidelines-no-malloc): libvirt allocates with malloc
+    out.active = virDomainIsActive(dom) == 1;
+    out.persistent = virDomainIsPersistent(dom) == 1;
+    virDomainFree(dom);
+    return std::optional<DomainXml>(std::move(out));
+}
+
+} // namespace passthru::scan
