@@ -158,14 +158,19 @@ void plan_modprobe(const PlanContext& ctx, Plan& plan, HostInputs& in)
     const bool by_address = !collisions.empty() || unknown_id || !builtin_held.empty();
     plan.binding = by_address ? "address" : "ids";
     std::string binding_reason;
+    std::string binding_why;
     if (!collisions.empty()) {
-        binding_reason = "binds by address, not ids=: these devices have the same vendor:device ids and stay on the host: "
-                         + util::join(collisions, "; ");
+        binding_why = "devices with the same vendor:device ids stay on the host (" + util::join(collisions, "; ")
+                      + "), and ids= would claim them too";
     } else if (unknown_id) {
-        binding_reason = "binds by address: a selected function has no readable vendor:device id";
+        binding_why = "a selected function has no readable vendor:device id";
     } else if (!builtin_held.empty()) {
-        binding_reason = "binds by address: a built-in driver holds " + util::join(builtin_held, ", ")
-                         + " before vfio-pci loads, and ids= never takes a device from its driver";
+        binding_why = "a built-in driver holds " + util::join(builtin_held, ", ")
+                      + " before vfio-pci loads, and ids= never takes a device from its driver";
+    }
+    if (by_address) {
+        binding_reason = "binds by address (driver_override for " + std::to_string(in.functions.size())
+                         + " functions, from an install command for vfio-pci), not by ids=: " + binding_why;
     } else {
         binding_reason = "binds by id: ids=" + util::join(in.vfio_ids, ",") + " (comma-separated, no spaces) lists every function of the "
                          "selected cards, and no device that stays on the host has one of these ids";
@@ -359,7 +364,11 @@ void plan_modprobe(const PlanContext& ctx, Plan& plan, HostInputs& in)
         const auto* d = inv.find(fn);
         std::string vendor = d != nullptr && d->vendor ? "0x" + util::hex(*d->vendor, 4) : "";
         std::string device = d != nullptr && d->device ? "0x" + util::hex(*d->device, 4) : "";
-        devices.push_back({{"bdf", fn.str()}, {"vendor", vendor}, {"device", device}, {"checked", !vendor.empty() && !device.empty()}});
+        // The slot must still hold the card that was planned for.
+        const std::string guard = vendor.empty() || device.empty()
+                                      ? "[ -e $p ]"
+                                      : "[ \"$(cat $p/vendor 2>/dev/null):$(cat $p/device 2>/dev/null)\" = \"" + vendor + ":" + device + "\" ]";
+        devices.push_back({{"bdf", fn.str()}, {"guard", guard}});
     }
     nlohmann::json softdep_list = nlohmann::json::array();
     std::vector<std::string> softdep_names;
@@ -418,6 +427,7 @@ void plan_modprobe(const PlanContext& ctx, Plan& plan, HostInputs& in)
         {"by_address", by_address},
         {"ids", util::join(in.vfio_ids, ",")},
         {"binding_reason", binding_reason},
+        {"binding_why", binding_why},
         {"devices", devices},
         {"softdeps", softdep_list},
         {"has_softdeps", !softdep_list.empty()},
