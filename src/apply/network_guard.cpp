@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "apply/network_guard.hpp"
+
+#include <ctime>
+#include <random>
+#include <thread>
+
+#include "plan/network_plan.hpp"
+#include "util/strings.hpp"
+
+namespace passthru::apply {
+
+namespace {
+
+std::string new_token()
+{
+    std::random_device rd;
+    std::string out;
+    for (int i = 0; i < 4; ++i) {
+        out += util::hex(rd(), 8);
+    }
+    return out;
+}
+
+std::optional<std::string> field(std::string_view text, std::string_view key)
+{
+    for (const auto& line : util::split_lines(text)) {
+        if (line.size() > key.size() && line.compare(0, key.size(), key) == 0 && line[key.size()] == '=') {
+            return line.substr(key.size() + 1);
+        }
+    }
+    return std::nullopt;
+}
+
+Result<void> restore(const util::HostFs& fs, const NetworkGuardSpec& spec)
+{
+    for (const auto& [path, content] : spec.previous) {
+        if (content) {
+            auto w = fs.write_file_atomic(path, *content, 0644, util::FsSync::yes);
+            if (!w) {
+                return fail(Errc::rollback_failed, "cannot restore " + path + ": " + w.error().what());
+            }
+        } else if (fs.exists(path)) {
+            auto r = fs.remove_file(path);
+            if (!r) {
+                return fail(Errc::rollback_failed, "cannot remove " + path + ": " + r.error().what());
+            }
+        }
+    }
+    return {};
+}
+
+void cleanup(const util::HostFs& fs)
+{
+    for (const auto path : {k_confirm_ok, k_confirm_pending}) {
+        if (fs.exists(path)) {
+            (void)fs.remove_file(path);
+        }
+    }
+}
+
+} // namespace
+
+bool network_guard_wanted(const plan::Plan& plan)
+{
+    const auto& net = plan.request.network;
+    return net && net->apply == plan::ApplyNetwork::now && net->confirm_timeout_seconds.has_value()
+           && !plan.refused();
+}
+
+NetworkGuardSpec network_guard_spec(const plan::Plan& plan)
+{
+    NetworkGuardSpec spec;
+    // interfaces.new first: restoring interfaces last leaves the live file right even if .new fails.
+    for (const auto path : {plan::k_interfaces_new, plan::k_interfaces}) {
+        for (const auto& f : plan.files) {
+            if (f.path == path) {
+                spec.previous.emplace_back(f.path, f.before);
+            }
+        }
+    }
+    return spec;
+}
+
+Result<GuardOutcome> run_network_guard(const util::HostFs& fs,
+                                       util::CommandRunner& runner,
+                                       const NetworkGuardSpec& spec,
+                                       std::chrono::seconds timeout,
+                                       const GuardHooks& hooks)
+{
+    const auto now = hooks.now ? hooks.now : [] { return std::chrono::steady_clock::now(); };
+    const auto sleep = hooks.sleep ? hooks.sleep : [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
+    const auto say = hooks.message ? hooks.message : [](std::string_view) {};
+
+    const std::string token = new_token();
+    const auto deadline_wall = static_cast<long long>(std::time(nullptr)) + timeout.count();
+    std::string pending = "token=" + token + "\ndeadline=" + std::to_string(deadline_wall) + "\n";
+    if (spec.ssh_connection) {
+        pending += "ssh=" + *spec.ssh_connection + "\n";
+    }
+    cleanup(fs);
+    if (auto d = fs.create_directories(util::dir_name(k_confirm_pending)); !d) {
+        return tl::unexpected(d.error());
+    }
+    if (auto w = fs.write_file_atomic(k_confirm_pending, pending, 0600, util::FsSync::yes); !w) {
+        return tl::unexpected(w.error());
+    }
+    say("the new network configuration is active. Open a NEW connection to this host and run 'passthru confirm' within "
+        + std::to_string(timeout.count()) + " s; otherwise the previous configuration is restored");
+
+    const auto deadline = now() + timeout;
+    while (now() < deadline) {
+        if (auto ok = fs.read_file(k_confirm_ok); ok && util::trim(*ok) == token) {
+            cleanup(fs);
+            say("confirmed: the new network configuration stays");
+            return GuardOutcome::confirmed;
+        }
+        sleep(std::chrono::milliseconds(500));
+    }
+
+    say("no confirmation within " + std::to_string(timeout.count()) + " s: restoring the previous network configuration");
+    // The pending file goes first so a late `confirm` cannot claim success.
+    cleanup(fs);
+    if (auto r = restore(fs, spec); !r) {
+        return tl::unexpected(r.error());
+    }
+    auto reload = runner.run({"ifreload", "-a"});
+    if (!reload) {
+        return fail(Errc::rollback_failed, std::string("the previous network files are back, but ifreload -a failed: ")
+                                               + reload.error().what());
+    }
+    if (reload->exit_code != 0) {
+        return fail(Errc::rollback_failed, "the previous network files are back, but ifreload -a exited with "
+                                               + std::to_string(reload->exit_code) + ": " + reload->output);
+    }
+    return GuardOutcome::restored;
+}
+
+Result<void> confirm_network(const util::HostFs& fs, const std::optional<std::string>& ssh_connection)
+{
+    auto pending = fs.read_file(k_confirm_pending);
+    if (!pending) {
+        return fail(Errc::not_found, "no network change is waiting for confirmation");
+    }
+    const auto token = field(*pending, "token");
+    if (!token || token->empty()) {
+        return fail(Errc::parse, std::string(k_confirm_pending) + " has no token");
+    }
+    if (const auto deadline = field(*pending, "deadline")) {
+        const auto when = util::parse_int(*deadline);
+        if (when && *when < static_cast<long long>(std::time(nullptr))) {
+            return fail(Errc::precondition, "too late: the confirmation deadline has passed and the previous network "
+                                            "configuration is being restored");
+        }
+    }
+    const auto applying = field(*pending, "ssh");
+    if (applying && ssh_connection && *applying == *ssh_connection) {
+        Error e(Errc::precondition, "this is the connection that applied the change; it does not prove the host is "
+                                    "reachable with the new configuration");
+        e.with_hint("open a new SSH connection to the host and run 'passthru confirm' there");
+        return tl::unexpected(std::move(e));
+    }
+    if (auto w = fs.write_file_atomic(k_confirm_ok, *token + "\n", 0600, util::FsSync::yes); !w) {
+        return tl::unexpected(w.error());
+    }
+    return {};
+}
+
+} // namespace passthru::apply

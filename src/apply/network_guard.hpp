@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The lock-out guard for --apply-network --confirm-timeout (issue 6), in the
+// spirit of `netplan try`: after the new network file is in place and
+// `ifreload -a` ran, wait for `passthru confirm` (run from a new connection,
+// which proves the host is still reachable); without it, put the previous
+// files back and run `ifreload -a` again.
+//
+// The handshake goes through two files under <root>/var/lib/passthru/:
+//   network-confirm.pending  written by the guard: "token=<hex>", "deadline=<unix s>",
+//                            "ssh=<SSH_CONNECTION of the applying session>"
+//   network-confirm.ok       written by `passthru confirm`: the token
+// The guard removes both when it ends.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "plan/plan.hpp"
+#include "util/command_runner.hpp"
+#include "util/error.hpp"
+#include "util/host_fs.hpp"
+
+namespace passthru::apply {
+
+inline constexpr std::string_view k_confirm_pending = "/var/lib/passthru/network-confirm.pending";
+inline constexpr std::string_view k_confirm_ok = "/var/lib/passthru/network-confirm.ok";
+
+enum class GuardOutcome
+{
+    confirmed, // `passthru confirm` arrived in time: the new network stays
+    restored,  // timed out: previous files back, ifreload -a ran again
+};
+
+struct NetworkGuardSpec
+{
+    // The network files as they were before apply (nullopt: did not exist),
+    // restored in this order when no confirmation comes.
+    std::vector<std::pair<std::string, std::optional<std::string>>> previous;
+    // SSH_CONNECTION of the applying session (live host only); `confirm`
+    // refuses to be run from this very connection.
+    std::optional<std::string> ssh_connection;
+};
+
+// Injectable time for tests; the defaults use steady_clock and sleep_for.
+struct GuardHooks
+{
+    std::function<std::chrono::steady_clock::time_point()> now;
+    std::function<void(std::chrono::milliseconds)> sleep;
+    std::function<void(std::string_view)> message; // instructions for the user (stderr in the CLI)
+};
+
+// True when a plan asks for the guard: --apply-network with --confirm-timeout
+// (the planner refuses --apply-network without it when the change risks a lock-out).
+bool network_guard_wanted(const plan::Plan& plan);
+// The previous content of /etc/network/interfaces and interfaces.new, from the plan's file changes.
+NetworkGuardSpec network_guard_spec(const plan::Plan& plan);
+
+// Call right after the plan's files are written and its `ifreload -a` ran.
+// Errors: Errc::io when the handshake file cannot be written (nothing was
+// restored: the caller decides); Errc::rollback_failed when the restore failed.
+Result<GuardOutcome> run_network_guard(const util::HostFs& fs,
+                                       util::CommandRunner& runner,
+                                       const NetworkGuardSpec& spec,
+                                       std::chrono::seconds timeout,
+                                       const GuardHooks& hooks = {});
+
+// What `passthru confirm` does: checks a guard waits and writes the token.
+// Errc::not_found when none waits; Errc::precondition when run from the
+// applying connection itself or after the deadline.
+Result<void> confirm_network(const util::HostFs& fs, const std::optional<std::string>& ssh_connection);
+
+} // namespace passthru::apply
