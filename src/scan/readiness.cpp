@@ -147,13 +147,29 @@ void assess_readiness(Inventory& inv)
             }
         }
         if (gpu.is_nvidia()) {
+            // Name every function on a host driver: a card half on vfio-pci is
+            // the "group is not viable" failure of hand-written ids= lists.
+            std::vector<std::string> on_host;
+            bool any_vfio = false;
             for (const auto& fn : gpu.functions) {
                 const PciDevice* dev = inv.find(fn);
-                if (dev != nullptr && dev->driver && *dev->driver != "vfio-pci") {
-                    problems.push_back({Severity::info, label + " function " + fn.str() + " is bound to the host driver " + *dev->driver,
-                                        "passthru plan binds every function of the card to vfio-pci at boot"});
-                    break;
+                if (dev == nullptr || !dev->driver) {
+                    continue;
                 }
+                if (*dev->driver == "vfio-pci") {
+                    any_vfio = true;
+                } else {
+                    on_host.push_back(fn.str() + " on " + *dev->driver);
+                }
+            }
+            if (!on_host.empty() && any_vfio) {
+                problems.push_back({Severity::warning,
+                                    label + " is only partly on vfio-pci: " + util::join(on_host, ", ")
+                                        + " (the VM start fails with \"group is not viable\")",
+                                    "passthru plan binds every function of the card, not just VGA and audio"});
+            } else if (!on_host.empty()) {
+                problems.push_back({Severity::info, label + " is on host drivers: " + util::join(on_host, ", "),
+                                    "passthru plan binds every function of the card to vfio-pci at boot"});
             }
         }
     }
