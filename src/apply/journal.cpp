@@ -1,0 +1,383 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "apply/journal.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+
+#include "util/fault.hpp"
+#include "util/strings.hpp"
+
+namespace passthru::apply {
+
+namespace {
+
+using nlohmann::json;
+
+std::string mode_text(mode_t mode)
+{
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode & 07777));
+    return buf;
+}
+
+std::optional<mode_t> parse_mode(const std::string& text)
+{
+    if (text.empty() || text.size() > 5 || text.find_first_not_of("01234567") != std::string::npos) {
+        return std::nullopt;
+    }
+    return static_cast<mode_t>(std::stoul(text, nullptr, 8));
+}
+
+json opt_string(const std::optional<std::string>& s) { return s ? json(*s) : json(nullptr); }
+
+std::optional<std::string> get_opt_string(const json& obj, const char* key)
+{
+    if (!obj.contains(key) || obj.at(key).is_null()) {
+        return std::nullopt;
+    }
+    return obj.at(key).get<std::string>();
+}
+
+template<typename Enum, std::size_t N>
+std::optional<Enum> enum_from(const std::string& text, const std::array<Enum, N>& values)
+{
+    for (Enum v : values) {
+        if (to_string(v) == text) {
+            return v;
+        }
+    }
+    return std::nullopt;
+}
+
+// The manifest is ours; a malformed one is reported, never trusted.
+Error bad_manifest(std::uint64_t id, const std::string& why)
+{
+    return Error(Errc::parse, "generation " + std::to_string(id) + " has a malformed manifest: " + why)
+        .with_hint("inspect " + Journal::dir(id) + "/manifest.json; the pre-images in its before/ directory are intact copies");
+}
+
+} // namespace
+
+std::string_view to_string(GenerationKind kind)
+{
+    switch (kind) {
+    case GenerationKind::apply:
+        return "apply";
+    case GenerationKind::rollback:
+        return "rollback";
+    }
+    return "apply";
+}
+
+std::string_view to_string(GenerationState state)
+{
+    switch (state) {
+    case GenerationState::pending:
+        return "pending";
+    case GenerationState::committed:
+        return "committed";
+    case GenerationState::rolled_back:
+        return "rolled-back";
+    case GenerationState::restore_failed:
+        return "restore-failed";
+    }
+    return "pending";
+}
+
+std::string_view to_string(FileAction action)
+{
+    switch (action) {
+    case FileAction::create:
+        return "create";
+    case FileAction::modify:
+        return "modify";
+    case FileAction::remove:
+        return "remove";
+    }
+    return "modify";
+}
+
+std::string utc_now()
+{
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    ::gmtime_r(&now, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+json to_json(const Manifest& m)
+{
+    json files = json::array();
+    for (const auto& f : m.files) {
+        files.push_back({{"path", f.path},
+                         {"action", to_string(f.action)},
+                         {"before_sha256", opt_string(f.before_sha256)},
+                         {"after_sha256", opt_string(f.after_sha256)},
+                         {"mode", mode_text(f.mode)},
+                         {"owner", {{"uid", f.uid}, {"gid", f.gid}}}});
+    }
+    json commands = json::array();
+    for (const auto& c : m.commands) {
+        json cmd{{"argv", c.argv}, {"reason", c.reason}, {"status", c.status}};
+        cmd["exit_code"] = c.exit_code ? json(*c.exit_code) : json(nullptr);
+        commands.push_back(std::move(cmd));
+    }
+    json domains = json::array();
+    for (const auto& d : m.domains) {
+        domains.push_back({{"uri", d.uri}, {"name", d.name}, {"had_before", d.had_before}, {"after_sha256", d.after_sha256}});
+    }
+    return json{{"schema", k_manifest_schema},
+                {"id", m.id},
+                {"kind", to_string(m.kind)},
+                {"state", to_string(m.state)},
+                {"created", m.created},
+                {"finished", m.finished.empty() ? json(nullptr) : json(m.finished)},
+                {"passthru_version", m.version},
+                {"request", m.request},
+                {"undoes", m.undoes},
+                {"files", std::move(files)},
+                {"created_dirs", m.created_dirs},
+                {"commands", std::move(commands)},
+                {"commands_started", m.commands_started},
+                {"domains", std::move(domains)},
+                {"error", m.error.empty() ? json(nullptr) : json(m.error)},
+                {"manual_steps", m.manual_steps}};
+}
+
+Result<Manifest> manifest_from_json(const json& doc)
+{
+    Manifest m;
+    const std::uint64_t id = doc.is_object() && doc.contains("id") && doc.at("id").is_number_unsigned() ? doc.at("id").get<std::uint64_t>() : 0;
+    try {
+        if (!doc.is_object() || doc.value("schema", "") != k_manifest_schema) {
+            return tl::unexpected(bad_manifest(id, "not a " + std::string(k_manifest_schema) + " document"));
+        }
+        m.id = id;
+        auto kind = enum_from(doc.at("kind").get<std::string>(), std::array{GenerationKind::apply, GenerationKind::rollback});
+        auto state = enum_from(doc.at("state").get<std::string>(),
+                               std::array{GenerationState::pending, GenerationState::committed, GenerationState::rolled_back,
+                                          GenerationState::restore_failed});
+        if (!kind || !state) {
+            return tl::unexpected(bad_manifest(id, "unknown kind or state"));
+        }
+        m.kind = *kind;
+        m.state = *state;
+        m.created = doc.at("created").get<std::string>();
+        m.finished = get_opt_string(doc, "finished").value_or("");
+        m.version = doc.value("passthru_version", "");
+        m.request = doc.value("request", json(nullptr));
+        m.undoes = doc.value("undoes", std::vector<std::uint64_t>{});
+        for (const auto& f : doc.at("files")) {
+            JournalFile jf;
+            jf.path = f.at("path").get<std::string>();
+            auto action = enum_from(f.at("action").get<std::string>(), std::array{FileAction::create, FileAction::modify, FileAction::remove});
+            auto mode = parse_mode(f.at("mode").get<std::string>());
+            if (!action || !mode || jf.path.empty() || jf.path.front() != '/') {
+                return tl::unexpected(bad_manifest(id, "bad file entry '" + jf.path + "'"));
+            }
+            jf.action = *action;
+            jf.mode = *mode;
+            jf.before_sha256 = get_opt_string(f, "before_sha256");
+            jf.after_sha256 = get_opt_string(f, "after_sha256");
+            jf.uid = f.at("owner").at("uid").get<uid_t>();
+            jf.gid = f.at("owner").at("gid").get<gid_t>();
+            m.files.push_back(std::move(jf));
+        }
+        m.created_dirs = doc.value("created_dirs", std::vector<std::string>{});
+        for (const auto& c : doc.at("commands")) {
+            JournalCommand jc;
+            jc.argv = c.at("argv").get<std::vector<std::string>>();
+            jc.reason = c.value("reason", "");
+            jc.status = c.value("status", "planned");
+            if (c.contains("exit_code") && !c.at("exit_code").is_null()) {
+                jc.exit_code = c.at("exit_code").get<int>();
+            }
+            m.commands.push_back(std::move(jc));
+        }
+        m.commands_started = doc.value("commands_started", false);
+        for (const auto& d : doc.value("domains", json::array())) {
+            m.domains.push_back(JournalDomain{d.at("uri").get<std::string>(), d.at("name").get<std::string>(),
+                                              d.at("had_before").get<bool>(), d.at("after_sha256").get<std::string>()});
+        }
+        m.error = get_opt_string(doc, "error").value_or("");
+        m.manual_steps = doc.value("manual_steps", std::vector<std::string>{});
+    } catch (const json::exception& e) {
+        return tl::unexpected(bad_manifest(id, e.what()));
+    }
+    return m;
+}
+
+std::string Journal::dir(std::uint64_t id)
+{
+    return std::string(k_generations_dir) + "/" + std::to_string(id);
+}
+
+std::string Journal::pre_image_path(std::uint64_t id, std::string_view path)
+{
+    return dir(id) + "/before" + std::string(path);
+}
+
+std::string Journal::domain_pre_image_path(std::uint64_t id, std::string_view name)
+{
+    return dir(id) + "/domains/" + std::string(name) + ".xml";
+}
+
+std::vector<std::uint64_t> Journal::ids() const
+{
+    std::vector<std::uint64_t> out;
+    auto names = m_fs.list_dir(k_generations_dir);
+    if (!names) {
+        return out;
+    }
+    for (const auto& name : *names) {
+        if (name.empty() || name.size() > 18 || name.find_first_not_of("0123456789") != std::string::npos) {
+            continue;
+        }
+        const std::uint64_t id = std::stoull(name);
+        if (std::to_string(id) != name) {
+            continue; // "007" is not ours
+        }
+        if (m_fs.stat(dir(id) + "/manifest.json").type == util::FileType::regular) {
+            out.push_back(id);
+        }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+std::uint64_t Journal::next_id() const
+{
+    const auto all = ids();
+    return all.empty() ? 1 : all.back() + 1;
+}
+
+Result<Manifest> Journal::load(std::uint64_t id) const
+{
+    auto text = m_fs.read_file(dir(id) + "/manifest.json");
+    if (!text) {
+        if (text.error().code() == Errc::not_found) {
+            return fail(Errc::not_found, "there is no generation " + std::to_string(id));
+        }
+        return tl::unexpected(text.error());
+    }
+    json doc = json::parse(*text, nullptr, false);
+    if (doc.is_discarded()) {
+        return tl::unexpected(bad_manifest(id, "not valid JSON"));
+    }
+    auto m = manifest_from_json(doc);
+    if (m && m->id != id) {
+        return tl::unexpected(bad_manifest(id, "it names itself generation " + std::to_string(m->id)));
+    }
+    return m;
+}
+
+std::vector<Manifest> Journal::load_all(std::vector<std::string>* errors) const
+{
+    std::vector<Manifest> out;
+    for (auto id : ids()) {
+        auto m = load(id);
+        if (m) {
+            out.push_back(std::move(*m));
+        } else if (errors != nullptr) {
+            errors->push_back(m.error().what());
+        }
+    }
+    return out;
+}
+
+Result<void> Journal::write_pre_image(std::uint64_t id, std::string_view path, std::string_view content) const
+{
+    const std::string target = pre_image_path(id, path);
+    const std::string parent = util::dir_name(target);
+    if (auto r = m_fs.create_directories(parent); !r) {
+        return r;
+    }
+    if (auto r = util::fault::check("journal-pre-image", path); !r) {
+        return r;
+    }
+    if (auto r = m_fs.write_file_atomic(target, content, 0600, util::FsSync::yes); !r) {
+        return r;
+    }
+    // The directories below before/ are new: make their entries durable too.
+    for (std::string d = util::dir_name(parent); d.size() >= dir(id).size(); d = util::dir_name(d)) {
+        if (auto r = m_fs.sync_directory(d); !r) {
+            return r;
+        }
+        if (d == dir(id)) {
+            break;
+        }
+    }
+    return {};
+}
+
+Result<void> Journal::write_domain_pre_image(std::uint64_t id, std::string_view name, std::string_view xml) const
+{
+    const std::string target = domain_pre_image_path(id, name);
+    if (auto r = m_fs.create_directories(util::dir_name(target)); !r) {
+        return r;
+    }
+    if (auto r = util::fault::check("journal-pre-image", name); !r) {
+        return r;
+    }
+    if (auto r = m_fs.write_file_atomic(target, xml, 0600, util::FsSync::yes); !r) {
+        return r;
+    }
+    return m_fs.sync_directory(dir(id));
+}
+
+Result<std::string> Journal::read_pre_image(std::uint64_t id, std::string_view path) const
+{
+    return m_fs.read_file(pre_image_path(id, path));
+}
+
+Result<std::string> Journal::read_domain_pre_image(std::uint64_t id, std::string_view name) const
+{
+    return m_fs.read_file(domain_pre_image_path(id, name));
+}
+
+Result<void> Journal::save(const Manifest& manifest) const
+{
+    const std::string gen_dir = dir(manifest.id);
+    if (auto r = m_fs.create_directories(gen_dir); !r) {
+        return r;
+    }
+    if (auto r = util::fault::check("journal-manifest", std::string(to_string(manifest.state))); !r) {
+        return r;
+    }
+    const std::string text = to_json(manifest).dump(2) + "\n";
+    if (auto r = m_fs.write_file_atomic(gen_dir + "/manifest.json", text, 0600, util::FsSync::yes); !r) {
+        return r;
+    }
+    // The generation's own directory entry, and the state directory's.
+    if (auto r = m_fs.sync_directory(k_generations_dir); !r) {
+        return r;
+    }
+    return m_fs.sync_directory(k_state_dir);
+}
+
+Result<util::HostLock> Journal::lock() const
+{
+    if (auto r = m_fs.create_directories(k_state_dir); !r) {
+        return tl::unexpected(r.error());
+    }
+    auto lock = m_fs.try_lock(k_lock_path, util::LockCreate::yes);
+    if (!lock && lock.error().code() == Errc::conflict) {
+        return tl::unexpected(Error(Errc::conflict, "another passthru apply or rollback is running on this host")
+                                  .with_hint("wait for it to finish; the lock is " + std::string(k_lock_path)));
+    }
+    return lock;
+}
+
+bool Journal::locked_by_other() const
+{
+    if (m_fs.stat(k_lock_path).type != util::FileType::regular) {
+        return false;
+    }
+    auto lock = m_fs.try_lock(k_lock_path, util::LockCreate::no);
+    return !lock && lock.error().code() == Errc::conflict;
+}
+
+} // namespace passthru::apply

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The journal: numbered generations under <root>/var/lib/passthru, one per
+// transaction that changed the host (an apply or a rollback). A generation
+// holds the pre-image of every file it touches and a manifest; both are on
+// disk (fsynced) before the first host file is touched, so an interrupted
+// transaction can always be undone byte for byte.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "util/error.hpp"
+#include "util/host_fs.hpp"
+
+namespace passthru::apply {
+
+inline constexpr std::string_view k_state_dir = "/var/lib/passthru";
+inline constexpr std::string_view k_lock_path = "/var/lib/passthru/lock";
+inline constexpr std::string_view k_generations_dir = "/var/lib/passthru/generations";
+inline constexpr std::string_view k_manifest_schema = "passthru.generation/1";
+
+enum class GenerationKind
+{
+    apply,    // made by `passthru apply`
+    rollback, // made by `passthru rollback`: undoes earlier generations
+};
+
+enum class GenerationState
+{
+    pending,        // written ahead; the host may be half-changed (interrupted if nobody holds the lock)
+    committed,      // every file written and every after-step succeeded
+    rolled_back,    // failed or interrupted, and every file was restored
+    restore_failed, // failed, and restoring did not succeed: manual attention needed
+};
+
+enum class FileAction
+{
+    create,
+    modify,
+    remove,
+};
+
+// One host file the generation touches.
+struct JournalFile
+{
+    std::string path;
+    FileAction action = FileAction::modify;
+    std::optional<std::string> before_sha256; // nullopt: the file did not exist
+    std::optional<std::string> after_sha256;  // nullopt: the file is removed
+    mode_t mode = 0644;                       // of the file before (or of the created file)
+    uid_t uid = 0;
+    gid_t gid = 0;
+};
+
+// One after-step (update-initramfs, proxmox-boot-tool refresh, ...).
+struct JournalCommand
+{
+    std::vector<std::string> argv;
+    std::string reason;
+    std::string status = "planned"; // planned | recorded (under --root) | ran | failed
+    std::optional<int> exit_code;
+};
+
+// A libvirt domain definition the generation changes (libvirt backend).
+struct JournalDomain
+{
+    std::string uri;
+    std::string name;
+    bool had_before = false; // pre-image stored as domains/<name>.xml
+    std::string after_sha256;
+};
+
+struct Manifest
+{
+    std::uint64_t id = 0;
+    GenerationKind kind = GenerationKind::apply;
+    GenerationState state = GenerationState::pending;
+    std::string created;  // UTC, ISO 8601
+    std::string finished; // empty while pending
+    std::string version = PASSTHRU_VERSION;
+    nlohmann::json request;                  // the passthru.plan/1 request (apply); null for rollback
+    std::vector<std::uint64_t> undoes;       // rollback: the generations it undid
+    std::vector<JournalFile> files;          // in the order they are written
+    std::vector<std::string> created_dirs;   // directories made for new files, parents first
+    std::vector<JournalCommand> commands;    // after-steps, in order
+    bool commands_started = false;           // saved before the first after-step runs
+    std::vector<JournalDomain> domains;
+    std::string error;                       // what went wrong (failed generations)
+    std::vector<std::string> manual_steps;   // restore_failed: what to do by hand
+};
+
+std::string_view to_string(GenerationKind kind);
+std::string_view to_string(GenerationState state);
+std::string_view to_string(FileAction action);
+
+nlohmann::json to_json(const Manifest& manifest);
+// Errc::parse when the document is not a passthru.generation/1 manifest.
+Result<Manifest> manifest_from_json(const nlohmann::json& doc);
+
+// Current UTC time as "2025-01-31T12:34:56Z".
+std::string utc_now();
+
+// Access to the generations of one host root. Reads go through HostFs;
+// every write is atomic and fsynced.
+class Journal
+{
+public:
+    explicit Journal(const util::HostFs& fs) : m_fs(fs) {}
+
+    // Numbers of the generation directories that hold a manifest, ascending.
+    // A directory without a manifest is the remains of a transaction that
+    // died before it wrote its manifest (the host was not touched yet); it
+    // is ignored and its number is reused.
+    std::vector<std::uint64_t> ids() const;
+    Result<Manifest> load(std::uint64_t id) const;
+    // Every readable manifest, ascending; unreadable ones are reported in errors.
+    std::vector<Manifest> load_all(std::vector<std::string>* errors = nullptr) const;
+    // Highest existing number + 1 (1 for the first).
+    std::uint64_t next_id() const;
+
+    // Host path of generation id's directory ("/var/lib/passthru/generations/0007").
+    static std::string dir(std::uint64_t id);
+    // Host path where the pre-image of host file `path` is stored.
+    static std::string pre_image_path(std::uint64_t id, std::string_view path);
+    static std::string domain_pre_image_path(std::uint64_t id, std::string_view name);
+
+    // Stores the pre-image of a file (atomic, fsynced; its directories too).
+    Result<void> write_pre_image(std::uint64_t id, std::string_view path, std::string_view content) const;
+    Result<void> write_domain_pre_image(std::uint64_t id, std::string_view name, std::string_view xml) const;
+    Result<std::string> read_pre_image(std::uint64_t id, std::string_view path) const;
+    Result<std::string> read_domain_pre_image(std::uint64_t id, std::string_view name) const;
+    // Writes manifest.json atomically and fsyncs it and the generations
+    // directory, so the generation is durable when this returns.
+    Result<void> save(const Manifest& manifest) const;
+
+    // Creates the state directory and takes the lock without waiting
+    // (Errc::conflict when another passthru holds it).
+    Result<util::HostLock> lock() const;
+    // True when another process holds the lock right now. Never creates anything.
+    bool locked_by_other() const;
+
+    const util::HostFs& fs() const noexcept { return m_fs; }
+
+private:
+    const util::HostFs& m_fs;
+};
+
+} // namespace passthru::apply

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "apply/rollback.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "util/sha256.hpp"
+#include "util/strings.hpp"
+
+namespace passthru::apply {
+
+std::optional<Manifest> find_interrupted(const Journal& journal)
+{
+    if (journal.locked_by_other()) {
+        return std::nullopt;
+    }
+    auto ids = journal.ids();
+    for (auto it = ids.rbegin(); it != ids.rend(); ++it) {
+        auto m = journal.load(*it);
+        if (m && (m->state == GenerationState::pending || m->state == GenerationState::restore_failed)) {
+            return std::move(*m);
+        }
+    }
+    return std::nullopt;
+}
+
+std::vector<Manifest> active_generations(const std::vector<Manifest>& all)
+{
+    std::set<std::uint64_t> undone;
+    for (const auto& m : all) {
+        if (m.kind == GenerationKind::rollback && m.state == GenerationState::committed) {
+            undone.insert(m.undoes.begin(), m.undoes.end());
+        }
+    }
+    std::vector<Manifest> out;
+    for (const auto& m : all) {
+        if (m.kind == GenerationKind::apply && m.state == GenerationState::committed && undone.count(m.id) == 0) {
+            out.push_back(m);
+        }
+    }
+    return out;
+}
+
+RollbackPlan plan_rollback(const Journal& journal, std::optional<std::uint64_t> to, Force force)
+{
+    const util::HostFs& fs = journal.fs();
+    std::vector<std::string> errors;
+    const auto all = journal.load_all(&errors);
+    if (!errors.empty()) {
+        Error err(Errc::parse, errors.front());
+        err.with_hint("passthru will not roll back over a journal it cannot read");
+        throw err;
+    }
+    auto active = active_generations(all);
+    if (active.empty()) {
+        throw Error(Errc::not_found, "nothing to roll back: no applied generation is active")
+            .with_hint("'passthru history' lists the generations");
+    }
+    std::vector<const Manifest*> undone; // newest first
+    if (to) {
+        const auto target = std::find_if(all.begin(), all.end(), [&](const Manifest& m) { return m.id == *to; });
+        if (target == all.end()) {
+            throw Error(Errc::not_found, "there is no generation " + std::to_string(*to))
+                .with_hint("'passthru history' lists the generations");
+        }
+        const bool is_active = std::any_of(active.begin(), active.end(), [&](const Manifest& m) { return m.id == *to; });
+        if (!is_active) {
+            std::string why = target->kind == GenerationKind::rollback ? "it is a rollback"
+                              : target->state != GenerationState::committed ? "it is " + std::string(to_string(target->state))
+                                                                            : "it was already undone";
+            throw Error(Errc::precondition, "cannot roll back to before generation " + std::to_string(*to) + ": " + why)
+                .with_hint("'passthru history' lists the generations; --to takes an active apply generation");
+        }
+        for (auto it = active.rbegin(); it != active.rend(); ++it) {
+            if (it->id >= *to) {
+                undone.push_back(&*it);
+            }
+        }
+    } else {
+        undone.push_back(&active.back());
+    }
+
+    RollbackPlan out;
+    out.spec.kind = GenerationKind::rollback;
+    out.spec.request = nlohmann::json{{"rollback_to_before", undone.back()->id}};
+    for (const auto* m : undone) {
+        out.undoes.push_back(m->id);
+    }
+    out.spec.undoes = out.undoes;
+
+    // Per path: the earliest undone generation holds the content to restore,
+    // the newest one the content the file should have now.
+    struct Target
+    {
+        const Manifest* earliest = nullptr;
+        const JournalFile* earliest_file = nullptr;
+        const JournalFile* newest_file = nullptr;
+    };
+    std::vector<std::string> order; // newest generation first, its files in reverse
+    std::map<std::string, Target> targets;
+    for (const auto* m : undone) {
+        for (auto it = m->files.rbegin(); it != m->files.rend(); ++it) {
+            auto [pos, inserted] = targets.try_emplace(it->path);
+            if (inserted) {
+                order.push_back(it->path);
+                pos->second.newest_file = &*it;
+            }
+            pos->second.earliest = m;
+            pos->second.earliest_file = &*it;
+        }
+    }
+
+    for (const auto& path : order) {
+        const Target& t = targets.at(path);
+        const util::FileInfo info = fs.stat(path);
+        std::optional<std::string> now_sha;
+        if (info.type == util::FileType::regular) {
+            auto text = fs.read_file(path);
+            if (!text) {
+                throw text.error();
+            }
+            now_sha = util::sha256_hex(*text);
+        } else if (info.type != util::FileType::missing) {
+            throw Error(Errc::precondition, "cannot roll back " + path + ": it is no longer a regular file")
+                .with_hint("restore it by hand from " + Journal::pre_image_path(t.earliest->id, path));
+        }
+        if (now_sha != t.newest_file->after_sha256) {
+            out.drifted.push_back(path);
+        }
+        const auto& want_sha = t.earliest_file->before_sha256;
+        if (now_sha == want_sha) {
+            continue; // already as it was
+        }
+        Change c;
+        c.path = path;
+        c.expected_before_sha256 = now_sha;
+        c.mode = t.earliest_file->mode;
+        if (!want_sha) {
+            c.action = FileAction::remove;
+        } else {
+            auto pre = journal.read_pre_image(t.earliest->id, path);
+            if (!pre) {
+                throw Error(Errc::io, "cannot read the pre-image of " + path + " in generation " + std::to_string(t.earliest->id)
+                                          + ": " + pre.error().what());
+            }
+            if (util::sha256_hex(*pre) != *want_sha) {
+                throw Error(Errc::io, "the pre-image of " + path + " in generation " + std::to_string(t.earliest->id)
+                                          + " does not match its recorded checksum");
+            }
+            c.after = std::move(*pre);
+            c.action = now_sha ? FileAction::modify : FileAction::create;
+        }
+        out.spec.files.push_back(std::move(c));
+    }
+    if (!out.drifted.empty() && force == Force::no) {
+        Error err(Errc::conflict, std::to_string(out.drifted.size()) + " file(s) changed since generation "
+                                      + std::to_string(undone.front()->id) + " was applied: " + util::join(out.drifted, ", "));
+        err.with_hint("rolling back would throw those edits away; look at them, then use --force to roll back anyway");
+        throw err;
+    }
+
+    std::set<std::vector<std::string>> seen_cmds;
+    for (const auto* m : undone) {
+        for (const auto& cmd : m->commands) {
+            if (!seen_cmds.insert(cmd.argv).second) {
+                continue;
+            }
+            if (rerun_after_restore(cmd.argv)) {
+                out.spec.commands.push_back(plan::PlannedCommand{cmd.argv, "re-run after restoring generation " + std::to_string(m->id)});
+            } else {
+                out.not_undone.push_back(util::shell_quote(cmd.argv) + " (generation " + std::to_string(m->id) + ")");
+            }
+        }
+        for (auto it = m->created_dirs.rbegin(); it != m->created_dirs.rend(); ++it) {
+            out.spec.remove_dirs.push_back(*it);
+        }
+        for (const auto& d : m->domains) {
+            out.not_undone.push_back("libvirt domain " + d.name + " (generation " + std::to_string(m->id) + "): "
+                                     + (d.had_before ? "virsh define " + Journal::domain_pre_image_path(m->id, d.name)
+                                                     : "virsh undefine " + d.name));
+        }
+    }
+    return out;
+}
+
+} // namespace passthru::apply

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Rollback and crash recovery on top of the journal.
+//
+// Generations are never deleted or rewritten except for their state. An
+// apply generation is "active" while it is committed and no committed
+// rollback generation undoes it. `rollback` undoes the newest active one;
+// `rollback --to N` returns the host to how it was before generation N,
+// undoing N and every active generation after it. A rollback is itself a
+// generation (kind "rollback", with pre-images of what it replaces), so it
+// is journaled, crash-safe and listed by `history` (as nix does with
+// profile generations, the current state need not be the newest one).
+//
+// Recovery: a generation left "pending" (the process died) or
+// "restore-failed" while nobody holds the lock is interrupted. Every command
+// reports it; `apply` refuses to start until it is undone; `rollback`
+// undoes it first (restore_generation), before anything else.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "apply/journal.hpp"
+#include "apply/transaction.hpp"
+
+namespace passthru::apply {
+
+enum class Force
+{
+    no,
+    yes,
+};
+
+// The newest generation that is pending or restore-failed, if the journal
+// lock is free (a pending generation under a held lock is a running apply).
+std::optional<Manifest> find_interrupted(const Journal& journal);
+
+// Apply generations that are committed and not undone by a committed rollback.
+std::vector<Manifest> active_generations(const std::vector<Manifest>& all);
+
+// What `rollback [--to N]` will do: the files to put back (content from the
+// earliest undone generation's pre-images), the after-steps to re-run, the
+// directories created by the undone generations. Drift (a file that no
+// longer has the content the newest undone generation wrote) is refused
+// with Errc::conflict unless force is yes.
+struct RollbackPlan
+{
+    std::vector<std::uint64_t> undoes; // newest first
+    TransactionSpec spec;
+    std::vector<std::string> drifted;  // files changed since (only with --force)
+    std::vector<std::string> not_undone; // after-steps that are not re-run
+};
+
+RollbackPlan plan_rollback(const Journal& journal, std::optional<std::uint64_t> to, Force force);
+
+} // namespace passthru::apply

@@ -1,0 +1,463 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "apply/transaction.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "util/fault.hpp"
+#include "util/sha256.hpp"
+#include "util/strings.hpp"
+
+namespace passthru::apply {
+
+namespace {
+
+void check(Result<void> r)
+{
+    if (!r) {
+        throw r.error();
+    }
+}
+
+void emit(const Progress& progress, std::string_view text)
+{
+    if (progress.step) {
+        progress.step(text);
+    }
+}
+
+// Where a host path is on this machine, for the hand-made repair commands.
+std::string shown(const util::HostFs& fs, std::string_view host_path)
+{
+    if (fs.is_live()) {
+        return std::string(host_path);
+    }
+    return (fs.root() / std::string(host_path).substr(1)).string();
+}
+
+std::string type_name(util::FileType type)
+{
+    switch (type) {
+    case util::FileType::missing:
+        return "missing";
+    case util::FileType::regular:
+        return "a regular file";
+    case util::FileType::directory:
+        return "a directory";
+    case util::FileType::symlink:
+        return "a symbolic link";
+    case util::FileType::other:
+        return "a special file";
+    }
+    return "unknown";
+}
+
+struct CurrentFile
+{
+    util::FileInfo info;
+    std::optional<std::string> content; // regular files only
+};
+
+CurrentFile read_current(const util::HostFs& fs, const std::string& path)
+{
+    CurrentFile cur;
+    cur.info = fs.stat(path);
+    if (cur.info.type == util::FileType::regular) {
+        auto text = fs.read_file(path);
+        if (!text) {
+            throw text.error();
+        }
+        cur.content = std::move(*text);
+    }
+    return cur;
+}
+
+Error replan_error(std::string message)
+{
+    return Error(Errc::conflict, std::move(message))
+        .with_hint("the host changed since the plan was made; run 'passthru plan' again and review the new plan");
+}
+
+} // namespace
+
+bool rerun_after_restore(const std::vector<std::string>& argv)
+{
+    if (argv.empty()) {
+        return false;
+    }
+    const std::string_view tool = util::base_name(argv.front());
+    return tool == "update-initramfs" || tool == "update-grub" || tool == "proxmox-boot-tool" || tool == "ifreload";
+}
+
+TransactionSpec spec_from_plan(const plan::Plan& plan, nlohmann::json request)
+{
+    TransactionSpec spec;
+    spec.kind = GenerationKind::apply;
+    spec.request = std::move(request);
+    for (const auto& fc : plan.files) {
+        Change c;
+        c.path = fc.path;
+        switch (fc.action) {
+        case plan::FileAction::create:
+            c.action = FileAction::create;
+            break;
+        case plan::FileAction::modify:
+            c.action = FileAction::modify;
+            break;
+        case plan::FileAction::remove:
+            c.action = FileAction::remove;
+            break;
+        }
+        if (fc.before_sha256) {
+            c.expected_before_sha256 = fc.before_sha256;
+        } else if (fc.before) {
+            c.expected_before_sha256 = util::sha256_hex(*fc.before);
+        }
+        c.after = fc.action == plan::FileAction::remove ? std::nullopt : fc.after;
+        if (fc.action != plan::FileAction::remove && !c.after) {
+            throw Error(Errc::internal, "the plan has no content for " + fc.path);
+        }
+        c.mode = fc.mode;
+        spec.files.push_back(std::move(c));
+    }
+    spec.commands = plan.commands;
+    spec.domains = plan.domains;
+    return spec;
+}
+
+TransactionReport run_transaction(const Journal& journal,
+                                  util::CommandRunner& runner,
+                                  const TransactionSpec& spec,
+                                  const Progress& progress,
+                                  const DomainHooks* domains)
+{
+    const util::HostFs& fs = journal.fs();
+
+    // 1. Preflight: nothing is written until every target is known to be safe.
+    if (!spec.domains.empty() && (domains == nullptr || !domains->define || !domains->restore)) {
+        throw Error(Errc::precondition, "this build cannot change libvirt domains, and the plan changes "
+                                            + std::to_string(spec.domains.size()) + " of them");
+    }
+    std::set<std::string> seen;
+    std::vector<CurrentFile> current;
+    Manifest m;
+    m.id = journal.next_id();
+    m.kind = spec.kind;
+    m.state = GenerationState::pending;
+    m.created = utc_now();
+    m.request = spec.request;
+    m.undoes = spec.undoes;
+    for (const auto& c : spec.files) {
+        if (c.path.empty() || c.path.front() != '/' || !seen.insert(c.path).second) {
+            throw Error(Errc::internal, "bad or duplicate path in the plan: '" + c.path + "'");
+        }
+        CurrentFile cur = read_current(fs, c.path);
+        if (cur.info.type != util::FileType::regular && cur.info.type != util::FileType::missing) {
+            throw Error(Errc::precondition, "refusing to change " + c.path + ": it is " + type_name(cur.info.type))
+                .with_hint("passthru only replaces regular files; make " + c.path + " a regular file, or change it by hand");
+        }
+        const std::optional<std::string> sha = cur.content ? std::optional(util::sha256_hex(*cur.content)) : std::nullopt;
+        if (c.expected_before_sha256 != sha) {
+            if (!sha) {
+                throw replan_error(c.path + " was removed since the plan was made");
+            }
+            if (!c.expected_before_sha256) {
+                throw replan_error(c.path + " was created since the plan was made");
+            }
+            throw replan_error(c.path + " changed since the plan was made");
+        }
+        if (c.action == FileAction::create && sha) {
+            throw replan_error(c.path + " exists, but the plan creates it");
+        }
+        if (c.action != FileAction::create && !sha) {
+            throw replan_error(c.path + " does not exist, but the plan changes it");
+        }
+        JournalFile jf;
+        jf.path = c.path;
+        jf.action = c.action;
+        jf.before_sha256 = sha;
+        jf.after_sha256 = c.after ? std::optional(util::sha256_hex(*c.after)) : std::nullopt;
+        jf.mode = sha ? cur.info.mode : c.mode;
+        jf.uid = sha ? cur.info.uid : 0;
+        jf.gid = sha ? cur.info.gid : 0;
+        m.files.push_back(std::move(jf));
+        // Directories a created file needs, parents first.
+        if (c.action != FileAction::remove) {
+            std::vector<std::string> missing;
+            for (std::string d = util::dir_name(c.path); d != "/"; d = util::dir_name(d)) {
+                if (fs.is_dir(d)) {
+                    break;
+                }
+                if (fs.stat(d).type != util::FileType::missing) {
+                    throw Error(Errc::precondition, "cannot create " + c.path + ": " + d + " is not a directory");
+                }
+                missing.push_back(d);
+            }
+            for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+                if (std::find(m.created_dirs.begin(), m.created_dirs.end(), *it) == m.created_dirs.end()) {
+                    m.created_dirs.push_back(*it);
+                }
+            }
+        }
+        current.push_back(std::move(cur));
+    }
+    for (const auto& cmd : spec.commands) {
+        m.commands.push_back(JournalCommand{cmd.argv, cmd.reason, "planned", std::nullopt});
+    }
+    for (const auto& d : spec.domains) {
+        m.domains.push_back(JournalDomain{d.uri, d.name, d.before_xml.has_value(), util::sha256_hex(d.after_xml)});
+    }
+
+    // 2. Write-ahead: pre-images first, the manifest last. A generation
+    //    directory without a manifest means the host was never touched.
+    try {
+        for (std::size_t i = 0; i < spec.files.size(); ++i) {
+            if (current[i].content) {
+                check(journal.write_pre_image(m.id, spec.files[i].path, *current[i].content));
+            }
+        }
+        for (const auto& d : spec.domains) {
+            if (d.before_xml) {
+                check(journal.write_domain_pre_image(m.id, d.name, *d.before_xml));
+            }
+        }
+        check(journal.save(m));
+    } catch (const Error& e) {
+        throw Error(Errc::io, std::string("cannot write the journal, so nothing was changed: ") + e.what())
+            .with_hint("free space under " + shown(fs, k_state_dir) + " and try again");
+    }
+
+    TransactionReport report;
+    report.generation = m.id;
+    try {
+        // 3. Files. Equivalent to: mkdir -p DIR; install -m MODE new PATH (atomically).
+        for (const auto& d : m.created_dirs) {
+            check(util::fault::check("mkdir", d));
+            check(fs.create_directories(d));
+            check(fs.sync_directory(util::dir_name(d)));
+        }
+        for (const auto& c : spec.files) {
+            if (c.action == FileAction::remove) {
+                emit(progress, "removing " + c.path);
+                check(fs.remove_file(c.path));
+            } else {
+                emit(progress, "writing " + c.path);
+                check(fs.write_file_atomic(c.path, *c.after, c.mode, util::FsSync::yes));
+            }
+            report.written.push_back(c.path);
+        }
+        // 4. Domains (libvirt backend): virsh define, in effect.
+        for (const auto& d : spec.domains) {
+            emit(progress, "defining libvirt domain " + d.name);
+            check(util::fault::check("domain", d.name));
+            check(domains->define(d.uri, d.after_xml));
+        }
+        for (const auto& d : spec.remove_dirs) {
+            if (fs.is_dir(d)) {
+                auto entries = fs.list_dir(d);
+                if (entries && entries->empty()) {
+                    check(fs.remove_directory(d));
+                }
+            }
+        }
+        // 5. After-steps. The manifest says they started, so a recovery
+        //    knows to re-run them once the files are restored.
+        if (!m.commands.empty()) {
+            m.commands_started = true;
+            check(journal.save(m));
+        }
+        util::CommandRunner::LineSink sink;
+        if (progress.output) {
+            sink = progress.output;
+        }
+        runner.set_line_sink(sink);
+        for (std::size_t i = 0; i < m.commands.size(); ++i) {
+            auto& cmd = m.commands[i];
+            emit(progress, "[" + std::to_string(i + 1) + "/" + std::to_string(m.commands.size()) + "] "
+                               + util::shell_quote(cmd.argv));
+            auto result = runner.run(cmd.argv);
+            if (!result) {
+                cmd.status = "failed";
+                throw result.error();
+            }
+            cmd.exit_code = result->exit_code;
+            cmd.status = runner.mode() == util::RunMode::record ? "recorded" : "ran";
+            if (result->exit_code != 0) {
+                cmd.status = "failed";
+                Error err(Errc::io, util::shell_quote(cmd.argv) + " failed with exit code " + std::to_string(result->exit_code));
+                auto lines = util::split_lines(result->output);
+                const std::size_t from = lines.size() > 5 ? lines.size() - 5 : 0;
+                for (std::size_t l = from; l < lines.size(); ++l) {
+                    err.with_hint("output: " + lines[l]);
+                }
+                throw err;
+            }
+        }
+        runner.set_line_sink({});
+        // 6. Commit.
+        m.state = GenerationState::committed;
+        m.finished = utc_now();
+        check(journal.save(m));
+    } catch (const Error& e) {
+        runner.set_line_sink({});
+        m.state = GenerationState::pending;
+        m.error = e.what();
+        emit(progress, std::string("failed: ") + e.what());
+        emit(progress, "restoring the files from generation " + std::to_string(m.id));
+        RestoreReport restore = restore_generation(journal, runner, m, progress, domains);
+        if (!restore.failures.empty()) {
+            throw rollback_failed_error(m.id, e.what(), restore);
+        }
+        Error out(Errc::io, e.what());
+        for (const auto& h : e.hints()) {
+            out.with_hint(h);
+        }
+        out.with_hint("nothing was left changed: " + std::to_string(restore.restored.size())
+                      + " file(s) were restored from generation " + std::to_string(m.id) + " (now marked rolled-back)");
+        for (const auto& n : restore.not_undone) {
+            out.with_hint("not undone automatically: " + n);
+        }
+        throw out;
+    }
+    report.commands = m.commands;
+    return report;
+}
+
+RestoreReport restore_generation(const Journal& journal,
+                                 util::CommandRunner& runner,
+                                 Manifest& m,
+                                 const Progress& progress,
+                                 const DomainHooks* domains)
+{
+    const util::HostFs& fs = journal.fs();
+    RestoreReport rep;
+    const std::string gen = std::to_string(m.id);
+
+    for (auto it = m.files.rbegin(); it != m.files.rend(); ++it) {
+        const JournalFile& f = *it;
+        try {
+            check(util::fault::check("restore", f.path));
+            const util::FileInfo info = fs.stat(f.path);
+            if (!f.before_sha256) {
+                // It did not exist before: remove what the transaction created.
+                if (info.type == util::FileType::missing) {
+                    continue;
+                }
+                if (info.type != util::FileType::regular) {
+                    throw Error(Errc::io, "it is now " + type_name(info.type) + ", not the file passthru created");
+                }
+                emit(progress, "removing " + f.path);
+                check(fs.remove_file(f.path));
+                rep.restored.push_back(f.path);
+                continue;
+            }
+            auto pre = journal.read_pre_image(m.id, f.path);
+            if (!pre) {
+                throw Error(Errc::io, std::string("its pre-image is unreadable: ") + pre.error().what());
+            }
+            if (util::sha256_hex(*pre) != *f.before_sha256) {
+                throw Error(Errc::io, "its pre-image in generation " + gen + " does not match the recorded checksum");
+            }
+            if (info.type == util::FileType::regular) {
+                auto now = fs.read_file(f.path);
+                if (now && util::sha256_hex(*now) == *f.before_sha256) {
+                    continue; // never touched, or already restored
+                }
+            } else if (info.type != util::FileType::missing) {
+                throw Error(Errc::io, "it is now " + type_name(info.type));
+            } else {
+                check(fs.create_directories(util::dir_name(f.path)));
+            }
+            emit(progress, "restoring " + f.path);
+            check(fs.write_file_atomic(f.path, *pre, f.mode, util::FsSync::yes));
+            auto back = fs.read_file(f.path);
+            if (!back || util::sha256_hex(*back) != *f.before_sha256) {
+                throw Error(Errc::io, "it does not read back as its pre-image");
+            }
+            rep.restored.push_back(f.path);
+        } catch (const Error& e) {
+            std::string what = f.path + ": " + e.what() + "; ";
+            if (f.before_sha256) {
+                what += "restore it by hand: cp -p " + shown(fs, Journal::pre_image_path(m.id, f.path)) + " " + shown(fs, f.path);
+            } else {
+                what += "it did not exist before: remove it by hand: rm " + shown(fs, f.path);
+            }
+            rep.failures.push_back(std::move(what));
+        }
+    }
+    for (auto it = m.created_dirs.rbegin(); it != m.created_dirs.rend(); ++it) {
+        if (!fs.is_dir(*it) || fs.stat(*it).type != util::FileType::directory) {
+            continue;
+        }
+        auto entries = fs.list_dir(*it);
+        if (!entries || !entries->empty()) {
+            continue; // something else lives there now: keep it
+        }
+        if (auto r = fs.remove_directory(*it); !r) {
+            rep.failures.push_back(*it + ": " + r.error().what() + "; it did not exist before: rmdir " + shown(fs, *it));
+        }
+    }
+    for (auto it = m.domains.rbegin(); it != m.domains.rend(); ++it) {
+        plan::DomainChange dc;
+        dc.uri = it->uri;
+        dc.name = it->name;
+        if (it->had_before) {
+            auto pre = journal.read_domain_pre_image(m.id, it->name);
+            if (!pre) {
+                rep.failures.push_back("libvirt domain " + it->name + ": its pre-image is unreadable; define it by hand from "
+                                       + shown(fs, Journal::domain_pre_image_path(m.id, it->name)));
+                continue;
+            }
+            dc.before_xml = std::move(*pre);
+        }
+        if (domains == nullptr || !domains->restore) {
+            rep.failures.push_back("libvirt domain " + it->name + ": cannot restore it in this build; "
+                                   + (it->had_before ? "virsh define " + shown(fs, Journal::domain_pre_image_path(m.id, it->name))
+                                                     : "virsh undefine " + it->name));
+            continue;
+        }
+        emit(progress, "restoring libvirt domain " + it->name);
+        if (auto r = domains->restore(dc); !r) {
+            rep.failures.push_back("libvirt domain " + it->name + ": " + r.error().what());
+        }
+    }
+    if (m.commands_started) {
+        std::size_t n = 0;
+        for (const auto& cmd : m.commands) {
+            if (!rerun_after_restore(cmd.argv)) {
+                rep.not_undone.push_back(util::shell_quote(cmd.argv));
+                continue;
+            }
+            ++n;
+            emit(progress, "re-running " + util::shell_quote(cmd.argv));
+            auto result = runner.run(cmd.argv);
+            if (!result || result->exit_code != 0) {
+                rep.failures.push_back(util::shell_quote(cmd.argv) + ": "
+                                       + (result ? "exit code " + std::to_string(result->exit_code) : std::string(result.error().what()))
+                                       + "; run it by hand once the files above are restored");
+            }
+        }
+        rep.commands_rerun = n > 0;
+    }
+    m.state = rep.failures.empty() ? GenerationState::rolled_back : GenerationState::restore_failed;
+    m.manual_steps = rep.failures;
+    m.finished = utc_now();
+    if (auto r = journal.save(m); !r) {
+        // The files are what matters; a stale "pending" only makes the next
+        // command offer the (idempotent) restore again.
+        emit(progress, std::string("warning: cannot record the outcome in the journal: ") + r.error().what());
+    }
+    return rep;
+}
+
+Error rollback_failed_error(std::uint64_t id, std::string_view what, const RestoreReport& report)
+{
+    Error err(Errc::rollback_failed, std::string(what) + "; restoring generation " + std::to_string(id) + " failed too, so the host is half-changed");
+    for (const auto& f : report.failures) {
+        err.with_hint(f);
+    }
+    err.with_hint("after fixing these by hand, run 'passthru rollback' again to check (it skips files already restored)");
+    return err;
+}
+
+} // namespace passthru::apply
