@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// plan_network on a small host root (validation, staging, --apply-network and
+// the lock-out check) and the confirm/restore guard.
+#include <doctest/doctest.h>
+
+#include "../support/temp_dir.hpp"
+#include "apply/network_guard.hpp"
+#include "plan/network_plan.hpp"
+#include "plan/network_routes.hpp"
+#include "plan/planner.hpp"
+
+using namespace passthru;
+using passthru::test::TempDir;
+
+namespace {
+
+const char* k_fresh = "auto lo\niface lo inet loopback\n\niface enp66s0f0 inet manual\n\nauto vmbr0\niface vmbr0 inet static\n"
+                      "\taddress 192.168.1.252/24\n\tgateway 192.168.1.1\n\tbridge-ports enp66s0f0\n\tbridge-stp off\n"
+                      "\tbridge-fd 0\n\niface enp66s0f1 inet manual\n\n\nsource /etc/network/interfaces.d/*\n";
+
+// /proc/net/route with the default route and the connected subnet on vmbr0.
+const char* k_route_vmbr0 = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
+                            "vmbr0\t00000000\t0101A8C0\t0003\t0\t0\t0\t00000000\t0\t0\t0\n"
+                            "vmbr0\t0001A8C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n";
+const char* k_route_other = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
+                            "eno9\t00000000\t01000A0A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n";
+
+struct Host
+{
+    TempDir root;
+    scan::Inventory inventory;
+
+    Host()
+    {
+        root.write("etc/network/interfaces", k_fresh);
+        int fn = 0;
+        scan::PciDevice dev;
+        for (const char* nic : {"enp66s0f0", "enp66s0f1"}) {
+            const std::string addr = "0000:42:00." + std::to_string(fn++);
+            const std::string dev_dir = "sys/devices/pci0000:40/0000:40:03.1/" + addr;
+            root.write(dev_dir + "/net/" + nic + "/ifindex", "2\n");
+            root.symlink(std::string("sys/class/net/") + nic, "../../devices/pci0000:40/0000:40:03.1/" + addr + "/net/" + nic);
+            scan::PciDevice d;
+            d.address = *scan::PciAddress::parse(addr);
+            d.class_code = 0x020000;
+            d.net_interfaces = {nic};
+            inventory.devices.push_back(d);
+        }
+        // A NIC that is not on a PCI network function (a USB adapter, say).
+        root.write("sys/devices/virtual/net/usb0/ifindex", "5\n");
+        root.symlink("sys/class/net/usb0", "../../devices/virtual/net/usb0");
+    }
+
+    util::HostFs fs() const { return *util::HostFs::open(root.path()); }
+};
+
+plan::Request seed_request()
+{
+    plan::Request req;
+    plan::NetworkRequest net;
+    net.bond_slaves = {"enp66s0f0", "enp66s0f1"};
+    net.bond_mode = "balance-alb";
+    net.xmit_hash_policy = "layer2+3";
+    net.address = "192.168.1.252/24";
+    net.gateway = "192.168.1.1";
+    req.network = net;
+    return req;
+}
+
+plan::Plan run(const Host& host, const plan::Request& req)
+{
+    const auto fs = host.fs();
+    plan::DataDir data(fs, std::nullopt);
+    plan::PlanContext ctx{host.inventory, fs, data, req, {}};
+    plan::Plan p;
+    p.request = req;
+    plan::plan_network(ctx, p);
+    return p;
+}
+
+Errc usage_code(const Host& host, const plan::Request& req)
+{
+    try {
+        run(host, req);
+    } catch (const Error& e) {
+        return e.code();
+    }
+    return Errc::internal;
+}
+
+} // namespace
+
+TEST_SUITE("plan::plan_network")
+{
+    TEST_CASE("bad input is a usage error and nothing is planned")
+    {
+        Host host;
+        auto req = seed_request();
+        req.network->bond_slaves = {"enp66s0f0", "eth7"};
+        CHECK(usage_code(host, req) == Errc::usage);
+        req.network->bond_slaves = {"enp66s0f0", "usb0"}; // in /sys/class/net, not on a PCI network function
+        CHECK(usage_code(host, req) == Errc::usage);
+        req = seed_request();
+        req.network->bond_slaves = {"enp66s0f0", "enp66s0f0"};
+        CHECK(usage_code(host, req) == Errc::usage);
+        req = seed_request();
+        req.network->address = "192.168.1.252";
+        CHECK(usage_code(host, req) == Errc::usage);
+        req.network->address = "192.168.1.300/24";
+        CHECK(usage_code(host, req) == Errc::usage);
+        req.network->address = "192.168.1.0/24";
+        CHECK(usage_code(host, req) == Errc::usage);
+        req = seed_request();
+        req.network->gateway = "10.0.0.1";
+        CHECK(usage_code(host, req) == Errc::usage);
+        req.network->gateway = "fd00::1";
+        CHECK(usage_code(host, req) == Errc::usage);
+        req = seed_request();
+        req.network->bridge = "enp66s0f1";
+        CHECK(usage_code(host, req) == Errc::usage);
+        req = seed_request();
+        req.network->xmit_hash_policy = "layer9";
+        CHECK(usage_code(host, req) == Errc::usage);
+        req = seed_request();
+        req.network->confirm_timeout_seconds = 60; // without --apply-network
+        CHECK(usage_code(host, req) == Errc::usage);
+    }
+
+    TEST_CASE("staged in interfaces.new, read from interfaces")
+    {
+        Host host;
+        const auto p = run(host, seed_request());
+        REQUIRE_FALSE(p.refused());
+        REQUIRE(p.files.size() == 1);
+        CHECK(p.files[0].path == "/etc/network/interfaces.new");
+        CHECK(p.files[0].action == plan::FileAction::create);
+        CHECK_FALSE(p.files[0].before);
+        REQUIRE(p.files[0].after);
+        CHECK(p.files[0].after->find("\tbridge-ports bond0\n") != std::string::npos);
+        CHECK(p.commands.empty());
+        CHECK(host.root.read("etc/network/interfaces") == k_fresh); // planning writes nothing
+    }
+
+    TEST_CASE("an existing interfaces.new is the base, as in PVE")
+    {
+        Host host;
+        const std::string pending = std::string(k_fresh) + "\n# pending edit from the GUI\n";
+        host.root.write("etc/network/interfaces.new", pending);
+        const auto p = run(host, seed_request());
+        REQUIRE(p.files.size() == 1);
+        CHECK(p.files[0].action == plan::FileAction::modify);
+        CHECK(p.files[0].before == pending);
+        CHECK(p.files[0].after->find("# pending edit from the GUI\n") != std::string::npos);
+        bool warned = false;
+        for (const auto& w : p.warnings) {
+            warned = warned || w.find("not applied yet") != std::string::npos;
+        }
+        CHECK(warned);
+    }
+
+    TEST_CASE("a bridge defined in a sourced file is refused")
+    {
+        Host host;
+        host.root.write("etc/network/interfaces.d/vmbr0", "auto vmbr0\niface vmbr0 inet manual\n");
+        const auto p = run(host, seed_request());
+        REQUIRE(p.refused());
+        CHECK(p.refusals[0].message.find("/etc/network/interfaces.d/vmbr0") != std::string::npos);
+        CHECK(p.files.empty());
+    }
+
+    TEST_CASE("--apply-network touching the default route needs --confirm-timeout")
+    {
+        Host host;
+        host.root.write("proc/net/route", k_route_vmbr0);
+        auto req = seed_request();
+        req.network->apply = plan::ApplyNetwork::now;
+        auto p = run(host, req);
+        REQUIRE(p.refused());
+        CHECK(p.refusals[0].message.find("default route goes through vmbr0") != std::string::npos);
+        CHECK(p.files.empty());
+        CHECK(p.commands.empty());
+
+        req.network->confirm_timeout_seconds = 60;
+        p = run(host, req);
+        REQUIRE_FALSE(p.refused());
+        REQUIRE(p.files.size() == 1);
+        CHECK(p.files[0].path == "/etc/network/interfaces");
+        CHECK(p.files[0].before == std::string(k_fresh));
+        REQUIRE(p.commands.size() == 1);
+        CHECK(p.commands[0].argv == std::vector<std::string>{"ifreload", "-a"});
+    }
+
+    TEST_CASE("--apply-network away from the default route needs no guard; unreadable routes do (fail closed)")
+    {
+        Host host;
+        host.root.write("proc/net/route", k_route_other);
+        auto req = seed_request();
+        req.network->apply = plan::ApplyNetwork::now;
+        CHECK_FALSE(run(host, req).refused());
+        std::filesystem::remove(host.root.path() / "proc/net/route");
+        CHECK(run(host, req).refused());
+    }
+
+    TEST_CASE("--apply-network with a pending interfaces.new removes it")
+    {
+        Host host;
+        host.root.write("proc/net/route", k_route_other);
+        host.root.write("etc/network/interfaces.new", k_fresh);
+        auto req = seed_request();
+        req.network->apply = plan::ApplyNetwork::now;
+        const auto p = run(host, req);
+        REQUIRE(p.files.size() == 2);
+        CHECK(p.files[0].path == "/etc/network/interfaces");
+        CHECK(p.files[1].path == "/etc/network/interfaces.new");
+        CHECK(p.files[1].action == plan::FileAction::remove);
+    }
+}
+
+TEST_SUITE("plan::assess_lockout")
+{
+    TEST_CASE("the SSH session's server address on a touched interface")
+    {
+        Host host;
+        host.root.write("proc/net/route", k_route_other);
+        const auto fs = host.fs();
+        const auto file = util::InterfacesFile::parse(k_fresh);
+        const std::vector<std::string> touched{"enp66s0f0", "enp66s0f1", "bond0", "vmbr0"};
+        CHECK_FALSE(plan::assess_lockout(fs, file, touched, std::nullopt).guard_needed);
+        const auto r = plan::assess_lockout(fs, file, touched, std::string("192.168.1.20 51234 192.168.1.252 22"));
+        CHECK(r.guard_needed);
+        REQUIRE_FALSE(r.reasons.empty());
+        CHECK(r.reasons[0].find("192.168.1.252") != std::string::npos);
+        CHECK_FALSE(plan::assess_lockout(fs, file, touched, std::string("10.10.0.20 51234 10.10.0.5 22")).guard_needed);
+    }
+
+    TEST_CASE("/proc/net/route and ipv6_route parsing")
+    {
+        const auto routes = plan::parse_routes(k_route_vmbr0,
+                                               "00000000000000000000000000000000 00 00000000000000000000000000000000 00 "
+                                               "fe800000000000000000000000000001 00000400 00000001 00000000 00000003 vmbr0\n"
+                                               "00000000000000000000000000000000 00 00000000000000000000000000000000 00 "
+                                               "00000000000000000000000000000000 ffffffff 00000001 00000000 00200200 lo\n");
+        REQUIRE(routes.size() == 3);
+        CHECK(routes[0].is_default);
+        CHECK(routes[1].destination.prefix == 24);
+        CHECK(plan::to_string(routes[1].destination.address) == "192.168.1.0");
+        CHECK(routes[2].is_default);
+        CHECK(routes[2].iface == "vmbr0");
+    }
+}
+
+TEST_SUITE("apply::network_guard")
+{
+    struct FakeTime
+    {
+        std::chrono::steady_clock::time_point t{};
+        apply::GuardHooks hooks(std::function<void()> on_sleep = {})
+        {
+            apply::GuardHooks h;
+            h.now = [this] { return t; };
+            h.sleep = [this, on_sleep](std::chrono::milliseconds d) {
+                t += d;
+                if (on_sleep) {
+                    on_sleep();
+                }
+            };
+            return h;
+        }
+    };
+
+    TEST_CASE("without confirm the previous file is restored and ifreload -a runs again")
+    {
+        TempDir root;
+        root.write("etc/network/interfaces", "new config\n");
+        root.write("etc/network/interfaces.new", "");
+        std::filesystem::remove(root.path() / "etc/network/interfaces.new");
+        auto fs = *util::HostFs::open(root.path());
+        util::CommandRunner runner(util::RunMode::record);
+        REQUIRE(runner.run({"ifreload", "-a"})); // what apply runs after writing the files
+        apply::NetworkGuardSpec spec;
+        spec.previous = {{"/etc/network/interfaces.new", std::string("pending\n")}, {"/etc/network/interfaces", std::string("old config\n")}};
+        FakeTime time;
+        const auto out = apply::run_network_guard(fs, runner, spec, std::chrono::seconds(30), time.hooks());
+        REQUIRE(out);
+        CHECK(*out == apply::GuardOutcome::restored);
+        CHECK(root.read("etc/network/interfaces") == "old config\n");
+        CHECK(root.read("etc/network/interfaces.new") == "pending\n");
+        REQUIRE(runner.recorded().size() == 2);
+        CHECK(runner.recorded()[1] == std::vector<std::string>{"ifreload", "-a"});
+        CHECK_FALSE(fs.exists(apply::k_confirm_pending));
+        // Waited the whole timeout, not less.
+        CHECK(time.t >= std::chrono::steady_clock::time_point{} + std::chrono::seconds(30));
+    }
+
+    TEST_CASE("with confirm the new file stays")
+    {
+        TempDir root;
+        root.write("etc/network/interfaces", "new config\n");
+        auto fs = *util::HostFs::open(root.path());
+        util::CommandRunner runner(util::RunMode::record);
+        REQUIRE(runner.run({"ifreload", "-a"}));
+        apply::NetworkGuardSpec spec;
+        spec.previous = {{"/etc/network/interfaces", std::string("old config\n")}};
+        FakeTime time;
+        int sleeps = 0;
+        auto hooks = time.hooks([&] {
+            if (++sleeps == 4) {
+                // `passthru confirm` from another connection.
+                auto c = apply::confirm_network(fs, std::string("10.0.0.9 40000 192.168.1.252 22"));
+                REQUIRE(c);
+            }
+        });
+        const auto out = apply::run_network_guard(fs, runner, spec, std::chrono::seconds(30), hooks);
+        REQUIRE(out);
+        CHECK(*out == apply::GuardOutcome::confirmed);
+        CHECK(root.read("etc/network/interfaces") == "new config\n");
+        CHECK(runner.recorded().size() == 1);
+        CHECK_FALSE(fs.exists(apply::k_confirm_pending));
+        CHECK_FALSE(fs.exists(apply::k_confirm_ok));
+    }
+
+    TEST_CASE("confirm refuses when nothing waits and from the applying connection")
+    {
+        TempDir root;
+        auto fs = *util::HostFs::open(root.path());
+        auto none = apply::confirm_network(fs, std::nullopt);
+        REQUIRE_FALSE(none);
+        CHECK(none.error().code() == Errc::not_found);
+        root.write("var/lib/passthru/network-confirm.pending",
+                   "token=abc\ndeadline=99999999999\nssh=10.0.0.9 40000 192.168.1.252 22\n");
+        auto same = apply::confirm_network(fs, std::string("10.0.0.9 40000 192.168.1.252 22"));
+        REQUIRE_FALSE(same);
+        CHECK(same.error().code() == Errc::precondition);
+        REQUIRE(apply::confirm_network(fs, std::string("10.0.0.9 40001 192.168.1.252 22")));
+        CHECK(root.read("var/lib/passthru/network-confirm.ok") == "abc\n");
+    }
+
+    TEST_CASE("the guard spec comes from the plan's network file changes")
+    {
+        plan::Plan p;
+        p.files.push_back({"/etc/modprobe.d/x.conf", plan::FileAction::create, std::nullopt, "x", std::nullopt, 0644, {}});
+        p.files.push_back({"/etc/network/interfaces", plan::FileAction::modify, "old", "new", std::nullopt, 0644, {}});
+        const auto spec = apply::network_guard_spec(p);
+        REQUIRE(spec.previous.size() == 1);
+        CHECK(spec.previous[0].first == "/etc/network/interfaces");
+        CHECK(spec.previous[0].second == "old");
+    }
+}
