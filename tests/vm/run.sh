@@ -34,7 +34,7 @@ die() {
 log() { echo "[vm] $*"; }
 
 usage() {
-    sed -n '6,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '7,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 while [ $# -gt 0 ]; do
