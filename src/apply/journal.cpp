@@ -137,6 +137,7 @@ json to_json(const Manifest& m)
                 {"finished", m.finished.empty() ? json(nullptr) : json(m.finished)},
                 {"passthru_version", m.version},
                 {"request", m.request},
+                {"gpus", m.gpus},
                 {"undoes", m.undoes},
                 {"files", std::move(files)},
                 {"created_dirs", m.created_dirs},
@@ -169,6 +170,7 @@ Result<Manifest> manifest_from_json(const json& doc)
         m.finished = get_opt_string(doc, "finished").value_or("");
         m.version = doc.value("passthru_version", "");
         m.request = doc.value("request", json(nullptr));
+        m.gpus = doc.value("gpus", json::array());
         m.undoes = doc.value("undoes", std::vector<std::uint64_t>{});
         for (const auto& f : doc.at("files")) {
             JournalFile jf;

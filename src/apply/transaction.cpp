@@ -94,6 +94,9 @@ TransactionSpec spec_from_plan(const plan::Plan& plan, nlohmann::json request)
     TransactionSpec spec;
     spec.kind = GenerationKind::apply;
     spec.request = std::move(request);
+    for (const auto& g : plan.gpus) {
+        spec.gpus.push_back({{"slot", g.slot}, {"functions", g.functions}, {"iommu_groups", g.iommu_groups}});
+    }
     for (const auto& fc : plan.files) {
         Change c;
         c.path = fc.path;
@@ -146,6 +149,7 @@ TransactionReport run_transaction(const Journal& journal,
     m.state = GenerationState::pending;
     m.created = utc_now();
     m.request = spec.request;
+    m.gpus = spec.gpus;
     m.undoes = spec.undoes;
     for (const auto& c : spec.files) {
         if (c.path.empty() || c.path.front() != '/' || !seen.insert(c.path).second) {
@@ -294,6 +298,10 @@ TransactionReport run_transaction(const Journal& journal,
             }
         }
         runner.set_line_sink({});
+        if (spec.before_commit) {
+            check(util::fault::check("before-commit", "guard"));
+            check(spec.before_commit());
+        }
         // 6. Commit.
         m.state = GenerationState::committed;
         m.finished = utc_now();

@@ -61,11 +61,16 @@ struct TransactionSpec
 {
     GenerationKind kind = GenerationKind::apply;
     nlohmann::json request;              // stored in the manifest (apply)
+    nlohmann::json gpus = nlohmann::json::array(); // the selected cards, for verify
     std::vector<std::uint64_t> undoes;   // rollback: generations it undoes
     std::vector<Change> files;
     std::vector<plan::PlannedCommand> commands;
     std::vector<plan::DomainChange> domains;
     std::vector<std::string> remove_dirs; // rollback: directories to remove when empty, deepest first
+    // Runs after the last after-step, before the commit; an error undoes the
+    // whole transaction. The network lock-out guard (apply/network_guard.hpp)
+    // goes here: it waits for `passthru confirm` after `ifreload -a`.
+    std::function<Result<void>()> before_commit;
 };
 
 struct TransactionReport

@@ -1,14 +1,234 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Placeholder until the apply command lands; it refuses instead of pretending.
+// passthru apply: make the planned changes as one journaled transaction
+// (apply/transaction.hpp). --dry-run prints exactly what `plan` prints and
+// writes nothing at all (no journal, no lock). With --plan FILE it applies a
+// plan saved by `plan --out`, refusing (exit 1, "replan") when any target
+// file changed since; without it, it plans afresh from the request options.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "apply/journal.hpp"
+#include "apply/network_guard.hpp"
+#include "apply/rollback.hpp"
+#include "apply/transaction.hpp"
+#include "cli/apply_common.hpp"
 #include "cli/commands.hpp"
+#include "cli/plan_render.hpp"
+#include "cli/request_options.hpp"
+#include "plan/plan_json.hpp"
+#include "plan/planner.hpp"
+#include "scan/scanner.hpp"
+#include "util/sha256.hpp"
+#include "util/strings.hpp"
 
 namespace passthru::cli {
 
-void apply_options(po::options_description& /*options*/) {}
+namespace {
 
-int run_apply(Context& /*ctx*/, const po::variables_map& /*vm*/)
+plan::Plan load_saved_plan(const std::string& file)
 {
-    throw Error(Errc::internal, "the 'apply' command is not built yet");
+    // The saved plan lives on this machine (plan --out), not under --root.
+    std::ifstream in(file, std::ios::binary);
+    if (!in) {
+        throw Error(Errc::usage, "--plan " + file + ": cannot read the file")
+            .with_hint("save a plan with 'passthru plan ... --out FILE'");
+    }
+    std::stringstream buf;
+    buf << in.rdbuf();
+    auto doc = nlohmann::json::parse(buf.str(), nullptr, false);
+    if (doc.is_discarded()) {
+        throw Error(Errc::usage, "--plan " + file + ": not a JSON document");
+    }
+    auto p = plan::plan_from_json(doc);
+    if (!p) {
+        throw Error(Errc::usage, "--plan " + file + ": " + p.error().what());
+    }
+    return std::move(*p);
+}
+
+// A saved plan is only valid for the files it was made from (terraform's
+// saved-plan rule): every before_sha256 must still match.
+void check_not_stale(const Context& ctx, const plan::Plan& p, const std::string& file)
+{
+    std::vector<std::string> changed;
+    for (const auto& f : p.files) {
+        const auto info = ctx.fs.stat(f.path);
+        std::optional<std::string> sha;
+        if (info.type == util::FileType::regular) {
+            auto text = ctx.fs.read_file(f.path);
+            if (text) {
+                sha = util::sha256_hex(*text);
+            }
+        } else if (info.type != util::FileType::missing) {
+            sha = "not a regular file";
+        }
+        std::optional<std::string> want = f.before_sha256;
+        if (!want && f.before) {
+            want = util::sha256_hex(*f.before);
+        }
+        if (sha != want) {
+            changed.push_back(f.path);
+        }
+    }
+    if (!changed.empty()) {
+        throw Error(Errc::conflict, "the saved plan " + file + " is stale: " + util::join(changed, ", ")
+                                        + " changed since it was made")
+            .with_hint("replan: run 'passthru plan ... --out " + file + "' again, review it, then apply it");
+    }
+}
+
+enum class Answer
+{
+    yes,
+    no,
+};
+
+Answer ask_confirmation(const Context& ctx)
+{
+    if (::isatty(STDIN_FILENO) == 0) {
+        throw Error(Errc::usage, "refusing to apply without confirmation: standard input is not a terminal")
+            .with_hint("review the plan above, then run again with --yes");
+    }
+    std::fprintf(stderr, "Apply these changes to %s? [y/N] ", ctx.fs.is_live() ? "this host" : ctx.fs.root().c_str());
+    std::fflush(stderr);
+    std::string line;
+    if (!std::getline(std::cin, line)) {
+        return Answer::no;
+    }
+    return (line == "y" || line == "Y" || line == "yes") ? Answer::yes : Answer::no;
+}
+
+} // namespace
+
+void apply_options(po::options_description& options)
+{
+    add_request_options(options);
+    options.add_options()
+        ("plan", po::value<std::string>(), "apply the plan saved by 'passthru plan --out FILE' (refused if the host changed since)")
+        ("dry-run", "show the diffs and commands, as 'plan' does, and write nothing")
+        ("yes,y", "do not ask for confirmation (needed when standard input is not a terminal)");
+}
+
+int run_apply(Context& ctx, const po::variables_map& vm)
+{
+    const bool dry_run = vm.count("dry-run") != 0U;
+    const bool saved = vm.count("plan") != 0U;
+    if (saved && has_request_options(vm)) {
+        throw Error(Errc::usage, "--plan FILE and the request options (--vm, --gpus, ...) exclude each other")
+            .with_hint("the saved plan already holds its request");
+    }
+    if (!dry_run) {
+        require_root(ctx, "apply");
+    }
+
+    const apply::Journal journal(ctx.fs);
+    if (auto m = apply::find_interrupted(journal)) {
+        Error err(Errc::precondition, "generation " + std::to_string(m->id) + " was interrupted and may have left the host half-changed");
+        err.with_hint("run 'passthru rollback' to restore it first, then plan again");
+        if (!dry_run) {
+            throw err;
+        }
+        print_warning(ctx, err.what());
+    }
+
+    plan::Plan p;
+    std::string plan_file;
+    if (saved) {
+        plan_file = vm["plan"].as<std::string>();
+        p = load_saved_plan(plan_file);
+    } else {
+        const plan::Request request = parse_request(vm);
+        if (request.vm.empty() || request.gpus.empty()) {
+            throw Error(Errc::usage, "give the request (--vm and --gpus) or a saved plan (--plan FILE)")
+                .with_hint("e.g. passthru apply --vm 101 --gpus all --dry-run");
+        }
+        auto inventory = scan::scan_host(ctx.fs, ctx.runner);
+        if (!inventory) {
+            throw inventory.error();
+        }
+        const plan::DataDir data(ctx.fs, ctx.global.data_dir);
+        auto made = plan::make_plan(*inventory, ctx.fs, data, request);
+        if (!made) {
+            throw made.error();
+        }
+        p = std::move(*made);
+    }
+
+    // Exactly what `plan` prints.
+    std::fputs(render_plan(p, RenderOptions{ctx.color_out, true}).c_str(), stdout);
+    std::fflush(stdout);
+    if (p.refused()) {
+        std::fprintf(stderr, "passthru: error: refused: %s\n", p.refusals.front().message.c_str());
+        return exit_code::refused;
+    }
+    if (saved) {
+        check_not_stale(ctx, p, plan_file);
+    }
+    if (p.empty()) {
+        std::printf("Nothing to do: the host already matches the plan (no generation created).\n");
+        return exit_code::ok;
+    }
+    if (dry_run) {
+        // stderr, so that stdout is byte for byte what `plan` printed.
+        print_note(ctx, "dry run: nothing was written");
+        return exit_code::ok;
+    }
+    if (vm.count("yes") == 0U && ask_confirmation(ctx) == Answer::no) {
+        std::fprintf(stderr, "passthru: not applied; nothing was written\n");
+        return exit_code::error;
+    }
+
+    auto lock = journal.lock();
+    if (!lock) {
+        throw lock.error();
+    }
+    // Checked again under the lock: another passthru may have just died.
+    if (auto m = apply::find_interrupted(journal)) {
+        throw Error(Errc::precondition, "generation " + std::to_string(m->id) + " was interrupted and may have left the host half-changed")
+            .with_hint("run 'passthru rollback' to restore it first, then plan again");
+    }
+
+    apply::TransactionSpec spec = apply::spec_from_plan(p, plan::request_to_json(p.request));
+    if (apply::network_guard_wanted(p)) {
+        // The lock-out guard: after `ifreload -a`, wait for `passthru confirm`
+        // from a new connection; without it the guard puts the network files
+        // back, and the error undoes the rest of the transaction.
+        const auto guard_spec = apply::network_guard_spec(p);
+        const auto timeout = std::chrono::seconds(*p.request.network->confirm_timeout_seconds);
+        spec.before_commit = [&ctx, guard_spec, timeout]() -> Result<void> {
+            apply::GuardHooks hooks;
+            hooks.message = [&ctx](std::string_view text) { print_note(ctx, text); };
+            const char* ssh = std::getenv("SSH_CONNECTION");
+            apply::NetworkGuardSpec s = guard_spec;
+            if (ssh != nullptr && ctx.fs.is_live()) {
+                s.ssh_connection = ssh;
+            }
+            auto outcome = apply::run_network_guard(ctx.fs, ctx.runner, s, timeout, hooks);
+            if (!outcome) {
+                return tl::unexpected(outcome.error());
+            }
+            if (*outcome == apply::GuardOutcome::restored) {
+                return fail(Errc::io, "the network change was not confirmed within " + std::to_string(timeout.count()) + " s");
+            }
+            return {};
+        };
+    }
+
+    const auto report = apply::run_transaction(journal, ctx.runner, spec, cli_progress(ctx), &libvirt_hooks());
+    print_recorded_commands(ctx);
+    std::printf("Applied as generation %llu: %zu file(s) written, %zu after-step(s) %s.\n",
+                static_cast<unsigned long long>(report.generation), report.written.size(), report.commands.size(),
+                ctx.runner.mode() == util::RunMode::record ? "recorded" : "run");
+    std::printf("Undo with: passthru rollback%s\n", ctx.fs.is_live() ? "" : (" --root " + ctx.fs.root().string()).c_str());
+    for (const auto& note : p.notes) {
+        std::printf("note: %s\n", note.c_str());
+    }
+    return exit_code::ok;
 }
 
 } // namespace passthru::cli

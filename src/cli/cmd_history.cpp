@@ -1,14 +1,108 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Placeholder until the history command lands; it refuses instead of pretending.
+// passthru history [--json]: the generations under <root>/var/lib/passthru.
+#include <cstdio>
+#include <map>
+
+#include "apply/journal.hpp"
+#include "apply/rollback.hpp"
 #include "cli/commands.hpp"
+#include "util/strings.hpp"
 
 namespace passthru::cli {
 
-void history_options(po::options_description& /*options*/) {}
+namespace {
 
-int run_history(Context& /*ctx*/, const po::variables_map& /*vm*/)
+std::string request_text(const nlohmann::json& req)
 {
-    throw Error(Errc::internal, "the 'history' command is not built yet");
+    if (!req.is_object()) {
+        return "";
+    }
+    if (req.contains("rollback_to_before")) {
+        return "back to before generation " + req["rollback_to_before"].dump();
+    }
+    std::string out;
+    auto add = [&](const char* key, const char* flag) {
+        if (req.contains(key) && req[key].is_string() && !req[key].get<std::string>().empty()) {
+            out += std::string(out.empty() ? "" : " ") + flag + " " + req[key].get<std::string>();
+        }
+    };
+    add("vm", "--vm");
+    add("gpus", "--gpus");
+    if (req.contains("backend") && req["backend"] == "libvirt") {
+        out += " --backend libvirt";
+    }
+    if (req.contains("network") && req["network"].is_object()) {
+        out += " (+network)";
+    }
+    return out;
+}
+
+} // namespace
+
+void history_options(po::options_description& options)
+{
+    options.add_options()("json", "print the generations as one JSON document (schema passthru.history/1)");
+}
+
+int run_history(Context& ctx, const po::variables_map& vm)
+{
+    const apply::Journal journal(ctx.fs);
+    std::vector<std::string> errors;
+    const auto all = journal.load_all(&errors);
+    std::map<std::uint64_t, std::uint64_t> undone_by;
+    for (const auto& m : all) {
+        if (m.kind == apply::GenerationKind::rollback && m.state == apply::GenerationState::committed) {
+            for (auto id : m.undoes) {
+                undone_by[id] = m.id;
+            }
+        }
+    }
+    const bool running = journal.locked_by_other();
+    if (vm.count("json") != 0U) {
+        nlohmann::json gens = nlohmann::json::array();
+        for (const auto& m : all) {
+            auto j = apply::to_json(m);
+            j["undone_by"] = undone_by.count(m.id) != 0U ? nlohmann::json(undone_by[m.id]) : nlohmann::json(nullptr);
+            gens.push_back(std::move(j));
+        }
+        nlohmann::json doc{{"schema", "passthru.history/1"}, {"generations", std::move(gens)}, {"errors", errors}};
+        std::fputs((doc.dump(2) + "\n").c_str(), stdout);
+        return errors.empty() ? exit_code::ok : exit_code::error;
+    }
+    if (all.empty() && errors.empty()) {
+        std::printf("No generations: passthru has not changed this host.\n");
+        return exit_code::ok;
+    }
+    util::TextTable table;
+    table.add_row({"GEN", "TIME", "KIND", "STATE", "FILES", "REQUEST"});
+    for (const auto& m : all) {
+        std::string state(apply::to_string(m.state));
+        if (undone_by.count(m.id) != 0U) {
+            state += " (undone by " + std::to_string(undone_by[m.id]) + ")";
+        }
+        if (m.state == apply::GenerationState::pending) {
+            state += running ? " (running)" : " (interrupted)";
+        }
+        std::string kind(apply::to_string(m.kind));
+        table.add_row({std::to_string(m.id), m.created, kind, state, std::to_string(m.files.size()), request_text(m.request)});
+    }
+    std::fputs(table.render().c_str(), stdout);
+    for (const auto& m : all) {
+        std::printf("\ngeneration %llu:\n", static_cast<unsigned long long>(m.id));
+        for (const auto& f : m.files) {
+            std::printf("  %-6s %s\n", std::string(apply::to_string(f.action)).c_str(), f.path.c_str());
+        }
+        for (const auto& c : m.commands) {
+            std::printf("  run    %s  [%s]\n", util::shell_quote(c.argv).c_str(), c.status.c_str());
+        }
+        if (!m.error.empty()) {
+            std::printf("  error: %s\n", m.error.c_str());
+        }
+    }
+    for (const auto& e : errors) {
+        print_warning(ctx, e);
+    }
+    return errors.empty() ? exit_code::ok : exit_code::error;
 }
 
 } // namespace passthru::cli

@@ -1,14 +1,112 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Placeholder until the rollback command lands; it refuses instead of pretending.
+// passthru rollback [--to N] [--force]: first undoes an interrupted
+// generation if there is one (crash recovery); otherwise undoes the newest
+// active generation, or with --to N every active generation from N on, as a
+// new journaled generation of kind "rollback" (apply/rollback.hpp).
+#include <cstdio>
+
+#include "apply/journal.hpp"
+#include "apply/rollback.hpp"
+#include "apply/transaction.hpp"
+#include "cli/apply_common.hpp"
 #include "cli/commands.hpp"
+#include "util/strings.hpp"
 
 namespace passthru::cli {
 
-void rollback_options(po::options_description& /*options*/) {}
-
-int run_rollback(Context& /*ctx*/, const po::variables_map& /*vm*/)
+void rollback_options(po::options_description& options)
 {
-    throw Error(Errc::internal, "the 'rollback' command is not built yet");
+    options.add_options()
+        ("to", po::value<std::uint64_t>(), "restore the host to how it was before generation N (undoes N and every later one)")
+        ("force", "roll back even files that were changed by hand since they were applied (the edits are kept in the new generation)")
+        ("dry-run", "show what would be restored and write nothing")
+        ("yes,y", "accepted for symmetry with apply; rollback does not ask");
+}
+
+int run_rollback(Context& ctx, const po::variables_map& vm)
+{
+    const bool dry_run = vm.count("dry-run") != 0U;
+    if (!dry_run) {
+        require_root(ctx, "rollback");
+    }
+    const apply::Journal journal(ctx.fs);
+    if (journal.ids().empty()) {
+        throw Error(Errc::not_found, "nothing to roll back: no generation was ever recorded under "
+                                         + (ctx.fs.root() / std::string(apply::k_generations_dir).substr(1)).string());
+    }
+    std::optional<util::HostLock> lock;
+    if (!dry_run) {
+        auto l = journal.lock();
+        if (!l) {
+            throw l.error();
+        }
+        lock = std::move(*l);
+    }
+
+    // Crash recovery comes first: an interrupted generation is undone by
+    // itself (no new generation; it is marked rolled-back).
+    if (auto m = apply::find_interrupted(journal)) {
+        std::printf("Generation %llu (%s, started %s) was interrupted (%s): restoring its %zu file(s).\n",
+                    static_cast<unsigned long long>(m->id), std::string(apply::to_string(m->kind)).c_str(), m->created.c_str(),
+                    std::string(apply::to_string(m->state)).c_str(), m->files.size());
+        if (vm.count("to") != 0U) {
+            print_note(ctx, "--to is ignored until the interrupted generation is undone; run rollback again afterwards");
+        }
+        if (dry_run) {
+            for (auto it = m->files.rbegin(); it != m->files.rend(); ++it) {
+                std::printf("  %s %s\n", it->before_sha256 ? "restore" : "remove ", it->path.c_str());
+            }
+            std::printf("Dry run: nothing was written.\n");
+            return exit_code::ok;
+        }
+        auto report = apply::restore_generation(journal, ctx.runner, *m, cli_progress(ctx), &libvirt_hooks());
+        print_recorded_commands(ctx);
+        if (!report.failures.empty()) {
+            throw apply::rollback_failed_error(m->id, "generation " + std::to_string(m->id) + " was interrupted", report);
+        }
+        for (const auto& n : report.not_undone) {
+            print_warning(ctx, "not undone automatically: " + n);
+        }
+        std::printf("Restored: %zu file(s) put back; generation %llu is now rolled-back.\n", report.restored.size(),
+                    static_cast<unsigned long long>(m->id));
+        return exit_code::ok;
+    }
+
+    std::optional<std::uint64_t> to;
+    if (vm.count("to") != 0U) {
+        to = vm["to"].as<std::uint64_t>();
+    }
+    const auto force = vm.count("force") != 0U ? apply::Force::yes : apply::Force::no;
+    auto rb = apply::plan_rollback(journal, to, force);
+    std::vector<std::string> ids;
+    for (auto id : rb.undoes) {
+        ids.push_back(std::to_string(id));
+    }
+    std::printf("Rolling back generation%s %s:\n", ids.size() == 1 ? "" : "s", util::join(ids, ", ").c_str());
+    for (const auto& c : rb.spec.files) {
+        std::printf("  %s %s\n", c.action == apply::FileAction::remove ? "remove " : "restore", c.path.c_str());
+    }
+    for (const auto& c : rb.spec.commands) {
+        std::printf("  then: %s\n", util::shell_quote(c.argv).c_str());
+    }
+    for (const auto& d : rb.drifted) {
+        print_warning(ctx, d + " was changed since it was applied; --force rolls it back anyway (its current content is kept in the journal)");
+    }
+    for (const auto& n : rb.not_undone) {
+        print_warning(ctx, "not undone automatically: " + n);
+    }
+    if (dry_run) {
+        std::printf("Dry run: nothing was written.\n");
+        return exit_code::ok;
+    }
+    const auto report = apply::run_transaction(journal, ctx.runner, rb.spec, cli_progress(ctx), &libvirt_hooks());
+    print_recorded_commands(ctx);
+    std::printf("Rolled back as generation %llu: %zu file(s) restored.\n", static_cast<unsigned long long>(report.generation),
+                report.written.size());
+    if (!report.written.empty()) {
+        std::printf("note: reboot so the restored kernel command line and initramfs take effect\n");
+    }
+    return exit_code::ok;
 }
 
 } // namespace passthru::cli

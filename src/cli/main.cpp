@@ -5,6 +5,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "cli/apply_common.hpp"
 #include "cli/commands.hpp"
 #include "cli/help.hpp"
 #include "util/error.hpp"
@@ -126,6 +127,7 @@ int run(int argc, char** argv)
     }
     ctx.color_out = util::use_color(stdout, options.color);
     ctx.color_err = util::use_color(stderr, options.color);
+    notice_interrupted(ctx, command->name); // a kill -9 mid-apply is reported by every command
     return command->run(ctx, vm);
 }
 

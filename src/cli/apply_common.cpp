@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "cli/apply_common.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "apply/libvirt_apply.hpp"
+#include "apply/rollback.hpp"
+
+namespace passthru::cli {
+
+void require_root(const Context& ctx, std::string_view command)
+{
+    if (ctx.fs.is_live() && ::geteuid() != 0) {
+        throw Error(Errc::usage, "'passthru " + std::string(command) + "' changes the host and must run as root")
+            .with_hint("run it with sudo, or give --root DIR to work on a copy of a host tree");
+    }
+}
+
+apply::Progress cli_progress(const Context& ctx)
+{
+    apply::Progress p;
+    const bool color = ctx.color_err;
+    p.step = [color](std::string_view step) {
+        std::fprintf(stderr, "passthru: %s\n", util::styled(step, util::Style::bold, color).c_str());
+        std::fflush(stderr);
+    };
+    p.output = [](std::string_view line) {
+        std::fprintf(stderr, "  | %.*s\n", static_cast<int>(line.size()), line.data());
+        std::fflush(stderr);
+    };
+    return p;
+}
+
+void notice_interrupted(const Context& ctx, std::string_view command)
+{
+    if (command == "apply" || command == "rollback") {
+        return;
+    }
+    const apply::Journal journal(ctx.fs);
+    auto m = apply::find_interrupted(journal);
+    if (!m) {
+        return;
+    }
+    const std::string id = std::to_string(m->id);
+    if (m->state == apply::GenerationState::pending) {
+        print_warning(ctx, "generation " + id + " (" + std::string(apply::to_string(m->kind)) + ", started " + m->created
+                               + ") was interrupted and may have left the host half-changed");
+        std::fputs("hint: run 'passthru rollback' to restore every file it touched\n", stderr);
+    } else {
+        print_warning(ctx, "generation " + id + " could not be restored automatically: the host needs attention");
+        for (const auto& step : m->manual_steps) {
+            std::fprintf(stderr, "hint: %s\n", step.c_str());
+        }
+        std::fputs("hint: then run 'passthru rollback' to check and finish the restore\n", stderr);
+    }
+}
+
+const apply::DomainHooks& libvirt_hooks()
+{
+    static const apply::DomainHooks hooks{
+        [](const std::string& uri, const std::string& xml) { return apply::define_domain_xml(uri, xml); },
+        [](const plan::DomainChange& change) { return apply::restore_domain(change); },
+    };
+    return hooks;
+}
+
+void print_recorded_commands(const Context& ctx)
+{
+    if (ctx.runner.mode() != util::RunMode::record || ctx.runner.recorded().empty()) {
+        return;
+    }
+    std::printf("Commands recorded, not run (--root %s):\n", ctx.fs.root().c_str());
+    for (const auto& argv : ctx.runner.recorded()) {
+        std::printf("  %s\n", util::shell_quote(argv).c_str());
+    }
+}
+
+} // namespace passthru::cli

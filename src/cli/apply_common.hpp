@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// What apply, rollback, history and verify share in the CLI: the root check,
+// the progress display, the notice about an interrupted generation.
+#pragma once
+
+#include <string_view>
+
+#include "apply/transaction.hpp"
+#include "cli/commands.hpp"
+
+namespace passthru::cli {
+
+// On the live root, changing the host needs euid 0: otherwise an
+// Errc::usage error (exit 2) before anything is read or written.
+void require_root(const Context& ctx, std::string_view command);
+
+// Steps as "passthru: STEP" lines on stderr; command output (live) as
+// "  | LINE" so update-initramfs's minutes of work are visible.
+apply::Progress cli_progress(const Context& ctx);
+
+// Called by main before every command: when a generation was interrupted (a
+// kill -9, a power cut) and nobody is working on it, say so and how to undo
+// it. apply and rollback handle it themselves, so they are skipped.
+void notice_interrupted(const Context& ctx, std::string_view command);
+
+// The libvirt seam for the transaction (apply/libvirt_apply.*).
+const apply::DomainHooks& libvirt_hooks();
+
+// Prints the commands the runner recorded instead of running (under --root).
+void print_recorded_commands(const Context& ctx);
+
+} // namespace passthru::cli
