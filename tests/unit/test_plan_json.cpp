@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include <doctest/doctest.h>
+
+#include "plan/plan_json.hpp"
+#include "plan/planner.hpp"
+#include "../support/temp_dir.hpp"
+#include "util/sha256.hpp"
+
+using namespace passthru;
+
+namespace {
+
+plan::Plan sample_plan()
+{
+    plan::Plan p;
+    p.request.vm = "101";
+    p.request.vmid = 101;
+    p.request.gpus = "all";
+    p.request.acs_override = plan::AcsOverride::yes;
+    p.request.network = plan::NetworkRequest{};
+    p.request.network->bond_slaves = {"enp1s0", "enp2s0"};
+    p.request.network->address = "192.168.1.2/24";
+    plan::FileChange create;
+    create.path = "/etc/modprobe.d/passthru-vfio.conf";
+    create.action = plan::FileAction::create;
+    create.after = "options vfio-pci ids=10de:1e07\n";
+    create.reasons = {"binds by id"};
+    plan::FileChange modify;
+    modify.path = "/etc/default/grub";
+    modify.action = plan::FileAction::modify;
+    modify.before = "A=\"quiet amd_iommu=on\"\n";
+    modify.before_sha256 = util::sha256_hex(*modify.before);
+    modify.after = "A=\"quiet\"\n";
+    modify.reasons = {"removes amd_iommu=on"};
+    plan::FileChange remove;
+    remove.path = "/etc/modprobe.d/vfio.conf";
+    remove.action = plan::FileAction::remove;
+    remove.before = "options vfio-pci ids=10de:1e84, 10de:10f8\n";
+    remove.before_sha256 = util::sha256_hex(*remove.before);
+    p.files = {create, modify, remove};
+    p.commands = {{{"update-initramfs", "-u", "-k", "all"}, "rebuild"}};
+    p.kernel_args = {{"iommu=pt"}, {"amd_iommu=on"}};
+    p.vfio_ids = {"10de:1e07"};
+    p.binding = "ids";
+    p.gpus = {{"0000:01:00", "RTX 2080 Ti", {"0000:01:00.0"}, {"10de:1e07"}, {12}, true}};
+    p.warnings = {"w"};
+    p.notes = {"n"};
+    return p;
+}
+
+} // namespace
+
+TEST_SUITE_BEGIN("plan::plan_json");
+
+TEST_CASE("a plan round-trips through passthru.plan/1")
+{
+    const auto p = sample_plan();
+    const auto doc = plan::plan_to_json(p);
+    CHECK(doc["schema"] == "passthru.plan/1");
+    CHECK(doc["files"][2]["action"] == "delete");
+    CHECK(doc["files"][2]["content"].is_null());
+    CHECK(doc["files"][0]["before_sha256"].is_null());
+    auto back = plan::plan_from_json(nlohmann::json::parse(doc.dump()));
+    REQUIRE(back);
+    CHECK(plan::plan_to_json(*back) == doc);
+    CHECK(back->files[1].before == p.files[1].before);
+    CHECK(back->request.network->bond_slaves == p.request.network->bond_slaves);
+    CHECK(back->request.acs_override == plan::AcsOverride::yes);
+    CHECK(back->gpus[0].boot_vga);
+}
+
+TEST_CASE("a tampered or foreign document is rejected with the field")
+{
+    auto doc = plan::plan_to_json(sample_plan());
+    SUBCASE("schema")
+    {
+        doc["schema"] = "passthru.plan/2";
+        CHECK_FALSE(plan::plan_from_json(doc));
+    }
+    SUBCASE("content no longer matches its hash")
+    {
+        doc["files"][0]["content"] = "options vfio-pci ids=10de:1e07, 10de:10f7\n";
+        const auto r = plan::plan_from_json(doc);
+        REQUIRE_FALSE(r);
+        CHECK(std::string(r.error().what()).find("files[0]") != std::string::npos);
+    }
+    SUBCASE("relative path")
+    {
+        doc["files"][0]["path"] = "etc/../../x";
+        CHECK_FALSE(plan::plan_from_json(doc));
+    }
+    SUBCASE("delete with content")
+    {
+        doc["files"][2]["content"] = "x";
+        doc["files"][2]["after_sha256"] = nullptr;
+        CHECK_FALSE(plan::plan_from_json(doc));
+    }
+    SUBCASE("bad action")
+    {
+        doc["files"][1]["action"] = "chmod";
+        CHECK_FALSE(plan::plan_from_json(doc));
+    }
+}
+
+TEST_SUITE_END();
+
+TEST_SUITE_BEGIN("plan::DataDir");
+
+TEST_CASE("/etc/passthru under the root overrides the shipped templates, and values go in unescaped")
+{
+    test::TempDir root;
+    test::TempDir shipped;
+    shipped.write("templates/t.mustache", "a={{a}}\n{{#list}}- {{.}}\n{{/list}}\n\n\n{{#no}}x{{/no}}\n");
+    auto fs = util::HostFs::open(root.path());
+    REQUIRE(fs);
+    plan::DataDir data(*fs, shipped.path());
+    auto out = plan::render_template(data, "t.mustache", {{"a", "<&\">"}, {"list", {"x", "y"}}, {"no", false}});
+    REQUIRE(out);
+    CHECK(*out == "a=<&\">\n- x\n- y\n");
+    root.write("etc/passthru/templates/t.mustache", "override {{a}}\n");
+    out = plan::render_template(data, "t.mustache", {{"a", "1"}});
+    REQUIRE(out);
+    CHECK(*out == "override 1\n");
+    CHECK(data.origin("templates", "t.mustache")->find("/etc/passthru/templates/t.mustache") != std::string::npos);
+    CHECK_FALSE(data.read("templates", "../t.mustache"));
+    CHECK_FALSE(plan::render_template(data, "missing.mustache", {}));
+}
+
+TEST_CASE("the shipped templates and GPU profiles load")
+{
+    test::TempDir root;
+    auto fs = util::HostFs::open(root.path());
+    REQUIRE(fs);
+    plan::DataDir data(*fs, std::nullopt);
+    const auto profiles = data.list("profiles", "gpus");
+    CHECK(profiles.size() >= 12);
+    for (const auto& name : profiles) {
+        auto text = data.read("profiles", "gpus/" + name);
+        REQUIRE(text);
+        const auto j = nlohmann::json::parse(*text);
+        CHECK(j.contains("ids"));
+        CHECK(j["vram_gib"].is_number());
+    }
+}
+
+TEST_SUITE_END();
