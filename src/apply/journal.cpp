@@ -138,6 +138,7 @@ json to_json(const Manifest& m)
                 {"passthru_version", m.version},
                 {"request", m.request},
                 {"gpus", m.gpus},
+                {"kernel_args", m.kernel_args},
                 {"undoes", m.undoes},
                 {"files", std::move(files)},
                 {"created_dirs", m.created_dirs},
@@ -171,6 +172,7 @@ Result<Manifest> manifest_from_json(const json& doc)
         m.version = doc.value("passthru_version", "");
         m.request = doc.value("request", json(nullptr));
         m.gpus = doc.value("gpus", json::array());
+        m.kernel_args = doc.value("kernel_args", std::vector<std::string>{});
         m.undoes = doc.value("undoes", std::vector<std::uint64_t>{});
         for (const auto& f : doc.at("files")) {
             JournalFile jf;

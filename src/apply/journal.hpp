@@ -87,6 +87,7 @@ struct Manifest
     std::string version = PASSTHRU_VERSION;
     nlohmann::json request;                  // the passthru.plan/1 request (apply); null for rollback
     nlohmann::json gpus = nlohmann::json::array(); // apply: [{slot, functions, iommu_groups}] (what verify checks)
+    std::vector<std::string> kernel_args;    // apply: arguments the plan added to the command line
     std::vector<std::uint64_t> undoes;       // rollback: the generations it undid
     std::vector<JournalFile> files;          // in the order they are written
     std::vector<std::string> created_dirs;   // directories made for new files, parents first

@@ -94,6 +94,7 @@ TransactionSpec spec_from_plan(const plan::Plan& plan, nlohmann::json request)
     TransactionSpec spec;
     spec.kind = GenerationKind::apply;
     spec.request = std::move(request);
+    spec.kernel_args = plan.kernel_args.add;
     for (const auto& g : plan.gpus) {
         spec.gpus.push_back({{"slot", g.slot}, {"functions", g.functions}, {"iommu_groups", g.iommu_groups}});
     }
@@ -150,6 +151,7 @@ TransactionReport run_transaction(const Journal& journal,
     m.created = utc_now();
     m.request = spec.request;
     m.gpus = spec.gpus;
+    m.kernel_args = spec.kernel_args;
     m.undoes = spec.undoes;
     for (const auto& c : spec.files) {
         if (c.path.empty() || c.path.front() != '/' || !seen.insert(c.path).second) {

@@ -62,6 +62,7 @@ struct TransactionSpec
     GenerationKind kind = GenerationKind::apply;
     nlohmann::json request;              // stored in the manifest (apply)
     nlohmann::json gpus = nlohmann::json::array(); // the selected cards, for verify
+    std::vector<std::string> kernel_args;          // added kernel arguments, for verify
     std::vector<std::uint64_t> undoes;   // rollback: generations it undoes
     std::vector<Change> files;
     std::vector<plan::PlannedCommand> commands;

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "apply/verify.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "plan/pve_config.hpp"
+#include "plan/pve_mapping.hpp"
+#include "util/strings.hpp"
+
+namespace passthru::apply {
+
+namespace {
+
+constexpr std::string_view k_vfio = "vfio-pci";
+
+std::string config_path(std::uint64_t vmid)
+{
+    return "/etc/pve/qemu-server/" + std::to_string(vmid) + ".conf";
+}
+
+// The hostpciN keys of the current config ("hostpci0".."hostpci15").
+std::vector<std::string> hostpci_values(const plan::pve::VmConfig& config)
+{
+    std::vector<std::string> out;
+    for (const auto& [key, value] : config.entries()) {
+        if (key.rfind("hostpci", 0) == 0 && key.size() > 7 && key.find_first_not_of("0123456789", 7) == std::string::npos) {
+            out.push_back(value);
+        }
+    }
+    return out;
+}
+
+std::vector<std::string> mapping_paths(const util::HostFs& fs, const std::string& mapping)
+{
+    std::vector<std::string> out;
+    auto text = fs.read_file("/etc/pve/mapping/pci.cfg");
+    if (!text) {
+        return out;
+    }
+    const auto file = plan::pve::PciMappingFile::parse(*text);
+    const auto* section = file.find(mapping);
+    if (section == nullptr) {
+        return out;
+    }
+    const std::string node = fs.read_attr("/etc/hostname").value_or("");
+    for (const auto& map : section->maps) {
+        if (node.empty() || map.node == node) {
+            out.insert(out.end(), map.paths.begin(), map.paths.end());
+        }
+    }
+    return out;
+}
+
+bool covered_by(const std::vector<std::string>& ids, const scan::PciAddress& addr)
+{
+    return std::any_of(ids.begin(), ids.end(), [&](const std::string& id) { return plan::pve::hostpci_id_covers(id, addr.str()); });
+}
+
+} // namespace
+
+bool VerifyReport::all_ok() const
+{
+    return iommu_on && std::all_of(checks.begin(), checks.end(), [](const VerifyCheck& c) { return c.ok; });
+}
+
+Result<std::vector<scan::PciAddress>> vm_config_functions(const scan::Inventory& inventory, const util::HostFs& fs, std::uint64_t vmid)
+{
+    auto text = fs.read_file(config_path(vmid));
+    if (!text) {
+        return fail(Errc::not_found, "VM " + std::to_string(vmid) + " has no config (" + config_path(vmid) + ")");
+    }
+    std::vector<std::string> ids;
+    for (const auto& value : hostpci_values(plan::pve::VmConfig::parse(*text))) {
+        const auto hp = plan::pve::HostPci::parse(value);
+        if (hp.mapping) {
+            auto paths = mapping_paths(fs, *hp.mapping);
+            ids.insert(ids.end(), paths.begin(), paths.end());
+        }
+        ids.insert(ids.end(), hp.host_ids.begin(), hp.host_ids.end());
+    }
+    std::vector<scan::PciAddress> out;
+    for (const auto& d : inventory.devices) {
+        if (covered_by(ids, d.address)) {
+            out.push_back(d.address);
+        }
+    }
+    return out;
+}
+
+VerifyReport verify_host(const scan::Inventory& inventory, const util::HostFs& fs, const VerifyTarget& target)
+{
+    VerifyReport rep;
+    auto add = [&](bool ok, std::string what, std::string fix = {}) {
+        rep.checks.push_back(VerifyCheck{ok, std::move(what), ok ? std::string() : std::move(fix)});
+    };
+    rep.iommu_on = inventory.host.iommu.enabled;
+    if (!rep.iommu_on) {
+        add(false, "the IOMMU is off: /sys/kernel/iommu_groups is empty",
+            inventory.host.is_intel() ? "enable VT-d in the firmware setup and add intel_iommu=on to the kernel command line, then reboot"
+                                      : "enable the IOMMU (AMD-Vi / SVM + IOMMU) in the firmware setup, then reboot; check 'dmesg | grep -i -e DMAR -e AMD-Vi'");
+        return rep;
+    }
+    add(true, "the IOMMU is on (" + std::to_string(inventory.host.iommu.groups) + " groups)");
+
+    // Kernel command line: the arguments the plan added must be active.
+    if (!target.kernel_args.empty()) {
+        const std::string cmdline = inventory.host.cmdline.value_or("");
+        const auto active = util::split(cmdline, " \t\n");
+        std::vector<std::string> missing;
+        for (const auto& arg : target.kernel_args) {
+            if (std::find(active.begin(), active.end(), arg) == active.end()) {
+                missing.push_back(arg);
+            }
+        }
+        if (missing.empty()) {
+            add(true, "the kernel command line carries " + util::join(target.kernel_args, " "));
+        } else {
+            add(false, "the running kernel's command line lacks " + util::join(missing, " "),
+                "the boot loader was not refreshed or the host was not rebooted: run update-grub (GRUB) or proxmox-boot-tool refresh "
+                "(systemd-boot), then reboot");
+        }
+    }
+
+    if (target.functions.empty()) {
+        add(false, "no PCI function to check (" + target.source + ")", "give --vm VMID or --gpus, or apply a plan first");
+        return rep;
+    }
+    const std::set<scan::PciAddress> selected(target.functions.begin(), target.functions.end());
+    std::set<int> groups;
+    for (const auto& addr : target.functions) {
+        const auto* dev = inventory.find(addr);
+        if (dev == nullptr) {
+            add(false, addr.str() + " is not on the PCI bus",
+                "check that the card is seated and powered; if the slot address changed, plan and apply again");
+            continue;
+        }
+        if (dev->driver && *dev->driver == k_vfio) {
+            add(true, addr.str() + " is bound to vfio-pci");
+        } else if (!dev->driver) {
+            add(false, addr.str() + " has no driver: vfio-pci did not claim it",
+                "check /etc/modprobe.d/passthru-vfio.conf and that the initramfs was rebuilt (update-initramfs -u -k all) before "
+                "the reboot; 'modprobe vfio-pci' binds it now if its id or driver_override is set");
+        } else {
+            add(false, addr.str() + " is bound to the host driver " + *dev->driver + ", not vfio-pci",
+                *dev->driver + " claimed it before vfio-pci: check the softdep and blacklist lines in /etc/modprobe.d/passthru-vfio.conf, "
+                "rebuild the initramfs (update-initramfs -u -k all) and reboot");
+        }
+        if (dev->iommu_group) {
+            groups.insert(*dev->iommu_group);
+        } else {
+            add(false, addr.str() + " is in no IOMMU group", "the IOMMU does not cover this device; check the firmware's IOMMU settings");
+        }
+    }
+    for (int g : groups) {
+        const std::string node = "/dev/vfio/" + std::to_string(g);
+        if (fs.exists(node)) {
+            add(true, node + " exists");
+        } else {
+            add(false, node + " is missing",
+                "the group is not usable by VFIO: every device in group " + std::to_string(g) + " must be bound to vfio-pci (or have no driver)");
+        }
+        // Every other endpoint in the group must be free of host drivers too,
+        // or VFIO refuses the group ("group is not viable").
+        auto it = inventory.groups.find(g);
+        if (it == inventory.groups.end()) {
+            continue;
+        }
+        for (const auto& addr : it->second.devices) {
+            if (selected.count(addr) != 0U) {
+                continue;
+            }
+            const auto* dev = inventory.find(addr);
+            if (dev == nullptr || dev->is_bridge_like() || !dev->driver || *dev->driver == k_vfio || *dev->driver == "pci-stub"
+                || *dev->driver == "pcieport") {
+                continue;
+            }
+            add(false, "IOMMU group " + std::to_string(g) + " also holds " + addr.str() + " on the host driver " + *dev->driver,
+                "the group is not viable for VFIO while a host driver owns one of its devices; pass " + addr.str()
+                    + " too, or move the card to a slot with its own group");
+        }
+    }
+
+    // The VM config carries the cards (Proxmox VE hosts only).
+    if (target.vmid && fs.is_dir("/etc/pve")) {
+        auto text = fs.read_file(config_path(*target.vmid));
+        if (!text) {
+            add(false, "VM " + std::to_string(*target.vmid) + " has no config " + config_path(*target.vmid),
+                "create the VM, or apply the plan again with --vm " + std::to_string(*target.vmid));
+        } else {
+            std::vector<std::string> ids;
+            for (const auto& value : hostpci_values(plan::pve::VmConfig::parse(*text))) {
+                const auto hp = plan::pve::HostPci::parse(value);
+                if (hp.mapping) {
+                    auto paths = mapping_paths(fs, *hp.mapping);
+                    ids.insert(ids.end(), paths.begin(), paths.end());
+                }
+                ids.insert(ids.end(), hp.host_ids.begin(), hp.host_ids.end());
+            }
+            std::vector<std::string> absent;
+            for (const auto& addr : target.functions) {
+                if (!covered_by(ids, addr)) {
+                    absent.push_back(addr.str());
+                }
+            }
+            if (absent.empty()) {
+                add(true, "VM " + std::to_string(*target.vmid) + " passes every selected function (hostpci)");
+            } else {
+                add(false, "VM " + std::to_string(*target.vmid) + "'s config does not pass " + util::join(absent, ", "),
+                    "add hostpci entries (passthru apply --vm " + std::to_string(*target.vmid) + " --gpus ...) or qm set "
+                        + std::to_string(*target.vmid) + " --hostpci0 <slot>,pcie=1");
+            }
+        }
+    }
+    return rep;
+}
+
+} // namespace passthru::apply

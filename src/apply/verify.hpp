@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// passthru verify: after the reboot, is every selected function ready for
+// its VM? Reads only (sysfs, /dev/vfio, /proc/cmdline, the VM config), all
+// through HostFs, so it runs on fixture trees as on the live host.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "scan/inventory.hpp"
+#include "util/host_fs.hpp"
+
+namespace passthru::apply {
+
+// What to check: the functions to pass, the VM that should carry them, the
+// kernel arguments that should be active.
+struct VerifyTarget
+{
+    std::vector<scan::PciAddress> functions;
+    std::optional<std::uint64_t> vmid;
+    std::vector<std::string> kernel_args;
+    std::string source; // "generation 3", "VM 101's config", "--gpus all" (for messages)
+};
+
+struct VerifyCheck
+{
+    bool ok = false;
+    std::string what; // "0000:01:00.0 is bound to vfio-pci"
+    std::string fix;  // empty when ok
+};
+
+struct VerifyReport
+{
+    bool iommu_on = false;
+    std::vector<VerifyCheck> checks;
+
+    bool all_ok() const;
+};
+
+// Runs every check. With the IOMMU off only that one failing check is
+// reported (nothing else can be right).
+VerifyReport verify_host(const scan::Inventory& inventory, const util::HostFs& fs, const VerifyTarget& target);
+
+// The functions a Proxmox VM config passes through: its hostpciN entries
+// (raw ids, or cluster mappings resolved through /etc/pve/mapping/pci.cfg for
+// this node), matched against the functions present. Errc::not_found when
+// the config does not exist.
+Result<std::vector<scan::PciAddress>> vm_config_functions(const scan::Inventory& inventory, const util::HostFs& fs, std::uint64_t vmid);
+
+} // namespace passthru::apply
