@@ -13,7 +13,7 @@ packages=(
   # real-kernel test (the kernel itself is downloaded, never installed)
   qemu-system-x86 cpio
   # packaging
-  dpkg-dev fakeroot lintian man-db
+  dpkg-dev fakeroot lintian man-db bash-completion zsh
 )
 
 missing=()

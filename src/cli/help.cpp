@@ -7,29 +7,132 @@ namespace passthru::cli {
 
 namespace {
 
-constexpr const char* k_exit_codes =
-    "Exit codes:\n"
-    "  0   success, or nothing to do\n"
-    "  1   error; the host is unchanged or was rolled back\n"
-    "  2   usage error or bad input\n"
-    "  3   refused: the host or request is unsafe (nothing was changed)\n"
-    "  4   rollback failed: manual attention needed (the affected paths are listed)\n"
-    "  10  changes are pending (with --exit-code)\n"
-    "  70  internal error\n";
+// Raw strings keep the text readable; each ends without a trailing newline.
+const std::vector<CommandDoc> k_command_docs{
+    {"scan", "[--json]",
+     R"(Reads the host and prints what matters for passthrough: CPU and its
+virtualisation extension, kernel, Proxmox VE version, boot loader (GRUB or
+systemd-boot through proxmox-boot-tool, with the evidence), kernel command
+line, whether the IOMMU is on and how many groups it made, every PCI device
+by IOMMU group with its bound driver and link, the GPU cards (numbered from
+0, the numbers --gpus accepts) with their isolation verdict, and the
+problems found, each with its fix.
+
+scan only reads. It never writes to the host and is safe to run at any time,
+also without root.)"},
+    {"plan", "--vm VMID --gpus SEL [OPTIONS]",
+     R"(Works out every change that passthrough of the selected GPU cards to the
+VM needs on this host and prints it: each file with the reason for every
+change and the unified diff against the current content, the commands to run
+after (update-initramfs, the boot loader refresh, the VM's configuration),
+warnings and refusals. plan writes nothing.
+
+A card is passed with all its functions (a Turing card has four: VGA, audio,
+USB and UCSI). An IOMMU group is never split: a group shared with another
+endpoint is refused with exit status 3, naming the devices and the ways out.
+
+The kernel command line goes where the detected boot loader reads it: a GRUB
+drop-in /etc/default/grub.d/passthru.cfg (then update-grub), or
+/etc/kernel/cmdline for systemd-boot (then proxmox-boot-tool refresh).)"},
+    {"apply", "[--dry-run] [--yes] [--vm VMID --gpus SEL ...]",
+     R"(Makes the planned changes as one transaction. With --dry-run it prints the
+same diffs and commands as plan and writes nothing at all.
+
+Otherwise it takes the lock /var/lib/passthru/lock, records a new generation
+(the pre-image of every file it will touch and a manifest) and syncs it to
+disk before it changes anything, replaces each file atomically (keeping owner
+and mode), runs the after-steps (update-initramfs -u -k all, the boot loader
+refresh), and marks the generation committed. If any step fails, the files
+already changed are restored from the pre-images in reverse order and the
+exit status is 1; if a restore fails the status is 4 and every affected path
+is listed. Applying the same request again changes nothing and records no
+generation.
+
+On the live host (--root /) apply needs root. The changes take effect at the
+next boot: reboot, then run passthru verify.)"},
+    {"verify", "[OPTIONS]",
+     R"(Run after the reboot. Checks that the IOMMU is on, that every function of
+the passed cards is bound to vfio-pci and to no host driver, that
+/dev/vfio/GROUP exists for their groups, and that the VM's configuration
+carries the cards. Each failed check is printed with what to do; the exit
+status is non-zero when any check fails.)"},
+    {"history", "[OPTIONS]",
+     R"(Lists the generations recorded under /var/lib/passthru/generations: number,
+time, state (committed, rolled back, unfinished), the request and the files
+each one changed. A generation left unfinished by a crash is shown so that
+passthru rollback can restore it.)"},
+    {"rollback", "[--to N] [--force]",
+     R"(Restores the files of a generation from its pre-images (files it created
+are removed) and runs the after-steps again, so that the host boots as it
+did before. By default the newest committed generation is undone; --to N
+returns to the state of generation N. A file that changed since that
+generation is not overwritten unless --force is given.)"},
+    {"confirm", "",
+     R"(Keeps a network change that apply made live with --apply-network and
+--confirm-timeout. Without passthru confirm within the timeout, the previous
+/etc/network/interfaces is restored and reloaded, so that a bond or bridge
+change that cut off the remote session undoes itself.)"},
+};
+
+const std::vector<ExitCodeDoc> k_exit_codes{
+    {exit_code::ok, "success, or nothing to do"},
+    {exit_code::error, "error; the host is unchanged or was rolled back"},
+    {exit_code::usage, "usage error or bad input"},
+    {exit_code::refused, "refused: the host or request is unsafe (nothing was changed)"},
+    {exit_code::rollback_failed, "rollback failed: manual attention needed (the affected paths are listed)"},
+    {exit_code::pending, "changes are pending (with --exit-code)"},
+    {exit_code::internal, "internal error (a bug in passthru)"},
+};
+
+std::string exit_codes_text()
+{
+    std::string out = "Exit codes:\n";
+    for (const auto& e : k_exit_codes) {
+        std::string code = std::to_string(e.code);
+        out += "  " + code + std::string(4 - code.size(), ' ') + std::string(e.meaning) + "\n";
+    }
+    return out;
+}
 
 } // namespace
+
+void add_global_options(po::options_description& options)
+{
+    options.add_options()
+        ("help,h", "show help and exit")
+        ("version", "show the version and exit")
+        ("root", po::value<std::string>()->default_value("/")->value_name("DIR"), "act on the host tree under DIR instead of /")
+        ("data-dir", po::value<std::string>()->value_name("DIR"), "read templates and profiles from DIR first")
+        ("color", po::value<std::string>()->default_value("auto")->value_name("WHEN"),
+         "colour output: auto (on a terminal, unless NO_COLOR is set), always, never");
+}
+
+const std::vector<ExitCodeDoc>& exit_code_docs()
+{
+    return k_exit_codes;
+}
+
+const CommandDoc* command_doc(std::string_view name)
+{
+    for (const auto& doc : k_command_docs) {
+        if (doc.name == name) {
+            return &doc;
+        }
+    }
+    return nullptr;
+}
 
 std::string main_help(const po::options_description& global)
 {
     std::ostringstream out;
     out << "usage: passthru [--root DIR] COMMAND [OPTIONS]\n\n"
            "Takes a Proxmox VE host with NVIDIA GPUs to working VFIO passthrough: scan, plan,\n"
-           "apply (journaled, reversible), reboot, verify.\n\n"
+           "apply (journaled, reversible), reboot, verify; rollback undoes it.\n\n"
            "Commands:\n";
     for (const auto& c : commands()) {
         out << "  " << c.name << std::string(10 - c.name.size(), ' ') << c.summary << '\n';
     }
-    out << '\n' << global << '\n' << k_exit_codes;
+    out << '\n' << global << '\n' << exit_codes_text();
     out << "\nRun 'passthru COMMAND --help' for a command's options; 'man passthru' for the whole story.\n";
     return out.str();
 }
@@ -37,8 +140,16 @@ std::string main_help(const po::options_description& global)
 std::string command_help(const Command& command, const po::options_description& options, const po::options_description& global)
 {
     std::ostringstream out;
-    out << "usage: passthru [--root DIR] " << command.name << " [OPTIONS]\n\n" << command.summary << "\n\n"
-        << options << '\n' << global << '\n' << k_exit_codes;
+    const CommandDoc* doc = command_doc(command.name);
+    out << "usage: passthru [--root DIR] " << command.name;
+    if (doc != nullptr && !doc->synopsis.empty()) {
+        out << ' ' << doc->synopsis;
+    }
+    out << "\n\n" << command.summary << "\n\n";
+    if (doc != nullptr) {
+        out << doc->description << "\n\n";
+    }
+    out << options << '\n' << global << '\n' << exit_codes_text();
     return out.str();
 }
 

@@ -2,10 +2,42 @@
 #pragma once
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "cli/commands.hpp"
 
 namespace passthru::cli {
+
+// The one source of passthru's documentation. `passthru --help`,
+// `passthru COMMAND --help`, the man page and the shell completions are all
+// rendered from these tables and from the commands' own options_description
+// (the man page and completions by packaging/docgen at build time), so they
+// cannot drift apart.
+
+// The global options (--root, --data-dir, --color, --help, --version).
+void add_global_options(po::options_description& options);
+
+struct ExitCodeDoc
+{
+    int code;
+    std::string_view meaning;
+};
+// Every exit code passthru uses, in order.
+const std::vector<ExitCodeDoc>& exit_code_docs();
+
+struct CommandDoc
+{
+    std::string_view name;
+    // Argument synopsis after the command name, e.g. "--vm VMID --gpus SEL [OPTIONS]".
+    std::string_view synopsis;
+    // Plain text: paragraphs separated by an empty line; a line indented by
+    // two spaces is literal (an example), shown as is.
+    std::string_view description;
+};
+// The long description of a command; nullptr when the table lacks it (a
+// unit test and the docgen build step insist that every command has one).
+const CommandDoc* command_doc(std::string_view name);
 
 // `passthru --help` and `passthru COMMAND --help`.
 std::string main_help(const po::options_description& global);

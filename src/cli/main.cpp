@@ -40,15 +40,12 @@ util::ColorMode parse_color(const std::string& text)
     throw Error(Errc::usage, "--color must be auto, always or never, not '" + text + "'");
 }
 
-int run(int argc, char** argv)
+// error_color: whether the error printed by main() gets colour; set as soon
+// as --color is known so that --color never also holds for errors.
+int run(int argc, char** argv, bool& error_color)
 {
     po::options_description global("Global options");
-    global.add_options()
-        ("help,h", "show help and exit")
-        ("version", "show the version and exit")
-        ("root", po::value<std::string>()->default_value("/"), "act on the host tree under DIR instead of /")
-        ("data-dir", po::value<std::string>(), "read templates and profiles from DIR")
-        ("color", po::value<std::string>()->default_value("auto"), "colour output: auto, always, never");
+    add_global_options(global);
     po::options_description hidden;
     hidden.add_options()("command", po::value<std::string>(), "")("args", po::value<std::vector<std::string>>(), "");
     po::positional_options_description positional;
@@ -62,6 +59,7 @@ int run(int argc, char** argv)
     po::notify(gvm);
 
     const auto color_mode = parse_color(gvm["color"].as<std::string>());
+    error_color = util::use_color(stderr, color_mode);
     if (gvm.count("version") != 0U) {
         std::printf("passthru %s\n", PASSTHRU_VERSION);
         return exit_code::ok;
@@ -115,6 +113,7 @@ int run(int argc, char** argv)
         options.data_dir = gvm["data-dir"].as<std::string>();
     }
     options.color = vm.count("color") != 0U ? parse_color(vm["color"].as<std::string>()) : color_mode;
+    error_color = util::use_color(stderr, options.color);
 
     auto fs = util::HostFs::open(options.root);
     if (!fs) {
@@ -135,9 +134,9 @@ int run(int argc, char** argv)
 
 int main(int argc, char** argv)
 {
-    const bool color = util::use_color(stderr, util::ColorMode::auto_detect);
+    bool color = util::use_color(stderr, util::ColorMode::auto_detect);
     try {
-        const int rc = run(argc, argv);
+        const int rc = run(argc, argv, color);
         std::fflush(stdout);
         return rc;
     } catch (const Error& err) {
