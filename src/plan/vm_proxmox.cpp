@@ -310,8 +310,12 @@ Affinity plan_affinity(const PlanContext& ctx, const std::vector<Card>& cards)
         node = card.card->numa_node;
     }
     const auto nodes = ctx.fs.list_dir("/sys/devices/system/node");
+    if (!nodes) {
+        a.note = "affinity not set: the NUMA topology is unknown (no /sys/devices/system/node)";
+        return a;
+    }
     int count = 0;
-    if (nodes) {
+    {
         count = static_cast<int>(std::count_if(nodes->begin(), nodes->end(), [](const std::string& n) {
             return n.starts_with("node") && n.size() > 4 && n.find_first_not_of("0123456789", 4) == std::string::npos;
         }));

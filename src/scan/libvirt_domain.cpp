@@ -3,6 +3,7 @@
 
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
+#include <libxml/xmlerror.h>
 
 #include <cstdlib>
 #include <map>
@@ -15,6 +16,11 @@ namespace {
 // libvirt calls this instead of printing to stderr; the error stays
 // retrievable with virGetLastError().
 void ignore_error(void* /*user_data*/, virErrorPtr /*error*/) {}
+
+// libvirt parses XML (test driver node files, domain definitions) with
+// libxml2, whose default handler prints "I/O warning: ..." to stderr. The
+// failure still reaches us through virGetLastError().
+void ignore_xml_error(void* /*ctx*/, const char* /*fmt*/, ...) {}
 
 std::mutex& registry_mutex()
 {
@@ -37,6 +43,8 @@ void silence_libvirt_errors()
         virInitialize();
         virSetErrorFunc(nullptr, ignore_error);
     });
+    // libxml2 keeps its handler per thread: set it on every call.
+    xmlSetGenericErrorFunc(nullptr, ignore_xml_error);
 }
 
 std::string libvirt_last_error()

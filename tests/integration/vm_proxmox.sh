@@ -1,0 +1,274 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The Proxmox VE VM side of `passthru plan` on copies of every fixture host:
+# each generated VM config passes the independent checker (pve_conf_check.py),
+# every untouched line survives byte for byte, the result matches the golden
+# file (PASSTHRU_TEST_ACCEPT=1 rewrites them), planning again after the
+# change is a no-op, and the refusals of issue 4 exit 3 with nothing planned.
+set -euo pipefail
+: "${PASSTHRU:?}" "${PASSTHRU_SOURCE_DIR:?}"
+SRC=$PASSTHRU_SOURCE_DIR
+CHECK=(python3 "$SRC/tests/integration/pve_conf_check.py")
+GOLDEN=$SRC/tests/golden/vm
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+
+# content_of PLAN.json PATH -> planned content of PATH (exit 1 when not planned)
+content_of() {
+  python3 - "$1" "$2" <<'EOF'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+for f in plan["files"]:
+    if f["path"] == sys.argv[2]:
+        sys.stdout.write(f["content"] or "")
+        sys.exit(0)
+sys.exit(1)
+EOF
+}
+
+# preserved BEFORE AFTER: apart from keys whose value changed in the current
+# config, both files are identical line for line (order, comments, sections).
+preserved() {
+  python3 - "$1" "$2" <<'EOF'
+import re, sys
+def parse(text):
+    lines, section = [], ""
+    for line in text.split("\n"):
+        if re.match(r"^\[.+\]\s*$", line):
+            section = line
+        m = re.match(r"^([a-z][a-z_\-]*\d*):\s*(.+?)\s*$", line)
+        lines.append((section, m.group(1) if m else None, m.group(2) if m else None, line))
+    return lines
+before, after = parse(open(sys.argv[1]).read()), parse(open(sys.argv[2]).read())
+bv = {k: v for s, k, v, _ in before if s == "" and k}
+av = {k: v for s, k, v, _ in after if s == "" and k}
+changed = {k for k in set(bv) | set(av) if bv.get(k) != av.get(k)}
+strip = lambda ls: [l for s, k, v, l in ls if not (s == "" and k in changed)]
+if strip(before) != strip(after):
+    import difflib
+    sys.stdout.writelines(difflib.unified_diff([l + "\n" for l in strip(before)], [l + "\n" for l in strip(after)]))
+    sys.exit(1)
+EOF
+}
+
+# golden NAME FILE: compare with (or, with PASSTHRU_TEST_ACCEPT=1, write) the golden file.
+golden() {
+  local expected=$GOLDEN/expected/$1
+  if [ "${PASSTHRU_TEST_ACCEPT:-0}" = 1 ]; then
+    mkdir -p "$(dirname "$expected")"
+    cp "$2" "$expected"
+  elif [ ! -f "$expected" ]; then
+    fail "missing golden file $expected (run with PASSTHRU_TEST_ACCEPT=1)"
+  elif ! diff -u "$expected" "$2"; then
+    fail "$1 differs from its golden file"
+  fi
+}
+
+plan() { # ROOT ARGS... -> $tmp/plan.json, sets rc
+  set +e
+  "$PASSTHRU" --root "$1" plan "${@:2}" --json >"$tmp/plan.json" 2>"$tmp/plan.err"
+  rc=$?
+  set -e
+}
+
+checked=0
+for host_dir in "$SRC"/tests/fixtures/hosts/*/; do
+  host=$(basename "$host_dir")
+  for input in fixture fresh-linux snapshots-pending cloudinit; do
+    root=$tmp/$host-$input
+    rm -rf "$root"
+    cp -a "$host_dir" "$root"
+    mkdir -p "$root/etc/pve/qemu-server"
+    if [ "$input" != fixture ]; then
+      cp "$GOLDEN/$input.conf" "$root/etc/pve/qemu-server/101.conf"
+    fi
+    [ -f "$root/etc/pve/qemu-server/101.conf" ] || continue
+    conf=$root/etc/pve/qemu-server/101.conf
+    cp "$conf" "$tmp/before.conf"
+    plan "$root" --vm 101 --gpus all
+    if [ "$rc" = 2 ] && grep -q "no NVIDIA GPU" "$tmp/plan.err"; then
+      continue # nothing to pass through on this host
+    fi
+    if [ "$rc" = 3 ]; then
+      # Refused by the host side (no IOMMU, unsafe group...): nothing planned.
+      python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); sys.exit(0 if p["refused"] and not p["files"] and not p["commands"] else 1)' "$tmp/plan.json" \
+        || fail "$host/$input: refused plan still has changes"
+      python3 -c 'import json,sys; print("\n".join(r["message"] for r in json.load(open(sys.argv[1]))["refusals"]))' "$tmp/plan.json" >"$tmp/refused.txt"
+      golden "$host/$input.refused" "$tmp/refused.txt"
+      continue
+    fi
+    if [ "$rc" != 0 ]; then
+      fail "$host/$input: plan exited $rc: $(cat "$tmp/plan.err")"
+      continue
+    fi
+    if ! content_of "$tmp/plan.json" /etc/pve/qemu-server/101.conf >"$tmp/after.conf"; then
+      fail "$host/$input: no change of 101.conf planned"
+      continue
+    fi
+    "${CHECK[@]}" vm "$tmp/after.conf" >"$tmp/check.out" || fail "$host/$input: checker: $(cat "$tmp/check.out")"
+    preserved "$tmp/before.conf" "$tmp/after.conf" || fail "$host/$input: untouched lines changed"
+    grep -q '^hostpci0: 0000:[0-9a-f][0-9a-f]:[0-9a-f][0-9a-f],pcie=1$' "$tmp/after.conf" || fail "$host/$input: no function-less hostpci0"
+    grep -q '^machine: \(q35\|pc-q35-\)' "$tmp/after.conf" || fail "$host/$input: machine is not q35"
+    grep -q '^balloon: 0$' "$tmp/after.conf" || fail "$host/$input: balloon not 0"
+    grep -q '^numa: 1$' "$tmp/after.conf" || fail "$host/$input: numa not 1"
+    golden "$host/$input.conf" "$tmp/after.conf"
+    # Planning again once the change is in place changes nothing in the VM config.
+    cp "$tmp/after.conf" "$conf"
+    plan "$root" --vm 101 --gpus all
+    if content_of "$tmp/plan.json" /etc/pve/qemu-server/101.conf >/dev/null; then
+      fail "$host/$input: second plan changes 101.conf again"
+    fi
+    checked=$((checked + 1))
+  done
+done
+[ "$checked" -ge 8 ] || fail "only $checked configs checked"
+
+# The remaining cases run on the 4x RTX 2080 Ti host.
+base=$SRC/tests/fixtures/hosts/epyc-4x2080ti
+fresh() { rm -rf "$tmp/r"; cp -a "$base" "$tmp/r"; mkdir -p "$tmp/r/etc/pve/qemu-server"; cp "$GOLDEN/fresh-linux.conf" "$tmp/r/etc/pve/qemu-server/101.conf"; }
+expect_refusal() { # WHAT PATTERN ARGS...
+  local what=$1 pattern=$2
+  shift 2
+  plan "$tmp/r" "$@"
+  if [ "$rc" != 3 ]; then
+    fail "$what: exit $rc, expected 3"
+  elif ! grep -q -- "$pattern" "$tmp/plan.err"; then
+    fail "$what: refusal does not mention '$pattern': $(cat "$tmp/plan.err")"
+  elif python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); sys.exit(1 if p["files"] or p["commands"] else 0)' "$tmp/plan.json"; then
+    :
+  else
+    fail "$what: refused plan still has changes"
+  fi
+}
+
+fresh
+expect_refusal "VMID 99" "outside 100-999999999" --vm 99 --gpus all
+expect_refusal "VMID 1000000000" "outside 100-999999999" --vm 1000000000 --gpus all
+
+fresh
+echo "lock: backup" >>"$tmp/r/etc/pve/qemu-server/101.conf"
+expect_refusal "lock" "is locked (lock: backup)" --vm 101 --gpus all
+
+fresh
+mkdir -p "$tmp/r/run/qemu-server" "$tmp/r/proc/4242"
+echo 4242 >"$tmp/r/run/qemu-server/101.pid"
+printf '/usr/bin/kvm\0-id\0101\0-pidfile\0/var/run/qemu-server/101.pid\0' >"$tmp/r/proc/4242/cmdline"
+expect_refusal "running" "VM 101 is running" --vm 101 --gpus all
+rm -rf "$tmp/r/proc/4242"
+expect_refusal "pid file, no process in the tree" "may be running" --vm 101 --gpus all
+mkdir -p "$tmp/r/proc/4242"
+printf '/usr/bin/kvm\0-id\0' >"$tmp/r/proc/4242/cmdline" # another process reuses the pid
+plan "$tmp/r" --vm 101 --gpus all
+[ "$rc" = 0 ] || fail "stale pid file (pid of another process): exit $rc"
+
+fresh
+sed 's/^hostpci0: 41:00,pcie=1$/hostpci0: 41:00.0;41:00.1,pcie=1/' "$GOLDEN/hostpci-other.conf" >"$tmp/r/etc/pve/qemu-server/102.conf"
+expect_refusal "card used by VM 102" "already given to VM 102" --vm 101 --gpus all
+plan "$tmp/r" --vm 101 --gpus 0000:01:00
+[ "$rc" = 0 ] || fail "a card VM 102 does not use: exit $rc ($(cat "$tmp/plan.err"))"
+
+fresh
+for n in $(seq 0 15); do echo "hostpci$n: 0000:e$(printf %x $((n % 10))):00.0" ; done >"$tmp/hp"
+python3 - "$tmp/r/etc/pve/qemu-server/101.conf" "$tmp/hp" <<'EOF'
+import sys
+conf, extra = sys.argv[1], open(sys.argv[2]).read()
+text = open(conf).read().replace("ide2:", extra + "ide2:", 1)
+open(conf, "w").write(text)
+EOF
+expect_refusal "no free hostpciN" "no free hostpciN" --vm 101 --gpus 0000:01:00
+
+fresh
+printf '\n[PENDING]\nhostpci0: 0000:05:00,pcie=1\n' >>"$tmp/r/etc/pve/qemu-server/101.conf"
+plan "$tmp/r" --vm 101 --gpus 0000:01:00
+content_of "$tmp/plan.json" /etc/pve/qemu-server/101.conf >"$tmp/after.conf" || fail "pending: nothing planned"
+grep -q '^hostpci1: 0000:01:00,pcie=1$' "$tmp/after.conf" || fail "pending: hostpci0 of [PENDING] was not treated as taken"
+
+fresh
+mkdir -p "$tmp/r/etc/pve/lxc"
+touch "$tmp/r/etc/pve/lxc/105.conf"
+expect_refusal "VMID of a container" "belongs to a container" --vm 105 --gpus all
+echo '{"version":1,"ids":{"106":{"node":"pve2","type":"qemu","version":2}}}' >"$tmp/r/etc/pve/.vmlist"
+expect_refusal "VMID on another node" "cluster node pve2" --vm 106 --gpus all
+
+# A VM that does not exist: one qm create with everything, checked like a config.
+fresh
+printf 'dir: local\n\tpath /var/lib/vz\n\tcontent iso,vztmpl,backup\n\nlvmthin: local-lvm\n\tthinpool data\n\tvgname pve\n\tcontent rootdir,images\n' >"$tmp/r/etc/pve/storage.cfg"
+plan "$tmp/r" --vm 120 --gpus all
+[ "$rc" = 0 ] || fail "new VM: exit $rc ($(cat "$tmp/plan.err"))"
+python3 - "$tmp/plan.json" >"$tmp/qm.args" <<'EOF' || fail "new VM: no qm create command"
+import json, sys
+for c in json.load(open(sys.argv[1]))["commands"]:
+    if c["argv"][:3] == ["qm", "create", "120"]:
+        print("\n".join(c["argv"]))
+        sys.exit(0)
+sys.exit(1)
+EOF
+mapfile -t qm_args <"$tmp/qm.args"
+"${CHECK[@]}" qm-create "${qm_args[@]}" >"$tmp/check.out" || fail "new VM: checker: $(cat "$tmp/check.out")"
+for want in "--hostpci3" "0000:82:00,pcie=1" "--efidisk0" "local-lvm:1,efitype=4m,pre-enrolled-keys=0" "--machine" "q35" "--balloon"; do
+  printf '%s\n' "${qm_args[@]}" | grep -qx -- "$want" || fail "new VM: qm create lacks $want"
+done
+content_of "$tmp/plan.json" /etc/pve/qemu-server/120.conf >/dev/null && fail "new VM: a config file is planned besides qm create"
+
+# The Windows profile: hidden=1 and a vendor id; Linux never gets them.
+fresh
+plan "$tmp/r" --vm 101 --gpus all --profile windows
+content_of "$tmp/plan.json" /etc/pve/qemu-server/101.conf >"$tmp/after.conf"
+grep -q '^cpu: host,hidden=1,hv-vendor-id=passthru$' "$tmp/after.conf" || fail "windows: cpu line $(grep ^cpu "$tmp/after.conf")"
+"${CHECK[@]}" vm "$tmp/after.conf" >"$tmp/check.out" || fail "windows: checker: $(cat "$tmp/check.out")"
+plan "$tmp/r" --vm 101 --gpus all --profile nosuch
+[ "$rc" = 2 ] && grep -q "no VM profile 'nosuch'" "$tmp/plan.err" || fail "unknown profile: exit $rc"
+
+# Hugepages need numa and a memory size that is a multiple of the page.
+fresh
+plan "$tmp/r" --vm 101 --gpus all --profile linux-ml-hugepages
+content_of "$tmp/plan.json" /etc/pve/qemu-server/101.conf >"$tmp/after.conf"
+grep -q '^hugepages: 2$' "$tmp/after.conf" || fail "hugepages not planned"
+"${CHECK[@]}" vm "$tmp/after.conf" >"$tmp/check.out" || fail "hugepages: checker: $(cat "$tmp/check.out")"
+
+# NUMA affinity: both cards on node 1 of a two-node host.
+fresh
+for n in 0 1; do mkdir -p "$tmp/r/sys/devices/system/node/node$n"; done
+echo "0-23,48-71" >"$tmp/r/sys/devices/system/node/node0/cpulist"
+echo "24-47,72-95" >"$tmp/r/sys/devices/system/node/node1/cpulist"
+for f in 0 1 2 3; do
+  for slot in 81 82; do
+    d=$(readlink -f "$tmp/r/sys/bus/pci/devices/0000:$slot:00.$f")
+    echo 1 >"$d/numa_node"
+  done
+done
+plan "$tmp/r" --vm 101 --gpus 0000:81:00,0000:82:00
+content_of "$tmp/plan.json" /etc/pve/qemu-server/101.conf >"$tmp/after.conf"
+grep -q '^affinity: 24-47,72-95$' "$tmp/after.conf" || fail "affinity: $(grep ^affinity "$tmp/after.conf" || echo none) ($(grep -i affinity "$tmp/plan.err" || true))"
+"${CHECK[@]}" vm "$tmp/after.conf" >"$tmp/check.out" || fail "affinity: checker: $(cat "$tmp/check.out")"
+
+# --mapping: pci.cfg in PVE's format; existing mappings kept byte for byte.
+fresh
+mkdir -p "$tmp/r/etc/pve/mapping"
+printf 'nic0\n\tmap id=8086:1521,node=pve2,path=0000:03:00.0,iommugroup=30,subsystem-id=8086:0001\n\tdescription uplink\n\ngpu\n\tmap id=10de:1e07,node=pve2,path=0000:41:00,iommugroup=40,subsystem-id=10de:12fa\n\n' >"$tmp/r/etc/pve/mapping/pci.cfg"
+cp "$tmp/r/etc/pve/mapping/pci.cfg" "$tmp/pci.before"
+plan "$tmp/r" --vm 101 --gpus 0000:01:00,0000:41:00 --mapping gpu
+[ "$rc" = 0 ] || fail "mapping: exit $rc ($(cat "$tmp/plan.err"))"
+content_of "$tmp/plan.json" /etc/pve/mapping/pci.cfg >"$tmp/pci.after" || fail "mapping: pci.cfg not planned"
+content_of "$tmp/plan.json" /etc/pve/qemu-server/101.conf >"$tmp/after.conf"
+"${CHECK[@]}" mapping "$tmp/pci.after" >"$tmp/check.out" || fail "mapping: checker: $(cat "$tmp/check.out")"
+"${CHECK[@]}" vm "$tmp/after.conf" >"$tmp/check.out" || fail "mapping vm: checker: $(cat "$tmp/check.out")"
+grep -q '^hostpci0: mapping=gpu,pcie=1$' "$tmp/after.conf" || fail "mapping: hostpci0 is $(grep ^hostpci0 "$tmp/after.conf")"
+grep -q '^hostpci1: mapping=gpu-1,pcie=1$' "$tmp/after.conf" || fail "mapping: hostpci1 is $(grep ^hostpci1 "$tmp/after.conf")"
+python3 - "$tmp/pci.before" "$tmp/pci.after" <<'EOF' || fail "mapping: existing lines not kept"
+import sys
+before, after = open(sys.argv[1]).read().split("\n"), open(sys.argv[2]).read().split("\n")
+it = iter(after)
+sys.exit(0 if all(any(line == a for a in it) for line in before) else 1)
+EOF
+golden "mapping/pci.cfg" "$tmp/pci.after"
+plan "$tmp/r" --vm 101 --gpus all --mapping 9bad
+[ "$rc" = 2 ] || fail "bad mapping id: exit $rc"
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures failure(s)" >&2
+  exit 1
+fi
+echo "vm_proxmox: $checked configs checked, refusals, qm create, profiles, affinity and mappings ok"
