@@ -30,7 +30,10 @@ passthru_applied() {
                 why = ""
                 if (state[i] == "pending" || state[i] == "restore-failed") why = "interrupted (" state[i] ")"
                 else if (kind[i] == "" || state[i] == "") why = "unreadable manifest"
-                else if (kind[i] == "apply" && state[i] == "committed" && !((id[i] + 0) in undone)) why = "applied"
+                else if (kind[i] == "apply" && state[i] == "committed") {
+                    key = id[i] + 0
+                    if (!(key in undone)) why = "applied"
+                }
                 if (why != "") printf "  generation %s, %s:%s\n", id[i], why, files[i]
             }
         }' "$@"
