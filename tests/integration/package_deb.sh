@@ -181,8 +181,9 @@ if [[ $created_state == yes ]]; then
     grep -q 'generation 0*1, applied:.*/etc/modprobe.d/passthru-vfio.conf' "$tmp/purge.log" ||
         fail "the purge warning does not list generation 1 and its files"
 fi
-[[ -e /var/lib/passthru ]] && fail "/var/lib/passthru is left after purge"
-[[ -e /etc/passthru ]] && fail "/etc/passthru is left after purge"
+for dir in /usr/share/passthru /usr/share/doc/passthru /var/lib/passthru /etc/passthru; do
+    [[ -e $dir ]] && fail "$dir is left after purge"
+done
 dpkg-query -W -f='${Status}' passthru 2>/dev/null | grep -q 'installed\|config-files' && fail "passthru is still known to dpkg after purge"
 created_state=no
 cat "$tmp/remove.log" "$tmp/purge.log"
