@@ -34,7 +34,7 @@ endpoint is refused with exit status 3, naming the devices and the ways out.
 The kernel command line goes where the detected boot loader reads it: a GRUB
 drop-in /etc/default/grub.d/passthru.cfg (then update-grub), or
 /etc/kernel/cmdline for systemd-boot (then proxmox-boot-tool refresh).)"},
-    {"apply", "[--dry-run] [--yes] [--vm VMID --gpus SEL ...]",
+    {"apply", "[--dry-run] [--yes] [--plan FILE | --vm VMID --gpus SEL ...]",
      R"(Makes the planned changes as one transaction. With --dry-run it prints the
 same diffs and commands as plan and writes nothing at all.
 
@@ -50,23 +50,31 @@ generation.
 
 On the live host (--root /) apply needs root. The changes take effect at the
 next boot: reboot, then run passthru verify.)"},
-    {"verify", "[OPTIONS]",
-     R"(Run after the reboot. Checks that the IOMMU is on, that every function of
-the passed cards is bound to vfio-pci and to no host driver, that
-/dev/vfio/GROUP exists for their groups, and that the VM's configuration
-carries the cards. Each failed check is printed with what to do; the exit
-status is non-zero when any check fails.)"},
-    {"history", "[OPTIONS]",
-     R"(Lists the generations recorded under /var/lib/passthru/generations: number,
-time, state (committed, rolled back, unfinished), the request and the files
-each one changed. A generation left unfinished by a crash is shown so that
-passthru rollback can restore it.)"},
-    {"rollback", "[--to N] [--force]",
-     R"(Restores the files of a generation from its pre-images (files it created
-are removed) and runs the after-steps again, so that the host boots as it
-did before. By default the newest committed generation is undone; --to N
-returns to the state of generation N. A file that changed since that
-generation is not overwritten unless --force is given.)"},
+    {"verify", "[--vm VMID] [--gpus SEL]",
+     R"(Run after the reboot. Checks that the IOMMU is on, that the kernel
+arguments passthru set are active, that every function of the cards is bound
+to vfio-pci and to no host driver, that /dev/vfio/GROUP exists for their
+groups, and that the VM's configuration carries the cards. The cards are
+those of --gpus, else those VM VMID's configuration passes, else those of the
+newest applied generation. Each failed check is printed with what to do; the
+exit status is non-zero when any check fails. verify only reads.)"},
+    {"history", "[--json]",
+     R"(Lists the generations recorded under /var/lib/passthru/generations, oldest
+first: number, kind (apply or rollback), time, state (pending, committed,
+rolled-back, restore-failed), the request and the files each one changed.
+A generation an interrupted run left pending is reported by every command
+until passthru rollback has restored it.)"},
+    {"rollback", "[--to N] [--force] [--dry-run]",
+     R"(Undoes the newest apply generation that is still in effect: restores the
+files it changed from their pre-images, removes the files it created, and
+runs the after-steps again, so that the host boots as it did before. With
+--to N the host returns to how it was before generation N (N and every later
+generation are undone). A rollback is itself recorded as a generation, so it
+is journaled and listed by history like an apply.
+
+A file that was changed by hand since it was applied is not overwritten
+unless --force is given. A generation left pending by an interrupted run is
+restored first.)"},
     {"confirm", "",
      R"(Keeps a network change that apply made live with --apply-network and
 --confirm-timeout. Without passthru confirm within the timeout, the previous

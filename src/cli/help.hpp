@@ -36,7 +36,7 @@ struct CommandDoc
     std::string_view description;
 };
 // The long description of a command; nullptr when the table lacks it (a
-// unit test and the docgen build step insist that every command has one).
+// build fails in passthru_docgen when a command lacks one).
 const CommandDoc* command_doc(std::string_view name);
 
 // `passthru --help` and `passthru COMMAND --help`.
