@@ -4,7 +4,7 @@ add_library(passthru_warnings INTERFACE)
 option(PASSTHRU_WARNINGS_AS_ERRORS "Treat warnings as errors (CI)" OFF)
 target_compile_options(passthru_warnings INTERFACE
   -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Woverloaded-virtual
-  -Wcast-align -Wformat=2 -Wimplicit-fallthrough -Wnull-dereference
+  -Wcast-align -Wformat=2 -Wimplicit-fallthrough
   -Werror=return-type -Werror=switch
   $<$<BOOL:${PASSTHRU_WARNINGS_AS_ERRORS}>:-Werror>)
 

@@ -159,7 +159,7 @@ int run_scan(Context& ctx, const po::variables_map& vm)
         throw inv.error();
     }
     if (vm.count("json") != 0U) {
-        std::fputs((scan_to_json(*inv).dump(2) + "\n").c_str(), stdout);
+        write_scan_json(stdout, *inv);
     } else {
         std::fputs(render_human(*inv, ctx.color_out).c_str(), stdout);
     }

@@ -29,13 +29,10 @@ json addresses(const std::vector<scan::PciAddress>& addrs)
     return out;
 }
 
-} // namespace
 
-nlohmann::json scan_to_json(const scan::Inventory& inv)
+json host_json(const scan::Inventory& inv)
 {
     const auto& host = inv.host;
-    json doc;
-    doc["schema"] = "passthru.scan/1";
     json jhost;
     jhost["cpu_vendor"] = host.cpu_vendor.empty() ? json(nullptr) : json(host.cpu_vendor);
     jhost["cpu_model"] = host.cpu_model.empty() ? json(nullptr) : json(host.cpu_model);
@@ -62,11 +59,12 @@ nlohmann::json scan_to_json(const scan::Inventory& inv)
         {"nvidia", host.module_loaded("nvidia")},
         {"nouveau", host.module_loaded("nouveau")},
     };
-    doc["host"] = jhost;
+    return jhost;
+}
 
-    json devices = json::array();
-    for (const auto& d : inv.devices) {
-        json jd;
+json device_json(const scan::PciDevice& d)
+{
+    json jd;
         jd["address"] = d.address.str();
         jd["vendor"] = hex_opt(d.vendor);
         jd["device"] = hex_opt(d.device);
@@ -101,16 +99,20 @@ nlohmann::json scan_to_json(const scan::Inventory& inv)
                        {"totalvfs", opt(d.sriov_totalvfs)},
                        {"numvfs", opt(d.sriov_numvfs)}};
         jd["net"] = d.net_interfaces;
-        devices.push_back(std::move(jd));
-    }
-    doc["devices"] = std::move(devices);
+    return jd;
+}
 
+json groups_json(const scan::Inventory& inv)
+{
     json groups = json::array();
     for (const auto& [number, group] : inv.groups) {
         groups.push_back({{"group", number}, {"type", opt(group.type)}, {"devices", addresses(group.devices)}});
     }
-    doc["iommu_groups"] = std::move(groups);
+    return groups;
+}
 
+json gpus_json(const scan::Inventory& inv)
+{
     json gpus = json::array();
     int index = 0;
     for (const auto& g : inv.gpus) {
@@ -131,14 +133,70 @@ nlohmann::json scan_to_json(const scan::Inventory& inv)
         jg["name"] = (first != nullptr && !first->device_name.empty()) ? json(first->device_name) : json(nullptr);
         gpus.push_back(std::move(jg));
     }
-    doc["gpus"] = std::move(gpus);
+    return gpus;
+}
 
+json problems_json(const scan::Inventory& inv)
+{
     json problems = json::array();
     for (const auto& p : inv.problems) {
         problems.push_back({{"severity", std::string(scan::to_string(p.severity))}, {"message", p.message}, {"fix", p.fix}});
     }
-    doc["problems"] = std::move(problems);
+    return problems;
+}
+
+// Pretty-prints a value nested `level` deep in the document.
+std::string nested(const json& value, int level)
+{
+    const std::string pad(static_cast<std::size_t>(level) * 2, ' ');
+    std::string text = value.dump(2);
+    std::string out;
+    out.reserve(text.size() + text.size() / 8);
+    for (char c : text) {
+        out += c;
+        if (c == '\n') {
+            out += pad;
+        }
+    }
+    return out;
+}
+
+} // namespace
+
+nlohmann::json scan_to_json(const scan::Inventory& inv)
+{
+    json doc;
+    doc["schema"] = "passthru.scan/1";
+    doc["host"] = host_json(inv);
+    json devices = json::array();
+    for (const auto& d : inv.devices) {
+        devices.push_back(device_json(d));
+    }
+    doc["devices"] = std::move(devices);
+    doc["iommu_groups"] = groups_json(inv);
+    doc["gpus"] = gpus_json(inv);
+    doc["problems"] = problems_json(inv);
     return doc;
+}
+
+void write_scan_json(std::FILE* out, const scan::Inventory& inv)
+{
+    std::fputs("{\n  \"schema\": \"passthru.scan/1\",\n  \"host\": ", out);
+    std::fputs(nested(host_json(inv), 1).c_str(), out);
+    std::fputs(",\n  \"devices\": [", out);
+    bool first = true;
+    for (const auto& d : inv.devices) {
+        std::fputs(first ? "\n    " : ",\n    ", out);
+        std::fputs(nested(device_json(d), 2).c_str(), out);
+        first = false;
+    }
+    std::fputs(first ? "],\n  \"iommu_groups\": " : "\n  ],\n  \"iommu_groups\": ", out);
+    std::fputs(nested(groups_json(inv), 1).c_str(), out);
+    std::fputs(",\n  \"gpus\": ", out);
+    std::fputs(nested(gpus_json(inv), 1).c_str(), out);
+    std::fputs(",\n  \"problems\": ", out);
+    std::fputs(nested(problems_json(inv), 1).c_str(), out);
+    std::fputs("\n}\n", out);
 }
 
 } // namespace passthru::cli

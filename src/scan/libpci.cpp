@@ -8,6 +8,7 @@ extern "C" {
 #include <csetjmp>
 #include <cstdarg>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 
 namespace passthru::scan {
@@ -151,6 +152,107 @@ std::optional<bool> LibPci::has_acs(const PciAddress& addr)
         PASSTHRU_PCI_GUARDED(result, pci_free_dev(dev));
     }
     return result;
+}
+
+LibPci::ConfigFacts LibPci::parse_config(const PciAddress& addr, std::string& bytes)
+{
+    ConfigFacts facts;
+    if (m_access == nullptr || bytes.size() < 64) {
+        return facts;
+    }
+    const int len = static_cast<int>(std::min<std::size_t>(bytes.size(), 4096));
+    auto* cache = reinterpret_cast<u8*>(bytes.data());
+    pci_dev* dev = nullptr;
+    int known = 0;
+    u16 subsys_vendor = 0;
+    u16 subsys_device = 0;
+    u8 revision = 0;
+    u8 header = 0;
+    pci_cap* exp = nullptr;
+    pci_cap* acs = nullptr;
+    pci_cap* sriov = nullptr;
+    u32 lnkcap = 0;
+    u32 lnkcap2 = 0;
+    u16 lnksta = 0;
+    u16 exp_flags = 0;
+    PASSTHRU_PCI_GUARDED(facts, {
+        dev = pci_get_dev(m_access, static_cast<int>(addr.domain), addr.bus, addr.device, addr.function);
+        if (dev != nullptr) {
+            pci_setup_cache(dev, cache, len);
+            revision = pci_read_byte(dev, PCI_REVISION_ID);
+            header = pci_read_byte(dev, PCI_HEADER_TYPE);
+            if ((header & 0x7f) == PCI_HEADER_TYPE_NORMAL) {
+                subsys_vendor = pci_read_word(dev, PCI_SUBSYSTEM_VENDOR_ID);
+                subsys_device = pci_read_word(dev, PCI_SUBSYSTEM_ID);
+            }
+            // Capabilities only from bytes we have: libpci would otherwise go
+            // back to the file for what lies beyond the cache.
+            if (len >= 256) {
+                known = pci_fill_info(dev, PCI_FILL_CAPS | (len >= 4096 ? PCI_FILL_EXT_CAPS : 0));
+                exp = pci_find_cap(dev, PCI_CAP_ID_EXP, PCI_CAP_NORMAL);
+                if (exp != nullptr && static_cast<int>(exp->addr) + PCI_EXP_LNKCAP2 + 4 <= len) {
+                    exp_flags = pci_read_word(dev, exp->addr + PCI_EXP_FLAGS);
+                    lnkcap = pci_read_long(dev, exp->addr + PCI_EXP_LNKCAP);
+                    lnksta = pci_read_word(dev, exp->addr + PCI_EXP_LNKSTA);
+                    lnkcap2 = pci_read_long(dev, exp->addr + PCI_EXP_LNKCAP2);
+                }
+                if ((known & PCI_FILL_EXT_CAPS) != 0) {
+                    acs = pci_find_cap(dev, PCI_EXT_CAP_ID_ACS, PCI_CAP_EXTENDED);
+                    sriov = pci_find_cap(dev, PCI_EXT_CAP_ID_SRIOV, PCI_CAP_EXTENDED);
+                }
+            }
+        }
+    });
+    if (dev == nullptr) {
+        return facts;
+    }
+    facts.revision = revision;
+    facts.header_type = header;
+    if ((header & 0x7f) == PCI_HEADER_TYPE_NORMAL) {
+        facts.subsystem_vendor = subsys_vendor;
+        facts.subsystem_device = subsys_device;
+    }
+    if (len >= 256) {
+        facts.pcie = exp != nullptr;
+        if (exp != nullptr) {
+            // As the kernel reports it (drivers/pci/pci-sysfs.c, access.c):
+            // only ports, endpoints and PCIe bridges implement the link
+            // registers, others read as 0 ("Unknown", width 0, max 255), and
+            // Link Capabilities 2 exists from capability version 2 on.
+            const int type = (exp_flags >> 4) & 0xf;
+            const int version = exp_flags & 0xf;
+            const bool has_link = type == 0 || type == 1 || (type >= 4 && type <= 8);
+            if (!has_link) {
+                lnkcap = 0;
+                lnksta = 0;
+            }
+            if (!has_link || version < 2) {
+                lnkcap2 = 0;
+            }
+            facts.link_speed = lnksta & PCI_EXP_LNKSTA_SPEED;
+            facts.link_width = (lnksta & PCI_EXP_LNKSTA_WIDTH) >> 4;
+            facts.max_link_width = lnkcap != 0 ? static_cast<int>((lnkcap & PCI_EXP_LNKCAP_WIDTH) >> 4) : 0xff;
+            // pcie_get_speed_cap(): the Supported Link Speeds vector of Link
+            // Capabilities 2 when present, else the Max Link Speed field.
+            const u32 vector = (lnkcap2 >> 1) & 0x3f;
+            int max_speed = static_cast<int>(lnkcap & PCI_EXP_LNKCAP_SPEED);
+            if (vector != 0) {
+                for (int bit = 5; bit >= 0; --bit) {
+                    if ((vector >> bit) & 1U) {
+                        max_speed = bit + 1;
+                        break;
+                    }
+                }
+            }
+            facts.max_link_speed = max_speed;
+        }
+        if ((known & PCI_FILL_EXT_CAPS) != 0) {
+            facts.acs = acs != nullptr;
+            facts.sriov = sriov != nullptr;
+        }
+    }
+    PASSTHRU_PCI_GUARDED(facts, pci_free_dev(dev));
+    return facts;
 }
 
 } // namespace passthru::scan

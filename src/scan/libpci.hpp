@@ -33,6 +33,26 @@ public:
     // Whether the function has the ACS extended capability (config space).
     std::optional<bool> has_acs(const PciAddress& addr);
 
+    // What the config space bytes (as read from sysfs `config`) say, decoded
+    // by libpci from a cache of those bytes (pci_setup_cache), so no second
+    // read of the file. Fields stay empty when the bytes are too short: an
+    // unprivileged read of `config` returns only the first 64 bytes.
+    struct ConfigFacts
+    {
+        std::optional<std::uint16_t> subsystem_vendor;
+        std::optional<std::uint16_t> subsystem_device;
+        std::optional<std::uint8_t> revision;
+        std::optional<std::uint8_t> header_type;
+        bool pcie = false; // a PCI Express capability was found
+        std::optional<int> link_speed;     // GT/s code of Link Status (1 = 2.5, 2 = 5, 3 = 8, ...)
+        std::optional<int> link_width;
+        std::optional<int> max_link_speed; // highest supported speed code
+        std::optional<int> max_link_width;
+        std::optional<bool> acs;   // needs the 4096-byte extended space
+        std::optional<bool> sriov; // likewise
+    };
+    ConfigFacts parse_config(const PciAddress& addr, std::string& bytes);
+
     const std::vector<std::string>& warnings() const noexcept { return m_warnings; }
 
 private:

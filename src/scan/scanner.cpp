@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <set>
+#include <thread>
 
 #include "scan/libpci.hpp"
 #include "util/strings.hpp"
@@ -98,6 +99,123 @@ std::optional<PciAddress> parent_from_path(const std::string& path)
 
 } // namespace
 
+namespace {
+
+// Reads one function's sysfs directory. Runs on worker threads: only sysfs
+// reads here, no libpci (its name cache is not thread-safe).
+std::optional<std::string> speed_text(const std::optional<int>& code)
+{
+    // The kernel's spellings in current_link_speed / max_link_speed.
+    static constexpr const char* k_speeds[] = {"2.5 GT/s PCIe", "5.0 GT/s PCIe", "8.0 GT/s PCIe",
+                                               "16.0 GT/s PCIe", "32.0 GT/s PCIe", "64.0 GT/s PCIe"};
+    if (!code) {
+        return std::nullopt;
+    }
+    if (*code < 1 || *code > 6) {
+        return std::string("Unknown");
+    }
+    return std::string(k_speeds[*code - 1]);
+}
+
+PciDevice read_pci_device(const util::HostFs& fs, LibPci& pci, const util::HostDir& devices_dir, const std::string& name,
+                          const PciAddress& addr, std::vector<Problem>& problems)
+{
+    PciDevice dev;
+    dev.address = addr;
+    const std::string entry = std::string(k_pci_devices) + "/" + name;
+    // The kernel's link target gives the device's place in the topology
+    // without a second path walk; the open itself stays confined to the root.
+    std::optional<std::string> known;
+    if (auto link = devices_dir.link(name.c_str())) {
+        known = util::join_host_path(devices_dir.path(), *link);
+    }
+    auto dir = fs.open_dir(entry, known);
+    if (!dir) {
+        problems.push_back({Severity::warning, name + ": cannot open its sysfs directory (" + dir.error().what() + ")",
+                            "the device is listed without details"});
+        return dev;
+    }
+    dev.sysfs_path = dir->path();
+    const std::string a = addr.str();
+    dev.vendor = hex_attr<std::uint16_t>(*dir, "vendor", 0xffff, a, problems);
+    dev.device = hex_attr<std::uint16_t>(*dir, "device", 0xffff, a, problems);
+    dev.class_code = hex_attr<std::uint32_t>(*dir, "class", 0xffffff, a, problems);
+    // One read of the config space gives what would otherwise be nine
+    // attribute files (subsystem, revision, link status and capabilities,
+    // ACS, SR-IOV); the attributes remain the fallback when the bytes are
+    // short (an unprivileged read returns 64 bytes).
+    std::string config = dir->read("config", 4096).value_or(std::string());
+    const auto facts = pci.parse_config(addr, config);
+    if (facts.subsystem_vendor && facts.subsystem_device) {
+        dev.subsystem_vendor = facts.subsystem_vendor;
+        dev.subsystem_device = facts.subsystem_device;
+    } else {
+        // Bridges keep theirs in an SSVID capability, which the kernel
+        // reads for them: take its attributes.
+        dev.subsystem_vendor = hex_attr<std::uint16_t>(*dir, "subsystem_vendor", 0xffff, a, problems);
+        dev.subsystem_device = hex_attr<std::uint16_t>(*dir, "subsystem_device", 0xffff, a, problems);
+    }
+    dev.revision = facts.revision ? facts.revision : hex_attr<std::uint8_t>(*dir, "revision", 0xff, a, problems);
+    if (auto drv = dir->link("driver")) {
+        dev.driver = std::string(util::base_name(*drv));
+    }
+    if (auto ov = dir->attr("driver_override"); ov && *ov != "(null)" && !ov->empty()) {
+        dev.driver_override = *ov;
+    }
+    dev.iommu_group = group_from_link(dir->link("iommu_group"));
+    if (auto node = int_attr(*dir, "numa_node"); node && *node >= 0) {
+        dev.numa_node = node;
+    }
+    if (dev.is_display()) {
+        // boot_vga exists only on VGA-class functions.
+        if (auto boot = dir->attr("boot_vga")) {
+            dev.boot_vga = *boot == "1";
+        }
+    }
+    LinkInfo link;
+    if (facts.link_speed) {
+        link.speed = speed_text(facts.link_speed);
+        link.max_speed = speed_text(facts.max_link_speed);
+        link.width = facts.link_width;
+        link.max_width = facts.max_link_width;
+    } else if (config.size() < 256) {
+        // Too few config bytes to know: read what the kernel reports.
+        link.speed = dir->attr("current_link_speed");
+        if (link.speed) {
+            link.max_speed = dir->attr("max_link_speed");
+            link.width = int_attr(*dir, "current_link_width");
+            link.max_width = int_attr(*dir, "max_link_width");
+        }
+    }
+    link.speed_gts = parse_gts(link.speed);
+    link.max_speed_gts = parse_gts(link.max_speed);
+    if (link.speed || link.max_speed || link.width || link.max_width) {
+        dev.link = std::move(link);
+    }
+    if (auto reset = dir->attr("reset_method")) {
+        dev.reset_methods = util::split(*reset, " ");
+    }
+    if (auto physfn = dir->link("physfn")) {
+        dev.is_virtfn = true;
+        dev.physfn = PciAddress::parse(util::base_name(*physfn));
+    } else if (facts.sriov.value_or(true)) {
+        dev.sriov_totalvfs = int_attr(*dir, "sriov_totalvfs");
+        if (dev.sriov_totalvfs) {
+            dev.sriov_numvfs = int_attr(*dir, "sriov_numvfs");
+        }
+    }
+    dev.has_acs = facts.acs.value_or(false);
+    dev.parent = parent_from_path(dev.sysfs_path);
+    if (auto c = dev.class16()) {
+        // PCI-to-PCI bridges and PCIe ports (0604, semi-transparent 0609):
+        // what the kernel's vfio accepts next to a passed device.
+        dev.is_bridge = *c == pci_class::bridge_pci || *c == 0x0609;
+    }
+    return dev;
+}
+
+} // namespace
+
 Result<std::vector<PciDevice>> scan_pci_devices(const util::HostFs& fs, std::vector<Problem>& problems)
 {
     if (!fs.is_dir(k_pci_devices)) {
@@ -108,75 +226,63 @@ Result<std::vector<PciDevice>> scan_pci_devices(const util::HostFs& fs, std::vec
     if (!names) {
         return tl::unexpected(names.error());
     }
+    auto devices_dir = fs.open_dir(k_pci_devices);
+    if (!devices_dir) {
+        return tl::unexpected(devices_dir.error());
+    }
 
-    auto sysfs_local = fs.local("/sys/bus/pci");
-    LibPci pci(sysfs_local ? sysfs_local->string() : std::string("/nonexistent"));
-
-    std::vector<PciDevice> devices;
-    devices.reserve(names->size());
+    std::vector<std::pair<std::string, PciAddress>> entries;
+    entries.reserve(names->size());
     for (const auto& name : *names) {
-        auto addr = PciAddress::parse(name);
-        if (!addr) {
+        if (auto addr = PciAddress::parse(name)) {
+            entries.emplace_back(name, *addr);
+        } else {
             problems.push_back({Severity::warning, "ignoring unexpected entry '" + name + "' in " + k_pci_devices, ""});
-            continue;
         }
-        auto dir = fs.open_dir(std::string(k_pci_devices) + "/" + name);
-        if (!dir) {
-            problems.push_back({Severity::warning, name + ": cannot open its sysfs directory (" + dir.error().what() + ")",
-                                "the device is listed without details"});
-            PciDevice dev;
-            dev.address = *addr;
-            devices.push_back(std::move(dev));
-            continue;
+    }
+
+    // sysfs reads are syscall-bound: split them over the cores (at most
+    // 4 threads; small hosts stay on one thread).
+    std::vector<PciDevice> devices(entries.size());
+    const unsigned hw = std::max(1U, std::thread::hardware_concurrency());
+    const std::size_t workers = entries.size() < 256 ? 1 : std::min<std::size_t>(std::min(hw, 4U), entries.size());
+    std::vector<std::vector<Problem>> worker_problems(workers);
+    auto sysfs_local = fs.local("/sys/bus/pci");
+    const std::string sysfs_path = sysfs_local ? sysfs_local->string() : std::string("/nonexistent");
+    std::vector<std::vector<std::string>> worker_warnings(workers);
+    auto work = [&](std::size_t w) {
+        // libpci state is per thread: each worker decodes config space with
+        // its own pci_access.
+        LibPci pci(sysfs_path);
+        for (std::size_t i = w; i < entries.size(); i += workers) {
+            devices[i] = read_pci_device(fs, pci, *devices_dir, entries[i].first, entries[i].second, worker_problems[w]);
         }
-        PciDevice dev;
-        dev.address = *addr;
-        dev.sysfs_path = dir->path();
-        const std::string a = addr->str();
-        dev.vendor = hex_attr<std::uint16_t>(*dir, "vendor", 0xffff, a, problems);
-        dev.device = hex_attr<std::uint16_t>(*dir, "device", 0xffff, a, problems);
-        dev.class_code = hex_attr<std::uint32_t>(*dir, "class", 0xffffff, a, problems);
-        dev.subsystem_vendor = hex_attr<std::uint16_t>(*dir, "subsystem_vendor", 0xffff, a, problems);
-        dev.subsystem_device = hex_attr<std::uint16_t>(*dir, "subsystem_device", 0xffff, a, problems);
-        dev.revision = hex_attr<std::uint8_t>(*dir, "revision", 0xff, a, problems);
-        if (auto drv = dir->link("driver")) {
-            dev.driver = std::string(util::base_name(*drv));
+        worker_warnings[w] = pci.warnings();
+    };
+    if (workers == 1) {
+        work(0);
+    } else {
+        std::vector<std::thread> threads;
+        for (std::size_t w = 1; w < workers; ++w) {
+            threads.emplace_back(work, w);
         }
-        if (auto ov = dir->attr("driver_override"); ov && *ov != "(null)" && !ov->empty()) {
-            dev.driver_override = *ov;
+        work(0);
+        for (auto& t : threads) {
+            t.join();
         }
-        dev.iommu_group = group_from_link(dir->link("iommu_group"));
-        if (auto node = int_attr(*dir, "numa_node"); node && *node >= 0) {
-            dev.numa_node = node;
+    }
+    for (auto& wp : worker_problems) {
+        problems.insert(problems.end(), std::make_move_iterator(wp.begin()), std::make_move_iterator(wp.end()));
+    }
+
+    // Names through libpci, on this thread (its name cache is shared state).
+    LibPci pci(sysfs_path);
+    for (const auto& ww : worker_warnings) {
+        for (const auto& w : ww) {
+            problems.push_back({Severity::warning, w, ""});
         }
-        if (auto boot = dir->attr("boot_vga")) {
-            dev.boot_vga = *boot == "1";
-        }
-        LinkInfo link;
-        link.speed = dir->attr("current_link_speed");
-        link.max_speed = dir->attr("max_link_speed");
-        link.width = int_attr(*dir, "current_link_width");
-        link.max_width = int_attr(*dir, "max_link_width");
-        link.speed_gts = parse_gts(link.speed);
-        link.max_speed_gts = parse_gts(link.max_speed);
-        if (link.speed || link.max_speed || link.width || link.max_width) {
-            dev.link = std::move(link);
-        }
-        if (auto reset = dir->attr("reset_method")) {
-            dev.reset_methods = util::split(*reset, " ");
-        }
-        if (auto physfn = dir->link("physfn")) {
-            dev.is_virtfn = true;
-            dev.physfn = PciAddress::parse(util::base_name(*physfn));
-        }
-        dev.sriov_totalvfs = int_attr(*dir, "sriov_totalvfs");
-        dev.sriov_numvfs = int_attr(*dir, "sriov_numvfs");
-        if (dir->has("net")) {
-            if (auto ifaces = fs.list_dir(dir->path() + "/net")) {
-                dev.net_interfaces = std::move(*ifaces);
-            }
-        }
-        dev.parent = parent_from_path(dev.sysfs_path);
+    }
+    for (auto& dev : devices) {
         if (dev.vendor) {
             dev.vendor_name = pci.vendor_name(*dev.vendor);
             if (dev.device) {
@@ -185,48 +291,61 @@ Result<std::vector<PciDevice>> scan_pci_devices(const util::HostFs& fs, std::vec
         }
         if (auto c = dev.class16()) {
             dev.class_name = pci.class_name(*c);
-            // PCI-to-PCI bridges and PCIe ports (0604, semi-transparent 0609):
-            // what the kernel's vfio accepts next to a passed device.
-            dev.is_bridge = *c == pci_class::bridge_pci || *c == 0x0609;
         }
-        if (dev.is_bridge) {
-            // ACS on the ports is what splits groups; only bridges need the
-            // config-space read.
-            dev.has_acs = pci.has_acs(*addr).value_or(false);
-        }
-        devices.push_back(std::move(dev));
     }
     for (const auto& w : pci.warnings()) {
         problems.push_back({Severity::warning, w, ""});
     }
     std::sort(devices.begin(), devices.end(), [](const PciDevice& x, const PciDevice& y) { return x.address < y.address; });
+
+    // Network interfaces: one link per interface in /sys/class/net, whose
+    // target names the PCI function (.../0000:42:00.0/net/enp66s0f0).
+    if (auto net = fs.open_dir("/sys/class/net")) {
+        for (const auto& ifname : net->list(".")) {
+            const auto target = net->link(ifname.c_str());
+            if (!target) {
+                continue;
+            }
+            const std::string path = util::join_host_path(net->path(), *target);
+            const auto parent = parent_from_path(path);
+            if (!parent) {
+                continue; // a virtual interface (lo, bridges, bonds)
+            }
+            const auto it = std::lower_bound(devices.begin(), devices.end(), *parent,
+                                             [](const PciDevice& d, const PciAddress& x) { return d.address < x; });
+            if (it != devices.end() && it->address == *parent) {
+                it->net_interfaces.push_back(ifname);
+            }
+        }
+    }
     return devices;
 }
 
 std::map<int, IommuGroup> scan_iommu_groups(const util::HostFs& fs)
 {
     std::map<int, IommuGroup> groups;
-    auto names = fs.list_dir("/sys/kernel/iommu_groups");
-    if (!names) {
+    auto top = fs.open_dir("/sys/kernel/iommu_groups");
+    if (!top) {
         return groups;
     }
-    for (const auto& name : *names) {
+    for (const auto& name : top->list(".")) {
         const auto number = util::parse_int(name);
         if (!number || *number < 0) {
             continue;
         }
+        auto dir = top->subdir(name);
+        if (!dir) {
+            continue;
+        }
         IommuGroup group;
         group.number = static_cast<int>(*number);
-        const std::string base = "/sys/kernel/iommu_groups/" + name;
-        if (auto devs = fs.list_dir(base + "/devices")) {
-            for (const auto& d : *devs) {
-                if (auto addr = PciAddress::parse(d)) {
-                    group.devices.push_back(*addr);
-                }
+        for (const auto& d : dir->list("devices")) {
+            if (auto addr = PciAddress::parse(d)) {
+                group.devices.push_back(*addr);
             }
         }
         std::sort(group.devices.begin(), group.devices.end());
-        group.type = fs.read_attr(base + "/type");
+        group.type = dir->attr("type");
         groups.emplace(group.number, std::move(group));
     }
     return groups;
@@ -243,12 +362,16 @@ Result<Inventory> scan_host(const util::HostFs& fs, const util::CommandRunner& r
     inv.groups = scan_iommu_groups(fs);
     // Group membership from the devices' own links fills gaps in the group
     // directory listing, and vice versa.
+    std::map<PciAddress, int> group_of;
+    for (const auto& [number, group] : inv.groups) {
+        for (const auto& member : group.devices) {
+            group_of.emplace(member, number);
+        }
+    }
     for (auto& dev : inv.devices) {
         if (!dev.iommu_group) {
-            for (const auto& [number, group] : inv.groups) {
-                if (std::find(group.devices.begin(), group.devices.end(), dev.address) != group.devices.end()) {
-                    dev.iommu_group = number;
-                }
+            if (auto it = group_of.find(dev.address); it != group_of.end()) {
+                dev.iommu_group = it->second;
             }
         } else if (!inv.groups.contains(*dev.iommu_group)) {
             IommuGroup group;

@@ -2,6 +2,8 @@
 #include "util/host_fs.hpp"
 
 #include <dirent.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -62,7 +64,13 @@ Error io_error(std::string_view what, std::string_view path, int err)
                  std::string(what) + " " + std::string(path) + ": " + errno_text(err));
 }
 
-std::optional<std::string> read_fd_all(int fd, std::size_t max_bytes)
+enum class ShortRead
+{
+    continue_reading, // procfs (seq_file) returns a page at a time
+    is_end,           // sysfs attributes fit in one read
+};
+
+std::optional<std::string> read_fd_all(int fd, std::size_t max_bytes, ShortRead short_read = ShortRead::continue_reading)
 {
     std::string out;
     char buf[8192];
@@ -79,6 +87,9 @@ std::optional<std::string> read_fd_all(int fd, std::size_t max_bytes)
             break;
         }
         out.append(buf, static_cast<std::size_t>(n));
+        if (short_read == ShortRead::is_end && static_cast<std::size_t>(n) < want) {
+            break;
+        }
     }
     return out;
 }
@@ -177,7 +188,9 @@ std::optional<std::string> HostDir::read(const char* name, std::size_t max_bytes
     if (fd < 0) {
         return std::nullopt;
     }
-    auto out = read_fd_all(fd, max_bytes);
+    // A sysfs attribute is one page at most and comes in one read; saving the
+    // read(2) that would return 0 matters when scanning thousands of devices.
+    auto out = read_fd_all(fd, max_bytes, ShortRead::is_end);
     ::close(fd);
     return out;
 }
@@ -201,6 +214,40 @@ std::optional<std::string> HostDir::link(const char* name) const
     return std::string(buf, static_cast<std::size_t>(n));
 }
 
+std::vector<std::string> HostDir::list(const char* name) const
+{
+    std::vector<std::string> names;
+    const int fd = ::openat(m_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        return names;
+    }
+    DIR* dir = ::fdopendir(fd);
+    if (dir == nullptr) {
+        ::close(fd);
+        return names;
+    }
+    while (const dirent* ent = ::readdir(dir)) {
+        if (std::strcmp(ent->d_name, ".") != 0 && std::strcmp(ent->d_name, "..") != 0) {
+            names.emplace_back(ent->d_name);
+        }
+    }
+    ::closedir(dir);
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+std::optional<HostDir> HostDir::subdir(const std::string& name) const
+{
+    if (name.find('/') != std::string::npos || name == ".." || name == ".") {
+        return std::nullopt;
+    }
+    const int fd = ::openat(m_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        return std::nullopt;
+    }
+    return HostDir(fd, m_path == "/" ? "/" + name : m_path + "/" + name);
+}
+
 bool HostDir::has(const char* name) const
 {
     struct stat st{};
@@ -217,7 +264,15 @@ Result<HostFs> HostFs::open(const std::filesystem::path& root)
         return fail(Errc::not_found, "root " + root.string() + " is not an existing directory");
     }
     const bool live = canonical == std::filesystem::path("/");
-    return HostFs(canonical, live);
+    const int fd = ::open(canonical.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        return tl::unexpected(io_error("cannot open root", canonical.string(), errno));
+    }
+    auto root_fd = std::shared_ptr<const int>(new int(fd), [](const int* p) {
+        ::close(*p);
+        delete p;
+    });
+    return HostFs(canonical, live, std::move(root_fd));
 }
 
 std::string HostFs::local_str(const std::string& resolved_host_path) const
@@ -374,16 +429,50 @@ Result<std::vector<std::string>> HostFs::list_dir(std::string_view host_path) co
     return names;
 }
 
-Result<HostDir> HostFs::open_dir(std::string_view host_path) const
+int HostFs::open_confined(std::string_view host_path, int flags) const
 {
+    if (m_live) {
+        return ::open(std::string(host_path).c_str(), flags | O_CLOEXEC);
+    }
+    static bool have_openat2 = true;
+    if (have_openat2 && m_root_fd) {
+        std::string rel(host_path);
+        while (!rel.empty() && rel.front() == '/') {
+            rel.erase(0, 1);
+        }
+        if (rel.empty()) {
+            rel = ".";
+        }
+        open_how how{};
+        how.flags = static_cast<std::uint64_t>(flags | O_CLOEXEC);
+        how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+        const long fd = ::syscall(SYS_openat2, *m_root_fd, rel.c_str(), &how, sizeof how);
+        if (fd >= 0 || errno != ENOSYS) {
+            return static_cast<int>(fd);
+        }
+        have_openat2 = false;
+    }
     auto resolved = resolve_impl(host_path, true);
     if (!resolved) {
-        return tl::unexpected(resolved.error());
+        errno = ELOOP;
+        return -1;
     }
-    const std::string local = local_str(*resolved);
-    const int fd = ::open(local.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    return ::open(local_str(*resolved).c_str(), flags | O_CLOEXEC);
+}
+
+Result<HostDir> HostFs::open_dir(std::string_view host_path, std::optional<std::string> known_path) const
+{
+    const int fd = open_confined(host_path, O_RDONLY | O_DIRECTORY);
     if (fd < 0) {
         return tl::unexpected(io_error("cannot open directory", host_path, errno));
+    }
+    if (known_path) {
+        return HostDir(fd, std::move(*known_path));
+    }
+    auto resolved = resolve_impl(host_path, true);
+    if (!resolved) {
+        ::close(fd);
+        return tl::unexpected(resolved.error());
     }
     return HostDir(fd, std::move(*resolved));
 }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -62,6 +63,10 @@ public:
     // Target of a symlink entry, verbatim; nullopt when it is not a link.
     std::optional<std::string> link(const char* name) const;
     bool has(const char* name) const;
+    // Names of the entries of the subdirectory `name`, sorted; empty when missing.
+    std::vector<std::string> list(const char* name) const;
+    // The subdirectory `name` (not through a symlink); nullopt when missing.
+    std::optional<HostDir> subdir(const std::string& name) const;
 
 private:
     friend class HostFs;
@@ -120,7 +125,10 @@ public:
     // Target of the symlink at host_path itself (the last component is not followed).
     Result<std::string> read_link(std::string_view host_path) const;
     Result<std::vector<std::string>> list_dir(std::string_view host_path) const;
-    Result<HostDir> open_dir(std::string_view host_path) const;
+    // Opens a directory. known_path, when given, is the caller's lexical
+    // knowledge of the resolved host path (a sysfs link target) and saves
+    // resolving it again; the open itself is always confined to the root.
+    Result<HostDir> open_dir(std::string_view host_path, std::optional<std::string> known_path = std::nullopt) const;
 
     bool exists(std::string_view host_path) const;
     bool is_dir(std::string_view host_path) const;
@@ -150,13 +158,21 @@ public:
     Result<HostLock> try_lock(std::string_view host_path, LockCreate create) const;
 
 private:
-    HostFs(std::filesystem::path root, bool live) : m_root(std::move(root)), m_live(live) {}
+    HostFs(std::filesystem::path root, bool live, std::shared_ptr<const int> root_fd)
+        : m_root(std::move(root)), m_live(live), m_root_fd(std::move(root_fd))
+    {
+    }
+    // open(2) of a host path confined to the root by the kernel
+    // (openat2 RESOLVE_IN_ROOT); -1 with errno set on failure. Falls back
+    // to resolve_impl() where openat2 is unavailable.
+    int open_confined(std::string_view host_path, int flags) const;
     // Resolution that tolerates a missing tail (which is appended lexically).
     Result<std::string> resolve_impl(std::string_view host_path, bool follow_last) const;
     std::string local_str(const std::string& resolved_host_path) const;
 
     std::filesystem::path m_root;
     bool m_live = false;
+    std::shared_ptr<const int> m_root_fd; // O_PATH descriptor of the root
 };
 
 // Joins a host directory path and a relative or absolute link target the way
