@@ -8,6 +8,8 @@
 set -euo pipefail
 : "${PASSTHRU:?}" "${PASSTHRU_BUILD_DIR:?}" "${PASSTHRU_SOURCE_DIR:?}"
 page=$PASSTHRU_BUILD_DIR/doc/passthru.1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 
@@ -66,6 +68,40 @@ done < <(grep -o '\\-\\-[a-z][a-z0-9]*\(\\-[a-z0-9]\+\)*' "$page" | sed 's/\\-/-
 # The worked example holds real scan output of the sample host.
 grep -q '^GPU cards$' "$page" || fail "the man page lacks the sample host's scan (did scan fail at build time?)"
 grep -q 'TU102 \[GeForce RTX 2080 Ti' "$page" || fail "the man page's example lacks the RTX 2080 Ti cards"
+
+# The prose of the worked example matches the real plan for the sample host.
+cp -a "$PASSTHRU_SOURCE_DIR/tests/fixtures/hosts/epyc-4x2080ti" "$tmp/host"
+if "$PASSTHRU" --root "$tmp/host" plan --vm 101 --gpus 0,1,2,3 --json >"$tmp/plan.json" 2>"$tmp/plan.err"; then
+    example=$(sed -n '/^On this host the plan/,/Then:$/p' "$page" | sed 's/\\-/-/g; s/\\f[BIR]//g')
+    python3 - "$tmp/plan.json" "$example" <<'PY' || fail "the worked example in the man page no longer matches 'passthru plan' on the sample host"
+import json, re, sys
+plan = json.load(open(sys.argv[1]))
+text = " ".join(sys.argv[2].split())
+words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
+problems = []
+paths = sorted(f["path"] for f in plan["files"])
+mentioned = sorted(set(re.findall(r"(/etc/[A-Za-z0-9_./-]+[A-Za-z0-9])", text)))
+if paths != mentioned:
+    problems.append(f"files: plan {paths}, man page {mentioned}")
+if f"changes {words.get(len(paths), len(paths))} files" not in text:
+    problems.append(f"the page does not say the plan changes {len(paths)} files")
+ids = "ids=" + ",".join(plan["vfio_ids"])
+if ids not in text:
+    problems.append(f"{ids} not in the page")
+for arg in plan["kernel_args"]["add"] + plan["kernel_args"]["remove"]:
+    if arg not in text:
+        problems.append(f"kernel argument {arg} not in the page")
+for cmd in plan["commands"]:
+    if " ".join(cmd["argv"]) not in text:
+        problems.append(f"command {' '.join(cmd['argv'])} not in the page")
+for p in problems:
+    print("  " + p, file=sys.stderr)
+sys.exit(1 if problems else 0)
+PY
+else
+    cat "$tmp/plan.err" >&2
+    fail "passthru plan failed on the sample host (the man page's worked example)"
+fi
 
 # Renders cleanly (lintian ignores only 'cannot adjust'/'can't break line').
 warnings=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -E UTF-8 -l "$page" 2>&1 >/dev/null |
