@@ -57,13 +57,9 @@ void plan_options(po::options_description& options)
 
 int run_plan(Context& ctx, const po::variables_map& vm)
 {
+    // make_plan checks what the request must contain (--vm and --gpus, or a
+    // network-only request).
     const plan::Request request = parse_request(vm);
-    if (request.vm.empty()) {
-        throw Error(Errc::usage, "--vm is required").with_hint("e.g. passthru plan --vm 101 --gpus all");
-    }
-    if (request.gpus.empty()) {
-        throw Error(Errc::usage, "--gpus is required").with_hint("use --gpus all, --gpus 0,1 or --gpus 0000:01:00");
-    }
     auto inventory = scan::scan_host(ctx.fs, ctx.runner);
     if (!inventory) {
         throw inventory.error();

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "cli/plan_render.hpp"
+#include "cli/request_options.hpp"
 
 #include "plan/plan_json.hpp"
 #include "util/command_runner.hpp"
@@ -52,7 +53,7 @@ std::string render_plan(const plan::Plan& plan, const RenderOptions& options)
 {
     const bool color = options.color;
     std::string out;
-    out += styled("Plan for VM " + plan.request.vm, Style::bold, color) + "\n";
+    out += styled(plan.request.vm.empty() ? std::string("Plan for the host network") : "Plan for VM " + plan.request.vm, Style::bold, color) + "\n";
     for (const auto& g : plan.gpus) {
         out += "  GPU " + g.slot + (g.name.empty() ? "" : "  " + g.name) + "  functions " + util::join(g.functions, " ");
         if (!g.iommu_groups.empty()) {
@@ -134,8 +135,7 @@ std::string render_plan(const plan::Plan& plan, const RenderOptions& options)
         out += "\n";
         out += plan.empty() ? "Nothing to change.\n"
                             : std::to_string(plan.files.size()) + " file(s) to change, " + std::to_string(plan.commands.size())
-                                  + " command(s) to run. Apply with: passthru apply --vm " + plan.request.vm + " --gpus " + plan.request.gpus
-                                  + (plan.request.acs_override == plan::AcsOverride::yes ? " --acs-override" : "") + "\n";
+                                  + " command(s) to run. Apply with: passthru apply " + request_to_options(plan.request) + "\n";
     }
     return out;
 }

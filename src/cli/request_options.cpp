@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "util/command_runner.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::cli {
@@ -156,6 +157,59 @@ plan::Request parse_request(const po::variables_map& vm)
         req.network = std::move(net);
     }
     return req;
+}
+
+std::string request_to_options(const plan::Request& req)
+{
+    std::vector<std::string> args;
+    if (!req.vm.empty()) {
+        args.insert(args.end(), {"--vm", req.vm});
+    }
+    if (!req.gpus.empty()) {
+        args.insert(args.end(), {"--gpus", req.gpus});
+    }
+    if (req.acs_override == plan::AcsOverride::yes) {
+        args.emplace_back("--acs-override");
+    }
+    if (req.backend == plan::Backend::libvirt) {
+        args.insert(args.end(), {"--backend", "libvirt"});
+    }
+    if (req.connect_uri) {
+        args.insert(args.end(), {"--connect", *req.connect_uri});
+    }
+    if (req.mapping) {
+        args.insert(args.end(), {"--mapping", *req.mapping});
+    }
+    if (req.vm_profile) {
+        args.insert(args.end(), {"--profile", *req.vm_profile});
+    }
+    if (req.network) {
+        const auto& n = *req.network;
+        args.insert(args.end(), {"--bond", util::join(n.bond_slaves, ","), "--bond-mode", n.bond_mode});
+        if (n.bond_name != "bond0") {
+            args.insert(args.end(), {"--bond-name", n.bond_name});
+        }
+        if (n.xmit_hash_policy) {
+            args.insert(args.end(), {"--bond-xmit-hash-policy", *n.xmit_hash_policy});
+        }
+        args.insert(args.end(), {"--bridge", n.bridge});
+        if (n.address) {
+            args.insert(args.end(), {"--address", *n.address});
+        }
+        if (n.gateway) {
+            args.insert(args.end(), {"--gateway", *n.gateway});
+        }
+        if (n.vlan_aware) {
+            args.emplace_back("--vlan-aware");
+        }
+        if (n.apply == plan::ApplyNetwork::now) {
+            args.emplace_back("--apply-network");
+        }
+        if (n.confirm_timeout_seconds) {
+            args.insert(args.end(), {"--confirm-timeout", std::to_string(*n.confirm_timeout_seconds)});
+        }
+    }
+    return util::shell_quote(args);
 }
 
 } // namespace passthru::cli

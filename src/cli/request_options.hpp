@@ -15,5 +15,8 @@ bool has_request_options(const po::variables_map& vm);
 // Parses and checks the syntax of the request (throws Error with Errc::usage).
 // Facts that need the host (does the NIC exist?) are checked by the planner.
 plan::Request parse_request(const po::variables_map& vm);
+// The request as the command-line options that give it ("--vm 101 --gpus all
+// --bond ..."), shell-quoted where needed; for "Apply with:" hints.
+std::string request_to_options(const plan::Request& request);
 
 } // namespace passthru::cli

@@ -329,6 +329,19 @@ Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs,
 {
     Plan plan;
     plan.request = request;
+    if (request.vm.empty() && request.gpus.empty() && request.network) {
+        // Only the bond/bridge: a host provisioned in steps plans the
+        // network alone.
+        PlanContext ctx{inventory, fs, data, request, {}};
+        plan_network(ctx, plan);
+        if (plan.refused()) {
+            plan.files.clear();
+            plan.commands.clear();
+        } else if (plan.empty()) {
+            plan.notes.insert(plan.notes.begin(), "nothing to do: the network is already configured as planned");
+        }
+        return plan;
+    }
     if (request.vm.empty()) {
         return tl::unexpected(Error(Errc::usage, "--vm is required").with_hint("e.g. passthru plan --vm 101 --gpus all"));
     }
