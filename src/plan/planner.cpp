@@ -399,6 +399,19 @@ Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs,
     plan_vm(ctx, plan);
     plan_network(ctx, plan);
 
+    // Several cards of one model give the same note once, not once per card.
+    const auto dedupe = [](std::vector<std::string>& lines) {
+        std::vector<std::string> out;
+        for (auto& line : lines) {
+            if (std::find(out.begin(), out.end(), line) == out.end()) {
+                out.push_back(std::move(line));
+            }
+        }
+        lines = std::move(out);
+    };
+    dedupe(plan.warnings);
+    dedupe(plan.notes);
+
     if (plan.refused()) {
         // A refused plan changes nothing.
         plan.files.clear();
