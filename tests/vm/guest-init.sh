@@ -131,14 +131,29 @@ smoke_bind() {
     ls -l /dev/vfio
 }
 
-show_files() {
-    for f in /etc/modprobe.d/* /etc/modules-load.d/* /etc/modules /etc/initramfs-tools/modules \
-        /etc/default/grub /etc/default/grub.d/* /etc/kernel/cmdline /etc/pve/qemu-server/101.conf \
-        /var/log/passthru-stub.log; do
-        [ -f "$f" ] || continue
-        echo "==> $f"
-        cat "$f"
+# What changed under /etc since boot (compared with the copy /etc.orig), and what the
+# stubs recorded: "==> new|changed|removed PATH" followed by the file's content.
+show_changes() {
+    cd /etc || return 1
+    find . \( -type f -o -type l \) | sort | while read -r f; do
+        p=${f#./}
+        if [ ! -e "/etc.orig/$p" ] && [ ! -L "/etc.orig/$p" ]; then
+            echo "==> new /etc/$p"
+            cat "$f"
+        elif ! cmp -s "$f" "/etc.orig/$p"; then
+            echo "==> changed /etc/$p"
+            cat "$f"
+        fi
     done
+    cd /etc.orig || return 1
+    find . \( -type f -o -type l \) | sort | while read -r f; do
+        p=${f#./}
+        [ -e "/etc/$p" ] || [ -L "/etc/$p" ] || echo "==> removed /etc/$p"
+    done
+    cd /
+    echo "==> stub log"
+    [ -f /var/log/passthru-stub.log ] && cat /var/log/passthru-stub.log
+    return 0
 }
 
 # --- sysfs capture -----------------------------------------------------------------------
@@ -188,7 +203,7 @@ capture_module() { # capture_module NAME: /sys/module/NAME/parameters, if any
     return 0
 }
 
-capture() { # capture DEST
+capture() { # capture DEST ETCDIR
     C=$1
     mkdir -p "$C/sys/bus/pci/drivers" "$C/sys/kernel" "$C/sys/class" "$C/sys/module" \
         "$C/proc/sys/kernel" "$C/dev"
@@ -246,9 +261,9 @@ capture() { # capture DEST
         mkdir -p "$C/dev/vfio"
         for v in /dev/vfio/*; do [ -e "$v" ] && : >"$C/dev/vfio/${v##*/}"; done
     fi
-    # The stock /etc the guest started from (not what passthru wrote), so the tree is a
-    # complete host root.
-    [ -d /etc.orig ] && cp -a /etc.orig "$C/etc"
+    # /etc, so the tree is a complete host root: in the "before" state the stock /etc the
+    # guest started from, in the "after" state /etc as apply left it.
+    cp -a "$2" "$C/etc"
     if [ -f /tmp/dpkg-status.orig ]; then
         mkdir -p "$C/var/lib/dpkg"
         cp /tmp/dpkg-status.orig "$C/var/lib/dpkg/status"
@@ -256,9 +271,9 @@ capture() { # capture DEST
     return 0
 }
 
-send_capture() { # send_capture NAME
+send_capture() { # send_capture NAME ETC
     rm -rf "/tmp/cap-$1"
-    capture "/tmp/cap-$1" 2>"$OUT/capture-$1.err"
+    capture "/tmp/cap-$1" "$2" 2>"$OUT/capture-$1.err"
     tar -C "/tmp/cap-$1" -czf "/tmp/cap-$1.tgz" .
     send "/tmp/cap-$1.tgz" "capture-$1.tgz"
     send "$OUT/capture-$1.err"
@@ -272,14 +287,14 @@ cp -a /etc /etc.orig
 step load load_host_drivers
 step drivers-before drivers
 step groups groups
-send_capture before
+send_capture before /etc.orig
 
 if [ -x /usr/sbin/passthru ]; then
     step scan passthru scan --json
     step scan-human passthru scan
     step plan passthru plan --vm 101 --gpus 0000:04:00 --json
     step apply passthru apply --vm 101 --gpus 0000:04:00 --yes
-    step files show_files
+    step changes show_changes
     step reload reload_drivers
     step drivers-after drivers
     step verify passthru verify --vm 101
@@ -289,7 +304,7 @@ else
     step smoke-bind smoke_bind
     step drivers-after drivers
 fi
-send_capture after
+send_capture after /etc
 
 dmesg >"$OUT/dmesg.txt"
 send "$OUT/dmesg.txt"
