@@ -10,9 +10,9 @@
 
 namespace passthru::apply {
 
-std::optional<Manifest> find_interrupted(const Journal& journal)
+std::optional<Manifest> find_interrupted(const Journal& journal, LockHeld lock)
 {
-    if (journal.locked_by_other()) {
+    if (lock == LockHeld::by_other_or_nobody && journal.locked_by_other()) {
         return std::nullopt;
     }
     auto ids = journal.ids();

@@ -32,9 +32,15 @@ enum class Force
     yes,
 };
 
-// The newest generation that is pending or restore-failed, if the journal
-// lock is free (a pending generation under a held lock is a running apply).
-std::optional<Manifest> find_interrupted(const Journal& journal);
+enum class LockHeld
+{
+    by_other_or_nobody, // a held lock means a running apply: not interrupted
+    by_us,              // the caller holds the lock: nobody else is running
+};
+
+// The newest generation that is pending or restore-failed, unless another
+// process holds the journal lock (then a pending generation is a running apply).
+std::optional<Manifest> find_interrupted(const Journal& journal, LockHeld lock = LockHeld::by_other_or_nobody);
 
 // Apply generations that are committed and not undone by a committed rollback.
 std::vector<Manifest> active_generations(const std::vector<Manifest>& all);

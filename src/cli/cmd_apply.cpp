@@ -188,7 +188,7 @@ int run_apply(Context& ctx, const po::variables_map& vm)
         throw lock.error();
     }
     // Checked again under the lock: another passthru may have just died.
-    if (auto m = apply::find_interrupted(journal)) {
+    if (auto m = apply::find_interrupted(journal, apply::LockHeld::by_us)) {
         throw Error(Errc::precondition, "generation " + std::to_string(m->id) + " was interrupted and may have left the host half-changed")
             .with_hint("run 'passthru rollback' to restore it first, then plan again");
     }

@@ -45,7 +45,7 @@ int run_rollback(Context& ctx, const po::variables_map& vm)
 
     // Crash recovery comes first: an interrupted generation is undone by
     // itself (no new generation; it is marked rolled-back).
-    if (auto m = apply::find_interrupted(journal)) {
+    if (auto m = apply::find_interrupted(journal, dry_run ? apply::LockHeld::by_other_or_nobody : apply::LockHeld::by_us)) {
         std::printf("Generation %llu (%s, started %s) was interrupted (%s): restoring its %zu file(s).\n",
                     static_cast<unsigned long long>(m->id), std::string(apply::to_string(m->kind)).c_str(), m->created.c_str(),
                     std::string(apply::to_string(m->state)).c_str(), m->files.size());

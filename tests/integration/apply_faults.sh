@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Crash safety and failure handling, proved with the test-only fault hook
+# (PASSTHRU_TEST_FAULT) at every fault point of an apply, in turn, on both
+# boot-loader variants:
+#  - kill@N (SIGKILL at step N): the next command reports the interrupted
+#    generation, `passthru rollback` restores the tree byte for byte, and a
+#    later apply + rollback still work;
+#  - fail@N and enospc@N (an injected EIO/ENOSPC at step N): apply exits 1,
+#    the tree is byte-identical and no generation is left pending;
+#  - kill@M during that recovery itself: a second rollback finishes the job.
+source "$(dirname "$0")/apply_common.inc"
+
+for host in "${VARIANTS[@]}"; do
+    R=$T/$host
+    copy_host "$host" "$R"
+    S0=$(tree_sum "$R")
+    # Count the fault points of a clean apply.
+    PASSTHRU_TEST_FAULT_TRACE=1 "$P" --root "$R" apply "${REQ[@]}" --yes > /dev/null 2> "$T/trace.all"
+    grep '^fault-point ' "$T/trace.all" > "$T/trace"
+    points=$(grep -c '^fault-point ' "$T/trace")
+    [[ $points -ge 10 ]] || fail "$host: only $points fault points (is PASSTHRU_TESTING off?)"
+    grep -q '^fault-point [0-9]* write /etc/' "$T/trace" || fail "$host: no host write among the fault points"
+    grep -q '^fault-point [0-9]* command ' "$T/trace" || fail "$host: no command among the fault points"
+
+    for ((n = 1; n <= points; n++)); do
+        what=$(sed -n "${n}p" "$T/trace" | cut -d' ' -f3-)
+        # kill -9 at step n
+        copy_host "$host" "$R"
+        rc=0
+        PASSTHRU_TEST_FAULT=kill@$n "$P" --root "$R" apply "${REQ[@]}" --yes > /dev/null 2>&1 || rc=$?
+        [[ $rc -eq 137 ]] || fail "$host: kill@$n ($what): exit $rc, expected 137 (SIGKILL)"
+        "$P" --root "$R" history > /dev/null 2> "$T/notice"
+        if grep -q '"state": "pending"' "$R"/var/lib/passthru/generations/*/manifest.json 2> /dev/null; then
+            grep -q 'was interrupted' "$T/notice" || fail "$host: kill@$n ($what): the next command did not notice"
+            expect_rc 3 "$P" --root "$R" apply "${REQ[@]}" --yes > /dev/null 2>&1
+            expect_rc 0 "$P" --root "$R" rollback > "$T/recover.out" 2>&1
+        fi
+        [[ $(tree_sum "$R") == "$S0" ]] || fail "$host: kill@$n ($what): tree not restored byte for byte"
+        # The journal stays usable.
+        expect_rc 0 "$P" --root "$R" apply "${REQ[@]}" --yes > /dev/null 2>&1
+        expect_rc 0 "$P" --root "$R" rollback > /dev/null 2>&1
+        [[ $(tree_sum "$R") == "$S0" ]] || fail "$host: kill@$n ($what): apply+rollback after recovery did not restore"
+
+        # injected errors at step n
+        for action in fail enospc; do
+            copy_host "$host" "$R"
+            rc=0
+            PASSTHRU_TEST_FAULT=$action@$n "$P" --root "$R" apply "${REQ[@]}" --yes > /dev/null 2> "$T/err" || rc=$?
+            [[ $rc -eq 1 ]] || { cat "$T/err"; fail "$host: $action@$n ($what): exit $rc, expected 1"; }
+            grep -q '^passthru: error: ' "$T/err" || fail "$host: $action@$n: no error line"
+            [[ $(tree_sum "$R") == "$S0" ]] || fail "$host: $action@$n ($what): tree not restored"
+            if grep -q '"state": "pending"' "$R"/var/lib/passthru/generations/*/manifest.json 2> /dev/null; then
+                fail "$host: $action@$n ($what): a generation was left pending"
+            fi
+        done
+    done
+    ok "$host: kill, fail and enospc at each of the $points fault points end byte-identical"
+
+    # A kill during the recovery itself: interrupt an apply during its
+    # after-steps, then kill each step of the rollback in turn.
+    copy_host "$host" "$R"
+    cmd_point=$(grep -n ' command ' "$T/trace" | head -1 | cut -d: -f1)
+    PASSTHRU_TEST_FAULT=kill@$cmd_point "$P" --root "$R" apply "${REQ[@]}" --yes > /dev/null 2>&1 || true
+    cp -a "$R" "$T/interrupted"
+    PASSTHRU_TEST_FAULT_TRACE=1 "$P" --root "$R" rollback > "$T/rtrace.all" 2>&1
+    grep '^fault-point ' "$T/rtrace.all" > "$T/rtrace"
+    grep -q 'was interrupted' "$T/rtrace.all" || fail "$host: the apply killed at its first command was not recovered"
+    rpoints=$(grep -c '^fault-point ' "$T/rtrace")
+    [[ $rpoints -ge 5 ]] || fail "$host: recovery has only $rpoints fault points"
+    for ((m = 1; m <= rpoints; m++)); do
+        rm -rf "$R"; cp -a "$T/interrupted" "$R"
+        rc=0
+        PASSTHRU_TEST_FAULT=kill@$m "$P" --root "$R" rollback > /dev/null 2>&1 || rc=$?
+        [[ $rc -eq 137 ]] || fail "$host: recovery kill@$m: exit $rc"
+        expect_rc 0 "$P" --root "$R" rollback > /dev/null 2>&1
+        [[ $(tree_sum "$R") == "$S0" ]] || fail "$host: recovery killed at $m, then finished: tree differs"
+    done
+    rm -rf "$T/interrupted"
+    ok "$host: recovery killed at each of its $rpoints fault points, then re-run: byte-identical"
+
+    # A kill during an ordinary rollback (a generation of its own): recovering
+    # it returns to the applied state; rolling back again reaches the original.
+    copy_host "$host" "$R"
+    expect_rc 0 "$P" --root "$R" apply "${REQ[@]}" --yes > /dev/null 2>&1
+    S1=$(tree_sum "$R")
+    cp -a "$R" "$T/applied"
+    PASSTHRU_TEST_FAULT_TRACE=1 "$P" --root "$R" rollback > /dev/null 2> "$T/btrace.all"
+    bpoints=$(grep -c '^fault-point ' "$T/btrace.all")
+    for ((m = 1; m <= bpoints; m++)); do
+        rm -rf "$R"; cp -a "$T/applied" "$R"
+        rc=0
+        PASSTHRU_TEST_FAULT=kill@$m "$P" --root "$R" rollback > /dev/null 2>&1 || rc=$?
+        [[ $rc -eq 137 ]] || fail "$host: rollback kill@$m: exit $rc"
+        if grep -q '"state": "pending"' "$R"/var/lib/passthru/generations/*/manifest.json; then
+            expect_rc 0 "$P" --root "$R" rollback > /dev/null 2>&1
+            [[ $(tree_sum "$R") == "$S1" ]] || fail "$host: rollback killed at $m, recovered: not the applied state"
+        fi
+        expect_rc 0 "$P" --root "$R" rollback > /dev/null 2>&1
+        [[ $(tree_sum "$R") == "$S0" ]] || fail "$host: rollback killed at $m, recovered, rolled back: tree differs"
+    done
+    rm -rf "$T/applied"
+    ok "$host: rollback killed at each of its $bpoints fault points: recovery, then rollback: byte-identical"
+done
+echo "ok: fault injection on ${VARIANTS[*]}"

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# A second concurrent apply (or rollback) is refused while the journal lock
+# is held (here by flock(1) from the test), with a clear message and nothing
+# written; a pending generation under a held lock is not called interrupted.
+source "$(dirname "$0")/apply_common.inc"
+command -v flock > /dev/null || { echo "skip: flock(1) not installed"; exit 125; }
+
+for host in "${VARIANTS[@]}"; do
+    R=$T/$host
+    copy_host "$host" "$R"
+    S0=$(tree_sum "$R")
+    mkdir -p "$R/var/lib/passthru"
+    (flock -n 9 && exec sleep 30) 9> "$R/var/lib/passthru/lock" &
+    holder=$!
+    for _ in $(seq 50); do
+        flock -n "$R/var/lib/passthru/lock" true 2> /dev/null || break
+        sleep 0.1
+    done
+    expect_rc 1 "$P" --root "$R" apply "${REQ[@]}" --yes > /dev/null 2> "$T/lock.err"
+    grep -q 'another passthru apply or rollback is running' "$T/lock.err" || { cat "$T/lock.err"; fail "$host: no clear message"; }
+    [[ $(tree_sum "$R") == "$S0" ]] || fail "$host: the refused apply wrote something"
+    [[ ! -e $R/var/lib/passthru/generations ]] || fail "$host: the refused apply made a generation"
+    expect_rc 0 "$P" --root "$R" apply "${REQ[@]}" --dry-run > /dev/null 2>&1 # the dry run needs no lock
+    kill "$holder"; wait "$holder" 2> /dev/null || true
+    ok "$host: concurrent apply refused while the lock is held"
+
+    # A generation that is pending while another process holds the lock is a
+    # running apply, not an interrupted one.
+    PASSTHRU_TEST_FAULT=kill@20 "$P" --root "$R" apply "${REQ[@]}" --yes > /dev/null 2>&1 || true
+    grep -q '"state": "pending"' "$R"/var/lib/passthru/generations/1/manifest.json || fail "$host: no pending generation to test with"
+    (flock -n 9 && exec sleep 30) 9> "$R/var/lib/passthru/lock" &
+    holder=$!
+    sleep 0.3
+    "$P" --root "$R" history > "$T/h.out" 2> "$T/h.err"
+    ! grep -q 'was interrupted' "$T/h.err" || fail "$host: a running apply was called interrupted"
+    grep -q 'pending (running)' "$T/h.out" || fail "$host: history does not show the running generation"
+    expect_rc 1 "$P" --root "$R" rollback > /dev/null 2>&1
+    kill "$holder"; wait "$holder" 2> /dev/null || true
+    "$P" --root "$R" history > /dev/null 2> "$T/h.err"
+    grep -q 'was interrupted' "$T/h.err" || fail "$host: interrupted generation not reported once the lock is free"
+    expect_rc 0 "$P" --root "$R" rollback > /dev/null 2>&1
+    [[ $(tree_sum "$R") == "$S0" ]] || fail "$host: recovery after the lock test differs"
+    ok "$host: pending under a held lock = running; once free = interrupted, recovered"
+done
