@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# passthru verify on fixture copies: right after apply (no reboot yet) it
+# fails with what is wrong and what to do; on an "after the reboot" tree
+# (driver links moved to vfio-pci, /dev/vfio/<group> nodes, the new
+# /proc/cmdline) it passes; a function left on a host driver fails again;
+# a host without IOMMU exits 3.
+source "$(dirname "$0")/apply_common.inc"
+
+# reboot_into_vfio ROOT PLAN_JSON [SKIP_FUNCTION]: what the reboot would do.
+reboot_into_vfio() {
+    python3 - "$@" <<'PY'
+import json, os, sys
+root, plan = sys.argv[1], json.load(open(sys.argv[2]))
+skip = sys.argv[3] if len(sys.argv) > 3 else None
+def replace(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)  # never write through a hard link to the pristine copy
+drv = os.path.join(root, "sys/bus/pci/drivers/vfio-pci")
+os.makedirs(drv, exist_ok=True)
+os.makedirs(os.path.join(root, "dev/vfio"), exist_ok=True)
+open(os.path.join(root, "dev/vfio/vfio"), "w").close()
+for g in plan["gpus"]:
+    for fn in g["functions"]:
+        if fn == skip:
+            continue
+        dev = os.path.realpath(os.path.join(root, "sys/bus/pci/devices", fn))
+        link = os.path.join(dev, "driver")
+        if os.path.lexists(link):
+            os.unlink(link)
+        os.symlink(os.path.relpath(drv, dev), link)
+    for n in g["iommu_groups"]:
+        open(os.path.join(root, "dev/vfio", str(n)), "w").close()
+cmdline = os.path.join(root, "proc/cmdline")
+text = open(cmdline).read().split()
+text = [a for a in text if a not in plan["kernel_args"]["remove"]] + plan["kernel_args"]["add"]
+replace(cmdline, " ".join(text) + "\n")
+PY
+}
+
+for host in "${VARIANTS[@]}"; do
+    R=$T/$host
+    copy_host "$host" "$R"
+    expect_rc 2 "$P" --root "$R" verify > /dev/null 2> "$T/v0.err" # nothing applied, nothing named
+    grep -q 'nothing to verify' "$T/v0.err" || fail "$host: verify without target not explained"
+    "$P" --root "$R" plan "${REQ[@]}" --json > "$T/plan.json"
+    expect_rc 0 "$P" --root "$R" apply "${REQ[@]}" --yes > /dev/null 2>&1
+
+    expect_rc 1 "$P" --root "$R" verify > "$T/v1.out" 2>&1
+    grep -q 'FAIL 0000:01:00.0 is bound to the host driver' "$T/v1.out" || { cat "$T/v1.out"; fail "$host: host driver not reported"; }
+    grep -q 'FAIL /dev/vfio/12 is missing' "$T/v1.out" || fail "$host: missing /dev/vfio node not reported"
+    grep -q "command line lacks iommu=pt" "$T/v1.out" || fail "$host: kernel argument not checked"
+    grep -q 'fix: ' "$T/v1.out" || fail "$host: no fixes"
+    ok "$host: verify before the reboot fails with fixes"
+
+    reboot_into_vfio "$R" "$T/plan.json"
+    expect_rc 0 "$P" --root "$R" verify > "$T/v2.out" 2>&1 || true
+    grep -q 'Everything is ready' "$T/v2.out" || { cat "$T/v2.out"; fail "$host: verify after the reboot did not pass"; }
+    grep -q 'ok   VM 101 passes every selected function' "$T/v2.out" || fail "$host: VM config not checked"
+    expect_rc 0 "$P" --root "$R" verify --vm 101 > /dev/null 2>&1
+    expect_rc 0 "$P" --root "$R" verify --gpus 0,1 > /dev/null 2>&1
+    ok "$host: verify after the reboot passes (generation, --vm, --gpus)"
+
+    copy_host "$host" "$R"
+    expect_rc 0 "$P" --root "$R" apply "${REQ[@]}" --yes > /dev/null 2>&1
+    reboot_into_vfio "$R" "$T/plan.json" 0000:41:00.1
+    expect_rc 1 "$P" --root "$R" verify --vm 101 > "$T/v3.out" 2>&1
+    grep -q 'FAIL 0000:41:00.1 is bound to the host driver snd_hda_intel' "$T/v3.out" || { cat "$T/v3.out"; fail "$host: audio function left on the host not reported"; }
+    ok "$host: one function left on snd_hda_intel fails verify"
+
+    # The VM config lost a card.
+    python3 - "$R/etc/pve/qemu-server/101.conf" <<'PY'
+import os, sys
+p = sys.argv[1]
+lines = [l for l in open(p) if not l.startswith("hostpci3:")]
+open(p + ".tmp", "w").writelines(lines); os.replace(p + ".tmp", p)
+PY
+    expect_rc 1 "$P" --root "$R" verify > "$T/v4.out" 2>&1
+    grep -q "VM 101's config does not pass 0000:82:00.0" "$T/v4.out" || { cat "$T/v4.out"; fail "$host: missing hostpci not reported"; }
+    ok "$host: a card missing from the VM config fails verify"
+done
+
+copy_host qemu-noiommu "$T/noiommu"
+expect_rc 3 "$P" --root "$T/noiommu" verify --gpus 0000:04:00 > "$T/v5.out" 2>&1
+grep -q 'the IOMMU is off' "$T/v5.out" || fail "no-IOMMU host not reported"
+ok "qemu-noiommu: IOMMU off: exit 3"
