@@ -200,6 +200,10 @@ capture_module() { # capture_module NAME: /sys/module/NAME/parameters, if any
     [ -d "/sys/module/$m" ] || return 0
     mkdir -p "$C/sys/module/$m"
     [ -d "/sys/module/$m/parameters" ] && cp -a "/sys/module/$m/parameters" "$C/sys/module/$m/"
+    # initstate and refcnt exist for loadable modules; uevent (write-only) for every module,
+    # so no module directory is empty (git would drop it, and driver/module links dangle).
+    copy_present "/sys/module/$m" "$C/sys/module/$m" initstate refcnt
+    placeholders "/sys/module/$m" "$C/sys/module/$m" uevent
     return 0
 }
 
