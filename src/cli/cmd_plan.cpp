@@ -71,15 +71,25 @@ int run_plan(Context& ctx, const po::variables_map& vm)
     }
     const plan::Plan& p = *result;
     const auto doc = plan::plan_to_json(p);
+    // A plan carries whole file contents; one that is not UTF-8 cannot be a
+    // JSON string without changing its bytes, so say so instead of saving a
+    // plan that would write different bytes.
+    std::string text;
+    try {
+        text = doc.dump(2) + "\n";
+    } catch (const nlohmann::json::type_error& err) {
+        throw Error(Errc::parse, std::string("cannot write the plan as JSON: a file holds bytes that are not UTF-8 (") + err.what() + ")")
+            .with_hint("use the human plan (without --json/--out), or convert that file to UTF-8");
+    }
     if (vm.count("out") != 0U) {
         if (p.refused()) {
             print_note(ctx, "the plan is refused: --out " + vm["out"].as<std::string>() + " was not written");
         } else {
-            write_plan_file(vm["out"].as<std::string>(), doc.dump(2) + "\n");
+            write_plan_file(vm["out"].as<std::string>(), text);
         }
     }
     if (vm.count("json") != 0U) {
-        std::fputs((doc.dump(2) + "\n").c_str(), stdout);
+        std::fputs(text.c_str(), stdout);
     } else {
         std::fputs(render_plan(p, RenderOptions{ctx.color_out, true}).c_str(), stdout);
     }

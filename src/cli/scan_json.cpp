@@ -149,7 +149,9 @@ json problems_json(const scan::Inventory& inv)
 std::string nested(const json& value, int level)
 {
     const std::string pad(static_cast<std::size_t>(level) * 2, ' ');
-    std::string text = value.dump(2);
+    // Values come from the host and may hold any bytes: invalid UTF-8 is
+    // shown as U+FFFD instead of failing the whole document.
+    std::string text = value.dump(2, ' ', false, json::error_handler_t::replace);
     std::string out;
     out.reserve(text.size() + text.size() / 8);
     for (char c : text) {

@@ -50,7 +50,15 @@ std::optional<T> hex_attr(const util::HostDir& dir, const char* name, std::uint6
     }
     const auto value = util::parse_hex(*text);
     if (!value || *value > max) {
-        problems.push_back({Severity::warning, addr + ": cannot parse sysfs attribute '" + name + "' (\"" + *text + "\")",
+        std::string shown;
+        for (unsigned char c : text->substr(0, 32)) {
+            if (c >= 0x20 && c < 0x7f) {
+                shown += static_cast<char>(c);
+            } else {
+                shown += "\\x" + util::hex(c, 2);
+            }
+        }
+        problems.push_back({Severity::warning, addr + ": cannot parse sysfs attribute '" + name + "' (\"" + shown + "\")",
                             "the device is listed without it"});
         return std::nullopt;
     }
