@@ -52,6 +52,22 @@ std::vector<std::string> mapping_paths(const util::HostFs& fs, const std::string
     return out;
 }
 
+// Every PCI id a VM config passes: raw hostpci ids and the paths of the
+// cluster mappings it names.
+std::vector<std::string> passed_ids(const util::HostFs& fs, const std::string& config_text)
+{
+    std::vector<std::string> ids;
+    for (const auto& value : hostpci_values(plan::pve::VmConfig::parse(config_text))) {
+        const auto hp = plan::pve::HostPci::parse(value);
+        if (hp.mapping) {
+            auto paths = mapping_paths(fs, *hp.mapping);
+            ids.insert(ids.end(), paths.begin(), paths.end());
+        }
+        ids.insert(ids.end(), hp.host_ids.begin(), hp.host_ids.end());
+    }
+    return ids;
+}
+
 bool covered_by(const std::vector<std::string>& ids, const scan::PciAddress& addr)
 {
     return std::any_of(ids.begin(), ids.end(), [&](const std::string& id) { return plan::pve::hostpci_id_covers(id, addr.str()); });
@@ -70,15 +86,7 @@ Result<std::vector<scan::PciAddress>> vm_config_functions(const scan::Inventory&
     if (!text) {
         return fail(Errc::not_found, "VM " + std::to_string(vmid) + " has no config (" + config_path(vmid) + ")");
     }
-    std::vector<std::string> ids;
-    for (const auto& value : hostpci_values(plan::pve::VmConfig::parse(*text))) {
-        const auto hp = plan::pve::HostPci::parse(value);
-        if (hp.mapping) {
-            auto paths = mapping_paths(fs, *hp.mapping);
-            ids.insert(ids.end(), paths.begin(), paths.end());
-        }
-        ids.insert(ids.end(), hp.host_ids.begin(), hp.host_ids.end());
-    }
+    const std::vector<std::string> ids = passed_ids(fs, *text);
     std::vector<scan::PciAddress> out;
     for (const auto& d : inventory.devices) {
         if (covered_by(ids, d.address)) {
@@ -188,15 +196,7 @@ VerifyReport verify_host(const scan::Inventory& inventory, const util::HostFs& f
             add(false, "VM " + std::to_string(*target.vmid) + " has no config " + config_path(*target.vmid),
                 "create the VM, or apply the plan again with --vm " + std::to_string(*target.vmid));
         } else {
-            std::vector<std::string> ids;
-            for (const auto& value : hostpci_values(plan::pve::VmConfig::parse(*text))) {
-                const auto hp = plan::pve::HostPci::parse(value);
-                if (hp.mapping) {
-                    auto paths = mapping_paths(fs, *hp.mapping);
-                    ids.insert(ids.end(), paths.begin(), paths.end());
-                }
-                ids.insert(ids.end(), hp.host_ids.begin(), hp.host_ids.end());
-            }
+            const std::vector<std::string> ids = passed_ids(fs, *text);
             std::vector<std::string> absent;
             for (const auto& addr : target.functions) {
                 if (!covered_by(ids, addr)) {
