@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "apply/libvirt_apply.hpp"
 
-#include <libvirt/libvirt.h>
-#include <libvirt/virterror.h>
+#include "scan/libvirt_dl.hpp"
 
 #include "scan/libvirt_domain.hpp"
 
 namespace passthru::apply {
+
+namespace lv = scan::lv;
 
 Result<void> define_domain_xml(const std::string& uri, const std::string& xml)
 {
@@ -15,11 +16,11 @@ Result<void> define_domain_xml(const std::string& uri, const std::string& xml)
         return tl::unexpected(conn.error());
     }
     // Equivalent to: virsh -c URI define FILE
-    virDomainPtr dom = virDomainDefineXML((*conn)->get(), xml.c_str());
+    virDomainPtr dom = lv::virDomainDefineXML((*conn)->get(), xml.c_str());
     if (dom == nullptr) {
         return fail(Errc::io, "libvirt refused the domain definition on " + uri + ": " + scan::libvirt_last_error());
     }
-    virDomainFree(dom);
+    lv::virDomainFree(dom);
     return {};
 }
 
@@ -32,19 +33,19 @@ Result<void> restore_domain(const plan::DomainChange& change)
     if (!conn) {
         return tl::unexpected(conn.error());
     }
-    virDomainPtr dom = virDomainLookupByName((*conn)->get(), change.name.c_str());
+    virDomainPtr dom = lv::virDomainLookupByName((*conn)->get(), change.name.c_str());
     if (dom == nullptr) {
-        virErrorPtr err = virGetLastError();
+        virErrorPtr err = lv::virGetLastError();
         if (err != nullptr && err->code == VIR_ERR_NO_DOMAIN) {
-            virResetLastError();
+            lv::virResetLastError();
             return {}; // already gone
         }
         return fail(Errc::io, "cannot look up libvirt domain '" + change.name + "': " + scan::libvirt_last_error());
     }
     // Equivalent to: virsh -c URI undefine NAME
-    const int rc = virDomainUndefine(dom);
+    const int rc = lv::virDomainUndefine(dom);
     std::string message = rc < 0 ? scan::libvirt_last_error() : std::string();
-    virDomainFree(dom);
+    lv::virDomainFree(dom);
     if (rc < 0) {
         return fail(Errc::io, "cannot undefine libvirt domain '" + change.name + "': " + message);
     }

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "scan/libvirt_domain.hpp"
 
-#include <libvirt/libvirt.h>
-#include <libvirt/virterror.h>
+#include "scan/libvirt_dl.hpp"
 #include <libxml/xmlerror.h>
 
 #include <cstdlib>
@@ -38,10 +37,13 @@ std::map<std::string, std::unique_ptr<LibvirtConnection>>& registry()
 
 void silence_libvirt_errors()
 {
+    if (!lv::load()) {
+        return; // nothing of libvirt's to silence
+    }
     static std::once_flag once;
     std::call_once(once, [] {
-        virInitialize();
-        virSetErrorFunc(nullptr, ignore_error);
+        lv::virInitialize();
+        lv::virSetErrorFunc(nullptr, ignore_error);
     });
     // libxml2 keeps its handler per thread: set it on every call.
     xmlSetGenericErrorFunc(nullptr, ignore_xml_error);
@@ -49,33 +51,36 @@ void silence_libvirt_errors()
 
 std::string libvirt_last_error()
 {
-    virErrorPtr err = virGetLastError();
+    virErrorPtr err = lv::virGetLastError();
     std::string message = (err != nullptr && err->message != nullptr) ? err->message : "unknown libvirt error";
-    virResetLastError();
+    lv::virResetLastError();
     return message;
 }
 
 LibvirtConnection::~LibvirtConnection()
 {
     if (m_conn != nullptr) {
-        virConnectClose(m_conn);
+        lv::virConnectClose(m_conn);
     }
 }
 
 Result<LibvirtConnection*> LibvirtConnection::shared(const std::string& uri)
 {
+    if (auto loaded = lv::load(); !loaded) {
+        return tl::unexpected(loaded.error());
+    }
     silence_libvirt_errors();
     std::lock_guard lock(registry_mutex());
     auto& connections = registry();
     if (auto it = connections.find(uri); it != connections.end()) {
         return it->second.get();
     }
-    virConnectPtr conn = virConnectOpen(uri.c_str());
+    virConnectPtr conn = lv::virConnectOpen(uri.c_str());
     if (conn == nullptr) {
         return fail(Errc::io, "cannot connect to libvirt at " + uri + ": " + libvirt_last_error());
     }
     // Connection-level errors go to the same silent handler.
-    virConnSetErrorFunc(conn, nullptr, ignore_error);
+    lv::virConnSetErrorFunc(conn, nullptr, ignore_error);
     auto [it, inserted] = connections.emplace(uri, std::unique_ptr<LibvirtConnection>(new LibvirtConnection(conn, uri)));
     return it->second.get();
 }
@@ -86,27 +91,27 @@ Result<std::optional<DomainXml>> read_domain_xml(const std::string& uri, const s
     if (!conn) {
         return tl::unexpected(conn.error());
     }
-    virDomainPtr dom = virDomainLookupByName((*conn)->get(), name.c_str());
+    virDomainPtr dom = lv::virDomainLookupByName((*conn)->get(), name.c_str());
     if (dom == nullptr) {
-        virErrorPtr err = virGetLastError();
+        virErrorPtr err = lv::virGetLastError();
         if (err != nullptr && err->code == VIR_ERR_NO_DOMAIN) {
-            virResetLastError();
+            lv::virResetLastError();
             return std::optional<DomainXml>();
         }
         return fail(Errc::io, "cannot look up libvirt domain '" + name + "' on " + uri + ": " + libvirt_last_error());
     }
     DomainXml out;
-    char* xml = virDomainGetXMLDesc(dom, VIR_DOMAIN_XML_INACTIVE);
+    char* xml = lv::virDomainGetXMLDesc(dom, VIR_DOMAIN_XML_INACTIVE);
     if (xml == nullptr) {
         std::string message = libvirt_last_error();
-        virDomainFree(dom);
+        lv::virDomainFree(dom);
         return fail(Errc::io, "cannot read the definition of libvirt domain '" + name + "': " + message);
     }
     out.xml = xml;
     std::free(xml); // NOLINT(cppcoreguidelines-no-malloc): libvirt allocates with malloc
-    out.active = virDomainIsActive(dom) == 1;
-    out.persistent = virDomainIsPersistent(dom) == 1;
-    virDomainFree(dom);
+    out.active = lv::virDomainIsActive(dom) == 1;
+    out.persistent = lv::virDomainIsPersistent(dom) == 1;
+    lv::virDomainFree(dom);
     return std::optional<DomainXml>(std::move(out));
 }
 
