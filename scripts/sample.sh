@@ -3,7 +3,7 @@
 # bundled sample host: the 4x RTX 2080 Ti 22 GB EPYC build of the seed guide.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-build=${PASSTHRU_BUILD_DIR:-$here/build}
+build=${PASSTHRU_BUILD_DIR:-$here/build-sample}
 
 bash "$here/scripts/deps.sh" >&2
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
