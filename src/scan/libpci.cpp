@@ -129,39 +129,13 @@ std::string LibPci::class_name(std::uint16_t class16)
     return lookup(PCI_LOOKUP_CLASS, class16, 0);
 }
 
-std::optional<bool> LibPci::has_acs(const PciAddress& addr)
-{
-    if (m_access == nullptr) {
-        return std::nullopt;
-    }
-    pci_dev* dev = nullptr;
-    pci_cap* cap = nullptr;
-    int known = 0;
-    PASSTHRU_PCI_GUARDED(std::optional<bool>{}, {
-        dev = pci_get_dev(m_access, static_cast<int>(addr.domain), addr.bus, addr.device, addr.function);
-        if (dev != nullptr) {
-            known = pci_fill_info(dev, PCI_FILL_EXT_CAPS);
-            cap = pci_find_cap(dev, PCI_EXT_CAP_ID_ACS, PCI_CAP_EXTENDED);
-        }
-    });
-    std::optional<bool> result;
-    if (dev != nullptr && (known & PCI_FILL_EXT_CAPS) != 0) {
-        result = cap != nullptr;
-    }
-    if (dev != nullptr) {
-        PASSTHRU_PCI_GUARDED(result, pci_free_dev(dev));
-    }
-    return result;
-}
+namespace {
 
-LibPci::ConfigFacts LibPci::parse_config(const PciAddress& addr, std::string& bytes)
+// What parse_config reads through libpci. Filled by read_raw_config() through
+// a reference, so nothing the long jump could clobber lives in registers of
+// the function that calls setjmp.
+struct RawConfig
 {
-    ConfigFacts facts;
-    if (m_access == nullptr || bytes.size() < 64) {
-        return facts;
-    }
-    const int len = static_cast<int>(std::min<std::size_t>(bytes.size(), 4096));
-    auto* cache = reinterpret_cast<u8*>(bytes.data());
     pci_dev* dev = nullptr;
     int known = 0;
     u16 subsys_vendor = 0;
@@ -175,34 +149,65 @@ LibPci::ConfigFacts LibPci::parse_config(const PciAddress& addr, std::string& by
     u32 lnkcap2 = 0;
     u16 lnksta = 0;
     u16 exp_flags = 0;
-    PASSTHRU_PCI_GUARDED(facts, {
-        dev = pci_get_dev(m_access, static_cast<int>(addr.domain), addr.bus, addr.device, addr.function);
-        if (dev != nullptr) {
-            pci_setup_cache(dev, cache, len);
-            revision = pci_read_byte(dev, PCI_REVISION_ID);
-            header = pci_read_byte(dev, PCI_HEADER_TYPE);
-            if ((header & 0x7f) == PCI_HEADER_TYPE_NORMAL) {
-                subsys_vendor = pci_read_word(dev, PCI_SUBSYSTEM_VENDOR_ID);
-                subsys_device = pci_read_word(dev, PCI_SUBSYSTEM_ID);
-            }
-            // Capabilities only from bytes we have: libpci would otherwise go
-            // back to the file for what lies beyond the cache.
-            if (len >= 256) {
-                known = pci_fill_info(dev, PCI_FILL_CAPS | (len >= 4096 ? PCI_FILL_EXT_CAPS : 0));
-                exp = pci_find_cap(dev, PCI_CAP_ID_EXP, PCI_CAP_NORMAL);
-                if (exp != nullptr && static_cast<int>(exp->addr) + PCI_EXP_LNKCAP2 + 4 <= len) {
-                    exp_flags = pci_read_word(dev, exp->addr + PCI_EXP_FLAGS);
-                    lnkcap = pci_read_long(dev, exp->addr + PCI_EXP_LNKCAP);
-                    lnksta = pci_read_word(dev, exp->addr + PCI_EXP_LNKSTA);
-                    lnkcap2 = pci_read_long(dev, exp->addr + PCI_EXP_LNKCAP2);
-                }
-                if ((known & PCI_FILL_EXT_CAPS) != 0) {
-                    acs = pci_find_cap(dev, PCI_EXT_CAP_ID_ACS, PCI_CAP_EXTENDED);
-                    sriov = pci_find_cap(dev, PCI_EXT_CAP_ID_SRIOV, PCI_CAP_EXTENDED);
-                }
-            }
-        }
-    });
+};
+
+[[gnu::noinline]] void read_raw_config(pci_access* access, const PciAddress& addr, u8* cache, int len, RawConfig& raw)
+{
+    raw.dev = pci_get_dev(access, static_cast<int>(addr.domain), addr.bus, addr.device, addr.function);
+    if (raw.dev == nullptr) {
+        return;
+    }
+    pci_setup_cache(raw.dev, cache, len);
+    raw.revision = pci_read_byte(raw.dev, PCI_REVISION_ID);
+    raw.header = pci_read_byte(raw.dev, PCI_HEADER_TYPE);
+    if ((raw.header & 0x7f) == PCI_HEADER_TYPE_NORMAL) {
+        raw.subsys_vendor = pci_read_word(raw.dev, PCI_SUBSYSTEM_VENDOR_ID);
+        raw.subsys_device = pci_read_word(raw.dev, PCI_SUBSYSTEM_ID);
+    }
+    // Capabilities only from bytes we have: libpci would otherwise go back to
+    // the file for what lies beyond the cache.
+    if (len < 256) {
+        return;
+    }
+    raw.known = pci_fill_info(raw.dev, PCI_FILL_CAPS | (len >= 4096 ? PCI_FILL_EXT_CAPS : 0));
+    raw.exp = pci_find_cap(raw.dev, PCI_CAP_ID_EXP, PCI_CAP_NORMAL);
+    if (raw.exp != nullptr && static_cast<int>(raw.exp->addr) + PCI_EXP_LNKCAP2 + 4 <= len) {
+        raw.exp_flags = pci_read_word(raw.dev, raw.exp->addr + PCI_EXP_FLAGS);
+        raw.lnkcap = pci_read_long(raw.dev, raw.exp->addr + PCI_EXP_LNKCAP);
+        raw.lnksta = pci_read_word(raw.dev, raw.exp->addr + PCI_EXP_LNKSTA);
+        raw.lnkcap2 = pci_read_long(raw.dev, raw.exp->addr + PCI_EXP_LNKCAP2);
+    }
+    if ((raw.known & PCI_FILL_EXT_CAPS) != 0) {
+        raw.acs = pci_find_cap(raw.dev, PCI_EXT_CAP_ID_ACS, PCI_CAP_EXTENDED);
+        raw.sriov = pci_find_cap(raw.dev, PCI_EXT_CAP_ID_SRIOV, PCI_CAP_EXTENDED);
+    }
+}
+
+} // namespace
+
+LibPci::ConfigFacts LibPci::parse_config(const PciAddress& addr, std::string& bytes)
+{
+    ConfigFacts facts;
+    if (m_access == nullptr || bytes.size() < 64) {
+        return facts;
+    }
+    const int len = static_cast<int>(std::min<std::size_t>(bytes.size(), 4096));
+    auto* cache = reinterpret_cast<u8*>(bytes.data());
+    RawConfig raw;
+    PASSTHRU_PCI_GUARDED(facts, read_raw_config(m_access, addr, cache, len, raw));
+    pci_dev* const dev = raw.dev;
+    const int known = raw.known;
+    const u16 subsys_vendor = raw.subsys_vendor;
+    const u16 subsys_device = raw.subsys_device;
+    const u8 revision = raw.revision;
+    const u8 header = raw.header;
+    pci_cap* const exp = raw.exp;
+    pci_cap* const acs = raw.acs;
+    pci_cap* const sriov = raw.sriov;
+    u32 lnkcap = raw.lnkcap;
+    u32 lnkcap2 = raw.lnkcap2;
+    u16 lnksta = raw.lnksta;
+    const u16 exp_flags = raw.exp_flags;
     if (dev == nullptr) {
         return facts;
     }

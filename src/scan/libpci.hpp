@@ -30,9 +30,6 @@ public:
     std::string vendor_name(std::uint16_t vendor);
     std::string device_name(std::uint16_t vendor, std::uint16_t device);
     std::string class_name(std::uint16_t class16);
-    // Whether the function has the ACS extended capability (config space).
-    std::optional<bool> has_acs(const PciAddress& addr);
-
     // What the config space bytes (as read from sysfs `config`) say, decoded
     // by libpci from a cache of those bytes (pci_setup_cache), so no second
     // read of the file. Fields stay empty when the bytes are too short: an
