@@ -7,7 +7,7 @@ packages=(
   # build
   cmake g++ make pkg-config
   libpci-dev pci.ids libboost-program-options-dev doctest-dev nlohmann-json3-dev
-  libexpected-dev libkmod-dev libfmt-dev libkainjow-mustache-dev libvirt-dev libxml2-dev libdtl-dev libssl-dev
+  libexpected-dev libkmod-dev libkainjow-mustache-dev libvirt-dev libxml2-dev libdtl-dev libssl-dev
   # tests: the real parsers and tools the generated files must satisfy
   python3 pciutils kmod patch time libxml2-utils libvirt-clients
   # real-kernel test (the kernel itself is downloaded, never installed)
