@@ -31,23 +31,23 @@ void make_host(const TempDir& root)
     root.write("etc/modules", "# /etc/modules\n");
 }
 
+// A change that rewrites an existing file of the tree.
+plan::FileChange modify_change(const util::HostFs& fs, const std::string& path, std::string after)
+{
+    plan::FileChange change;
+    change.path = path;
+    change.action = plan::FileAction::modify;
+    change.before = fs.read_file(path).value();
+    change.before_sha256 = util::sha256_hex(*change.before);
+    change.after = std::move(after);
+    return change;
+}
+
 plan::Plan make_plan_by_hand(const util::HostFs& fs)
 {
     plan::Plan p;
-    plan::FileChange cmdline;
-    cmdline.path = "/etc/kernel/cmdline";
-    cmdline.action = plan::FileAction::modify;
-    cmdline.before = fs.read_file("/etc/kernel/cmdline").value();
-    cmdline.before_sha256 = util::sha256_hex(*cmdline.before);
-    cmdline.after = "root=ZFS=rpool/ROOT/pve-1 boot=zfs iommu=pt\n";
-    p.files.push_back(cmdline);
-    plan::FileChange modules;
-    modules.path = "/etc/modules";
-    modules.action = plan::FileAction::modify;
-    modules.before = fs.read_file("/etc/modules").value();
-    modules.before_sha256 = util::sha256_hex(*modules.before);
-    modules.after = "# /etc/modules\nvfio\nvfio_iommu_type1\nvfio_pci\n";
-    p.files.push_back(modules);
+    p.files.push_back(modify_change(fs, "/etc/kernel/cmdline", "root=ZFS=rpool/ROOT/pve-1 boot=zfs iommu=pt\n"));
+    p.files.push_back(modify_change(fs, "/etc/modules", "# /etc/modules\nvfio\nvfio_iommu_type1\nvfio_pci\n"));
     plan::FileChange conf;
     conf.path = "/etc/modprobe.d/passthru-vfio.conf";
     conf.action = plan::FileAction::create;
