@@ -6,17 +6,27 @@
 source "$(dirname "$0")/apply_common.inc"
 command -v flock > /dev/null || { echo "skip: flock(1) not installed"; exit 125; }
 
+# Starts a process that holds the journal lock and waits until it does. The
+# holder blocks (flock without -n), so the probe below, which takes the lock
+# for an instant, can never make it give up.
+hold_lock() {
+    (flock 9 && exec sleep 30) 9> "$1/var/lib/passthru/lock" &
+    holder=$!
+    for _ in $(seq 100); do
+        if ! flock -n "$1/var/lib/passthru/lock" true 2> /dev/null; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    fail "the test could not take the journal lock"
+}
+
 for host in "${VARIANTS[@]}"; do
     R=$T/$host
     copy_host "$host" "$R"
     S0=$(tree_sum "$R")
     mkdir -p "$R/var/lib/passthru"
-    (flock -n 9 && exec sleep 30) 9> "$R/var/lib/passthru/lock" &
-    holder=$!
-    for _ in $(seq 50); do
-        flock -n "$R/var/lib/passthru/lock" true 2> /dev/null || break
-        sleep 0.1
-    done
+    hold_lock "$R"
     expect_rc 1 "$P" --root "$R" apply "${REQ[@]}" --yes > /dev/null 2> "$T/lock.err"
     grep -q 'another passthru apply or rollback is running' "$T/lock.err" || { cat "$T/lock.err"; fail "$host: no clear message"; }
     [[ $(tree_sum "$R") == "$S0" ]] || fail "$host: the refused apply wrote something"
@@ -29,9 +39,7 @@ for host in "${VARIANTS[@]}"; do
     # running apply, not an interrupted one.
     PASSTHRU_TEST_FAULT=kill@20 "$P" --root "$R" apply "${REQ[@]}" --yes > /dev/null 2>&1 || true
     grep -q '"state": "pending"' "$R"/var/lib/passthru/generations/1/manifest.json || fail "$host: no pending generation to test with"
-    (flock -n 9 && exec sleep 30) 9> "$R/var/lib/passthru/lock" &
-    holder=$!
-    sleep 0.3
+    hold_lock "$R"
     "$P" --root "$R" history > "$T/h.out" 2> "$T/h.err"
     ! grep -q 'was interrupted' "$T/h.err" || fail "$host: a running apply was called interrupted"
     grep -q 'pending (running)' "$T/h.out" || fail "$host: history does not show the running generation"
