@@ -5,7 +5,7 @@
 #include <random>
 #include <thread>
 
-#include "plan/network_plan.hpp"
+#include "plan/network/plan.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::apply {

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <set>
 
-#include "plan/pve_config.hpp"
-#include "plan/pve_mapping.hpp"
+#include "format/pve_config.hpp"
+#include "format/pve_mapping.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::apply {
@@ -20,7 +20,7 @@ std::string config_path(std::uint64_t vmid)
 }
 
 // The hostpciN keys of the current config ("hostpci0".."hostpci15").
-std::vector<std::string> hostpci_values(const plan::pve::VmConfig& config)
+std::vector<std::string> hostpci_values(const format::pve::VmConfig& config)
 {
     std::vector<std::string> out;
     for (const auto& [key, value] : config.entries()) {
@@ -38,7 +38,7 @@ std::vector<std::string> mapping_paths(const util::HostFs& fs, const std::string
     if (!text) {
         return out;
     }
-    const auto file = plan::pve::PciMappingFile::parse(*text);
+    const auto file = format::pve::PciMappingFile::parse(*text);
     const auto* section = file.find(mapping);
     if (section == nullptr) {
         return out;
@@ -57,8 +57,8 @@ std::vector<std::string> mapping_paths(const util::HostFs& fs, const std::string
 std::vector<std::string> passed_ids(const util::HostFs& fs, const std::string& config_text)
 {
     std::vector<std::string> ids;
-    for (const auto& value : hostpci_values(plan::pve::VmConfig::parse(config_text))) {
-        const auto hp = plan::pve::HostPci::parse(value);
+    for (const auto& value : hostpci_values(format::pve::VmConfig::parse(config_text))) {
+        const auto hp = format::pve::HostPci::parse(value);
         if (hp.mapping) {
             auto paths = mapping_paths(fs, *hp.mapping);
             ids.insert(ids.end(), paths.begin(), paths.end());
@@ -70,7 +70,7 @@ std::vector<std::string> passed_ids(const util::HostFs& fs, const std::string& c
 
 bool covered_by(const std::vector<std::string>& ids, const scan::PciAddress& addr)
 {
-    return std::any_of(ids.begin(), ids.end(), [&](const std::string& id) { return plan::pve::hostpci_id_covers(id, addr.str()); });
+    return std::any_of(ids.begin(), ids.end(), [&](const std::string& id) { return format::pve::hostpci_id_covers(id, addr.str()); });
 }
 
 } // namespace

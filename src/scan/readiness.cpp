@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "scan/scanner.hpp"
-#include "util/kernel_cmdline.hpp"
+#include "format/kernel_cmdline.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::scan {
@@ -54,7 +54,7 @@ void assess_readiness(Inventory& inv)
 {
     auto& problems = inv.problems;
     const HostInfo& host = inv.host;
-    const util::KernelCmdline cmdline(host.cmdline.value_or(""));
+    const format::KernelCmdline cmdline(host.cmdline.value_or(""));
 
     if (host.virtualization == false) {
         problems.push_back({Severity::error,

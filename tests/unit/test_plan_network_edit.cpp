@@ -6,12 +6,12 @@
 #include <fstream>
 #include <sstream>
 
-#include "plan/network_edit.hpp"
-#include "util/interfaces_file.hpp"
+#include "plan/network/edit.hpp"
+#include "format/interfaces.hpp"
 
 using namespace passthru;
-using util::IfLineKind;
-using util::InterfacesFile;
+using format::IfLineKind;
+using format::InterfacesFile;
 
 namespace {
 
@@ -47,7 +47,7 @@ bool has_line(const std::string& text, const std::string& line)
 
 } // namespace
 
-TEST_SUITE("util::InterfacesFile")
+TEST_SUITE("format::InterfacesFile")
 {
     TEST_CASE("parse then write is byte-identical for real PVE files")
     {

@@ -5,8 +5,8 @@
 
 #include "../support/temp_dir.hpp"
 #include "apply/network_guard.hpp"
-#include "plan/network_plan.hpp"
-#include "plan/network_routes.hpp"
+#include "plan/network/plan.hpp"
+#include "plan/network/routes.hpp"
 #include "plan/planner.hpp"
 
 using namespace passthru;
@@ -223,7 +223,7 @@ TEST_SUITE("plan::assess_lockout")
         Host host;
         host.root.write("proc/net/route", k_route_other);
         const auto fs = host.fs();
-        const auto file = util::InterfacesFile::parse(k_fresh);
+        const auto file = format::InterfacesFile::parse(k_fresh);
         const std::vector<std::string> touched{"enp66s0f0", "enp66s0f1", "bond0", "vmbr0"};
         CHECK_FALSE(plan::assess_lockout(fs, file, touched, std::nullopt).guard_needed);
         const auto r = plan::assess_lockout(fs, file, touched, std::string("192.168.1.20 51234 192.168.1.252 22"));

@@ -12,17 +12,17 @@
 #include "../support/temp_dir.hpp"
 #include "apply/libvirt_apply.hpp"
 #include "plan/planner.hpp"
-#include "plan/pve_config.hpp"
-#include "plan/pve_mapping.hpp"
-#include "plan/vm_profile.hpp"
+#include "format/pve_config.hpp"
+#include "format/pve_mapping.hpp"
+#include "plan/vm/profile.hpp"
 #include "scan/libvirt_domain.hpp"
 #include "scan/scanner.hpp"
 #include "util/command_runner.hpp"
 
 using namespace passthru;
-using plan::pve::HostPci;
-using plan::pve::PciMappingFile;
-using plan::pve::VmConfig;
+using format::pve::HostPci;
+using format::pve::PciMappingFile;
+using format::pve::VmConfig;
 
 namespace {
 
@@ -123,7 +123,7 @@ TEST_SUITE("plan::pve_config")
 
     TEST_CASE("hostpci ids match like PVE's lspci prefix filter")
     {
-        using plan::pve::hostpci_id_covers;
+        using format::pve::hostpci_id_covers;
         CHECK(hostpci_id_covers("01:00", "0000:01:00.3"));
         CHECK(hostpci_id_covers("0000:01:00", "0000:01:00.0"));
         CHECK(hostpci_id_covers("01:00.1", "0000:01:00.1"));
@@ -132,7 +132,7 @@ TEST_SUITE("plan::pve_config")
         CHECK_FALSE(hostpci_id_covers("01:00", "0001:01:00.0"));
         CHECK(hostpci_id_covers("0001:01:00", "0001:01:00.0"));
 
-        using plan::pve::valid_hostpci_id;
+        using format::pve::valid_hostpci_id;
         CHECK(valid_hostpci_id("0000:01:00"));
         CHECK(valid_hostpci_id("01:00.0"));
         CHECK_FALSE(valid_hostpci_id("0000:0A:00"));
@@ -142,7 +142,7 @@ TEST_SUITE("plan::pve_config")
         CHECK(hp.host_ids == std::vector<std::string>{"01:00.0", "01:00.1"});
         CHECK_FALSE(hp.mapping);
         CHECK(HostPci::parse("mapping=gpu,pcie=1").mapping == "gpu");
-        CHECK(plan::pve::PropertyString::parse("pcie=1,0000:01:00,x-vga=1").str() == "0000:01:00,pcie=1,x-vga=1");
+        CHECK(format::pve::PropertyString::parse("pcie=1,0000:01:00,x-vga=1").str() == "0000:01:00,pcie=1,x-vga=1");
     }
 }
 
@@ -167,7 +167,7 @@ TEST_SUITE("plan::pve_mapping")
     TEST_CASE("new map lines and sections keep every existing byte")
     {
         PciMappingFile f = PciMappingFile::parse(k_pve_written);
-        plan::pve::MapEntry e;
+        format::pve::MapEntry e;
         e.node = "pve2";
         e.paths = {"0000:41:00"};
         e.id = "10de:2204";
@@ -184,12 +184,12 @@ TEST_SUITE("plan::pve_mapping")
 
     TEST_CASE("ids and paths follow PVE's patterns")
     {
-        CHECK(plan::pve::valid_config_id("gpu"));
-        CHECK(plan::pve::valid_config_id("GPU-1"));
-        CHECK_FALSE(plan::pve::valid_config_id("g"));
-        CHECK_FALSE(plan::pve::valid_config_id("1gpu"));
-        CHECK(plan::pve::valid_map_path("0000:01:00"));
-        CHECK_FALSE(plan::pve::valid_map_path("01:00"));
+        CHECK(format::pve::valid_config_id("gpu"));
+        CHECK(format::pve::valid_config_id("GPU-1"));
+        CHECK_FALSE(format::pve::valid_config_id("g"));
+        CHECK_FALSE(format::pve::valid_config_id("1gpu"));
+        CHECK(format::pve::valid_map_path("0000:01:00"));
+        CHECK_FALSE(format::pve::valid_map_path("01:00"));
     }
 }
 

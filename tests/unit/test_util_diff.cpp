@@ -6,7 +6,6 @@
 
 #include "../support/temp_dir.hpp"
 #include "util/diff.hpp"
-#include "util/kernel_cmdline.hpp"
 #include "util/sha256.hpp"
 
 using namespace passthru::util;
@@ -61,17 +60,5 @@ TEST_SUITE("util::diff")
     TEST_CASE("sha256 of known input")
     {
         CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-    }
-
-    TEST_CASE("kernel command line tokens")
-    {
-        KernelCmdline c("BOOT_IMAGE=/boot/vmlinuz root=/dev/mapper/pve-root ro quiet amd_iommu=on vfio-pci.ids=10de:1e07 foo=\"a b\"");
-        CHECK(c.tokens().size() == 7);
-        CHECK(c.has_key("vfio_pci.ids"));
-        CHECK(c.value("foo").value() == "\"a b\"");
-        c.remove_key("amd_iommu");
-        c.set("iommu=pt");
-        c.set("vfio-pci.ids=10de:1e07,10de:10f7");
-        CHECK(c.str() == "BOOT_IMAGE=/boot/vmlinuz root=/dev/mapper/pve-root ro quiet vfio-pci.ids=10de:1e07,10de:10f7 foo=\"a b\" iommu=pt");
     }
 }

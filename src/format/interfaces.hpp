@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace passthru::util {
+namespace passthru::format {
 
 enum class IfLineKind
 {
@@ -129,4 +129,4 @@ std::string join_words(const std::vector<std::string>& words);
 // Debian interfaces(5) stanza keywords (plus ifupdown2's "vlan"); options are all other words.
 bool is_interfaces_keyword(std::string_view word);
 
-} // namespace passthru::util
+} // namespace passthru::format

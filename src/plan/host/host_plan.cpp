@@ -7,7 +7,7 @@
 #include <cstdarg>
 #include <set>
 
-#include "plan/host_common.hpp"
+#include "plan/host/common.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan {

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "plan/pve_config.hpp"
+#include "format/pve_config.hpp"
 
 #include <algorithm>
 #include <regex>
 
 #include "util/strings.hpp"
 
-namespace passthru::plan::pve {
+namespace passthru::format::pve {
 
 namespace {
 
@@ -307,4 +307,4 @@ bool valid_hostpci_id(std::string_view id)
     return std::regex_match(id.begin(), id.end(), k_hostpci_id);
 }
 
-} // namespace passthru::plan::pve
+} // namespace passthru::format::pve

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-namespace passthru::util {
+namespace passthru::format {
 
 // A kernel command line split the way the kernel's next_arg() does:
 // white-space separated, double quotes group spaces ("a=\"b c\"").
@@ -33,4 +33,4 @@ private:
     std::vector<std::string> m_tokens;
 };
 
-} // namespace passthru::util
+} // namespace passthru::format

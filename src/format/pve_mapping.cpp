@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "plan/pve_mapping.hpp"
+#include "format/pve_mapping.hpp"
 
 #include <regex>
 
-#include "plan/pve_config.hpp"
+#include "format/pve_config.hpp"
 #include "util/strings.hpp"
 
-namespace passthru::plan::pve {
+namespace passthru::format::pve {
 
 namespace {
 
@@ -173,4 +173,4 @@ bool valid_map_path(std::string_view path)
     return std::regex_match(path.begin(), path.end(), k_map_path);
 }
 
-} // namespace passthru::plan::pve
+} // namespace passthru::format::pve

@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "plan/network_address.hpp"
+#include "plan/network/address.hpp"
 #include "util/host_fs.hpp"
-#include "util/interfaces_file.hpp"
+#include "format/interfaces.hpp"
 
 namespace passthru::plan {
 
@@ -43,7 +43,7 @@ struct LockoutRisk
 // address of the interface). ssh_connection is only meaningful on the live
 // host: under --root pass nullopt.
 LockoutRisk assess_lockout(const util::HostFs& fs,
-                           const util::InterfacesFile& current,
+                           const format::InterfacesFile& current,
                            const std::vector<std::string>& touched,
                            const std::optional<std::string>& ssh_connection);
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "plan/network_routes.hpp"
+#include "plan/network/routes.hpp"
 
 #include <algorithm>
 
@@ -126,7 +126,7 @@ std::optional<IpAddress> ssh_server_address(std::string_view ssh_connection)
 }
 
 LockoutRisk assess_lockout(const util::HostFs& fs,
-                           const util::InterfacesFile& current,
+                           const format::InterfacesFile& current,
                            const std::vector<std::string>& touched,
                            const std::optional<std::string>& ssh_connection)
 {

@@ -14,8 +14,8 @@
 #include <map>
 #include <set>
 
-#include "plan/host_common.hpp"
-#include "util/kernel_cmdline.hpp"
+#include "plan/host/common.hpp"
+#include "format/kernel_cmdline.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan::detail {
@@ -45,7 +45,7 @@ struct UnwantedArg
 
 std::string key_of(std::string_view token)
 {
-    return util::KernelCmdline::key_of(token);
+    return format::KernelCmdline::key_of(token);
 }
 
 std::string value_of(std::string_view token)
@@ -436,7 +436,7 @@ void plan_systemd_boot(const PlanContext& ctx, Plan& plan, HostInputs& in, const
     }
     const auto lines = util::split_lines(*text);
     const std::string first = lines.empty() ? std::string() : lines.front();
-    util::KernelCmdline cmdline(first);
+    format::KernelCmdline cmdline(first);
     if (!cmdline.has_key("root")) {
         plan.refusals.push_back({path + " has no root= argument: proxmox-boot-tool refresh would fail (\"No root= parameter in "
                                      "/etc/kernel/cmdline found!\") and passthru will not guess the root file system",
@@ -502,7 +502,7 @@ void plan_cmdline(const PlanContext& ctx, Plan& plan, HostInputs& in)
         break;
     }
     // An ACS override the user set earlier stays, but say so.
-    const util::KernelCmdline running(ctx.inventory.host.cmdline.value_or(""));
+    const format::KernelCmdline running(ctx.inventory.host.cmdline.value_or(""));
     if (!in.acs_override && running.has_key("pcie_acs_override")) {
         plan.warnings.push_back("the running command line carries pcie_acs_override=" + running.value("pcie_acs_override").value_or("")
                                 + ", which weakens IOMMU isolation; passthru leaves it alone");

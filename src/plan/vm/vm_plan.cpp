@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The VM side of a plan: which backend, which profile.
 #include "plan/planner.hpp"
-#include "plan/vm_internal.hpp"
-#include "plan/vm_profile.hpp"
+#include "plan/vm/internal.hpp"
+#include "plan/vm/profile.hpp"
 
 namespace passthru::plan {
 

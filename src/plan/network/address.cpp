@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "plan/network_address.hpp"
+#include "plan/network/address.hpp"
 
 #include <arpa/inet.h>
 

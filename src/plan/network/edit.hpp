@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "plan/plan.hpp"
-#include "util/interfaces_file.hpp"
+#include "format/interfaces.hpp"
 
 namespace passthru::plan {
 
@@ -46,6 +46,6 @@ bool bond_mode_uses_xmit_hash_policy(std::string_view mode);
 // - the bridge's ports that are bond members are replaced by the bond, other
 //   ports stay; bridge-stp/bridge-fd are added only when missing;
 // - `bridge-vlan-aware` other than yes is removed (PVE reads any such line as yes).
-NetworkEdit edit_bond_bridge(const util::InterfacesFile& current, const BondBridgeSpec& spec);
+NetworkEdit edit_bond_bridge(const format::InterfacesFile& current, const BondBridgeSpec& spec);
 
 } // namespace passthru::plan

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace passthru::plan::pve {
+namespace passthru::format::pve {
 
 // One "map" value: node=...,path=...,id=... (FACTS.md §2).
 struct MapEntry
@@ -61,4 +61,4 @@ bool valid_config_id(std::string_view id);
 // The map path pattern: domain mandatory, lowercase, function optional.
 bool valid_map_path(std::string_view path);
 
-} // namespace passthru::plan::pve
+} // namespace passthru::format::pve

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "plan/vm_profile.hpp"
+#include "plan/vm/profile.hpp"
 
 #include <algorithm>
 #include <regex>

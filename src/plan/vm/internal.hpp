@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "plan/planner.hpp"
-#include "plan/vm_profile.hpp"
+#include "plan/vm/profile.hpp"
 
 namespace passthru::plan::detail {
 

@@ -10,13 +10,13 @@
 #include <cstdlib>
 #include <set>
 
-#include "plan/host_common.hpp"
-#include "plan/network_address.hpp"
-#include "plan/network_edit.hpp"
-#include "plan/network_plan.hpp"
-#include "plan/network_routes.hpp"
+#include "plan/host/common.hpp"
+#include "plan/network/address.hpp"
+#include "plan/network/edit.hpp"
+#include "plan/network/plan.hpp"
+#include "plan/network/routes.hpp"
 #include "plan/planner.hpp"
-#include "util/interfaces_file.hpp"
+#include "format/interfaces.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan {
@@ -181,7 +181,7 @@ void plan_network(const PlanContext& ctx, Plan& plan)
         plan.warnings.push_back(staged + " holds network changes that are not applied yet; passthru builds on them (as "
                                          "the Proxmox VE GUI does), so they will be applied together");
     }
-    const auto file = util::InterfacesFile::parse(base_text);
+    const auto file = format::InterfacesFile::parse(base_text);
     for (const std::size_t index : file.stray_lines()) {
         plan.warnings.push_back(base_path + " line " + std::to_string(file.lines()[index].line_number)
                                 + " is outside any stanza ('" + std::string(util::trim(file.lines()[index].raw))
@@ -193,15 +193,15 @@ void plan_network(const PlanContext& ctx, Plan& plan)
     ours.push_back(net.bond_name);
     ours.push_back(net.bridge);
     for (const auto& line : file.lines()) {
-        if ((line.kind != util::IfLineKind::source && line.kind != util::IfLineKind::source_directory) || line.words.size() < 2) {
+        if ((line.kind != format::IfLineKind::source && line.kind != format::IfLineKind::source_directory) || line.words.size() < 2) {
             continue;
         }
-        for (const auto& path : expand_source(ctx.fs, line.words[1], line.kind == util::IfLineKind::source_directory)) {
+        for (const auto& path : expand_source(ctx.fs, line.words[1], line.kind == format::IfLineKind::source_directory)) {
             auto text = ctx.fs.read_file(path);
             if (!text) {
                 continue;
             }
-            const auto sourced = util::InterfacesFile::parse(*text);
+            const auto sourced = format::InterfacesFile::parse(*text);
             for (const auto& st : sourced.stanzas()) {
                 if (std::find(ours.begin(), ours.end(), st.name) != ours.end()) {
                     plan.refusals.push_back({st.name + " is defined in " + path + " (sourced from " + base_path
@@ -267,7 +267,7 @@ void plan_network(const PlanContext& ctx, Plan& plan)
 
     // --apply-network: what PVE's reload_network_config does: interfaces.new
     // renamed over interfaces, then ifreload -a.
-    const auto running = util::InterfacesFile::parse(live_text.value_or(std::string()));
+    const auto running = format::InterfacesFile::parse(live_text.value_or(std::string()));
     const std::optional<std::string> ssh = ctx.fs.is_live() && std::getenv("SSH_CONNECTION") != nullptr
                                                ? std::optional<std::string>(std::getenv("SSH_CONNECTION"))
                                                : std::nullopt;

@@ -11,19 +11,19 @@
 
 #include <nlohmann/json.hpp>
 
-#include "plan/host_common.hpp"
-#include "plan/pve_config.hpp"
-#include "plan/pve_mapping.hpp"
-#include "plan/vm_internal.hpp"
+#include "plan/host/common.hpp"
+#include "format/pve_config.hpp"
+#include "format/pve_mapping.hpp"
+#include "plan/vm/internal.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan::detail {
 
 namespace {
 
-using pve::HostPci;
-using pve::PropertyString;
-using pve::VmConfig;
+using format::pve::HostPci;
+using format::pve::PropertyString;
+using format::pve::VmConfig;
 
 const std::regex k_q35(R"(^(q35|pc-q35-\d+(\.\d+)+(\+pve\d+)?(\.pxe)?)$)");
 const std::regex k_conf_name(R"(^([1-9][0-9]{2,8})\.conf$)");
@@ -77,7 +77,7 @@ bool covers_card(const std::vector<std::string>& ids, const Card& card)
 {
     for (const auto& id : ids) {
         for (const auto& fn : card.functions) {
-            if (pve::hostpci_id_covers(id, fn)) {
+            if (format::pve::hostpci_id_covers(id, fn)) {
                 return true;
             }
         }
@@ -87,7 +87,7 @@ bool covers_card(const std::vector<std::string>& ids, const Card& card)
 
 // Paths of the map entries of mapping `id` that apply to this node
 // (every node's entries when the node name is unknown: fail closed).
-std::vector<std::string> local_mapping_paths(const pve::PciMappingFile* mappings, std::string_view id,
+std::vector<std::string> local_mapping_paths(const format::pve::PciMappingFile* mappings, std::string_view id,
                                              const std::optional<std::string>& node)
 {
     std::vector<std::string> paths;
@@ -377,7 +377,7 @@ std::set<int> used_hostpci(const VmConfig& config)
 struct MappingContext
 {
     std::optional<std::string> node;
-    std::optional<pve::PciMappingFile> file;
+    std::optional<format::pve::PciMappingFile> file;
     std::optional<std::string> before;
 };
 
@@ -393,7 +393,7 @@ void check_other_vms(const PlanContext& ctx, std::uint64_t vmid, const std::vect
         return;
     }
     std::sort(names->begin(), names->end());
-    const pve::PciMappingFile* mappings = mctx.file ? &*mctx.file : nullptr;
+    const format::pve::PciMappingFile* mappings = mctx.file ? &*mctx.file : nullptr;
     for (const auto& name : *names) {
         std::smatch m;
         if (!std::regex_match(name, m, k_conf_name) || m[1].str() == std::to_string(vmid)) {
@@ -567,11 +567,11 @@ void plan_proxmox_vm(const PlanContext& ctx, const VmProfile& profile, Plan& pla
     if (ctx.fs.exists(k_pci_mapping_file)) {
         mctx.before = read_current(ctx, plan, k_pci_mapping_file);
         if (mctx.before) {
-            mctx.file = pve::PciMappingFile::parse(*mctx.before);
+            mctx.file = format::pve::PciMappingFile::parse(*mctx.before);
         }
     }
     if (ctx.request.mapping) {
-        if (!pve::valid_config_id(*ctx.request.mapping) || !pve::valid_config_id(mapping_id_for(*ctx.request.mapping, cards.size()))) {
+        if (!format::pve::valid_config_id(*ctx.request.mapping) || !format::pve::valid_config_id(mapping_id_for(*ctx.request.mapping, cards.size()))) {
             throw Error(Errc::usage, "--mapping: '" + *ctx.request.mapping + "' is not a valid mapping id")
                 .with_hint("a letter, then letters, digits, '-' or '_' (at least 2 characters)");
         }
@@ -616,7 +616,7 @@ void plan_proxmox_vm(const PlanContext& ctx, const VmProfile& profile, Plan& pla
             // The entry must be about this card only.
             for (const auto& hid : hp.host_ids) {
                 const bool own = std::any_of(card.functions.begin(), card.functions.end(),
-                                             [&](const std::string& fn) { return pve::hostpci_id_covers(hid, fn); });
+                                             [&](const std::string& fn) { return format::pve::hostpci_id_covers(hid, fn); });
                 if (!own) {
                     plan.refusals.push_back({key + " of VM " + id + " (" + value + ") mixes " + card.label
                                                  + " with other devices; passthru does not split it",
@@ -675,7 +675,7 @@ void plan_proxmox_vm(const PlanContext& ctx, const VmProfile& profile, Plan& pla
 
     // 2. Mappings.
     if (ctx.request.mapping) {
-        pve::PciMappingFile file = mctx.file ? *mctx.file : pve::PciMappingFile::parse("");
+        format::pve::PciMappingFile file = mctx.file ? *mctx.file : format::pve::PciMappingFile::parse("");
         std::vector<std::string> map_reasons;
         for (std::size_t k = 0; k < cards.size(); ++k) {
             const Card& card = cards[k];
@@ -684,7 +684,7 @@ void plan_proxmox_vm(const PlanContext& ctx, const VmProfile& profile, Plan& pla
                 plan.refusals.push_back({"cannot map " + card.label + ": its vendor/device id is unknown", {}});
                 return;
             }
-            pve::MapEntry entry;
+            format::pve::MapEntry entry;
             entry.node = *mctx.node;
             entry.paths = {card.slot};
             entry.id = card.fn0->vendor_device();
@@ -699,7 +699,7 @@ void plan_proxmox_vm(const PlanContext& ctx, const VmProfile& profile, Plan& pla
                 map_reasons.push_back("new mapping " + map_id + ": " + entry.str());
                 continue;
             }
-            const pve::MapEntry* local = nullptr;
+            const format::pve::MapEntry* local = nullptr;
             for (const auto& map : section->maps) {
                 if (map.node == entry.node) {
                     local = &map;
@@ -912,7 +912,7 @@ void plan_proxmox_vm(const PlanContext& ctx, const VmProfile& profile, Plan& pla
         if (!flags.empty()) {
             cpu.set("flags", util::join(flags, ";"));
         }
-        if (profile.cpu_hidden && pve::parse_boolean(cpu.get("hidden").value_or("0")) != true) {
+        if (profile.cpu_hidden && format::pve::parse_boolean(cpu.get("hidden").value_or("0")) != true) {
             cpu.set("hidden", "1");
         }
         if (profile.hv_vendor_id && !cpu.get("hv-vendor-id")) {
@@ -928,7 +928,7 @@ void plan_proxmox_vm(const PlanContext& ctx, const VmProfile& profile, Plan& pla
         }
     }
     // numa, affinity, balloon, hugepages, memory advice
-    if (profile.numa && pve::parse_boolean(config.get("numa").value_or("0")) != true) {
+    if (profile.numa && format::pve::parse_boolean(config.get("numa").value_or("0")) != true) {
         if (!guard_pending("numa")) {
             return;
         }

@@ -1,20 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "plan/network_edit.hpp"
+#include "plan/network/edit.hpp"
 
 #include <algorithm>
 #include <set>
 #include <utility>
 
-#include "plan/network_address.hpp"
+#include "plan/network/address.hpp"
 
 namespace passthru::plan {
 
 namespace {
 
-using util::IfaceStanza;
-using util::IfLineKind;
-using util::InterfacesFile;
-using util::OptionPlace;
+using format::IfaceStanza;
+using format::IfLineKind;
+using format::InterfacesFile;
+using format::OptionPlace;
 
 // Options that give an interface layer-3 configuration (ifupdown2 address,
 // dhcp and resolvconf addons). They belong on the bridge, never on a port.
@@ -461,7 +461,7 @@ private:
                                      + ": Proxmox VE writes bond-xmit-hash-policy only for balance-xor and 802.3ad, so "
                                        "it is left out");
         }
-        const std::string slaves = util::join_words(m_spec.slaves);
+        const std::string slaves = format::join_words(m_spec.slaves);
         auto st = main_stanza(m_file, m_spec.bond);
         if (!st) {
             std::string block = "auto " + m_spec.bond + m_eol + "iface " + m_spec.bond + " inet manual" + m_eol;
@@ -483,7 +483,7 @@ private:
             reason(m_spec.bond + ": bond-ports replaced by bond-slaves (Proxmox VE does not read bond-ports)");
         }
         if (m_file.set_option(m_spec.bond, family, "bond-slaves", slaves)) {
-            reason(m_spec.bond + ": members " + (old_members.empty() ? "(none)" : util::join_words(old_members))
+            reason(m_spec.bond + ": members " + (old_members.empty() ? "(none)" : format::join_words(old_members))
                    + " -> " + slaves);
         }
         if (!m_file.option(*main_stanza(m_file, m_spec.bond), "bond-miimon")) {
@@ -594,9 +594,9 @@ private:
         if (!contains(ports, m_spec.bond)) {
             ports.push_back(m_spec.bond);
         }
-        if (m_file.set_option(m_spec.bridge, family, "bridge-ports", util::join_words(ports))) {
-            reason(m_spec.bridge + ": bridge-ports " + (old_ports.empty() ? "(none)" : util::join_words(old_ports))
-                   + " -> " + util::join_words(ports));
+        if (m_file.set_option(m_spec.bridge, family, "bridge-ports", format::join_words(ports))) {
+            reason(m_spec.bridge + ": bridge-ports " + (old_ports.empty() ? "(none)" : format::join_words(old_ports))
+                   + " -> " + format::join_words(ports));
         }
         st = main_stanza(m_file, m_spec.bridge);
         if (!m_file.option(*st, "bridge-stp")) {
@@ -686,7 +686,7 @@ bool bond_mode_uses_xmit_hash_policy(std::string_view mode)
     return mode == "balance-xor" || mode == "802.3ad";
 }
 
-NetworkEdit edit_bond_bridge(const util::InterfacesFile& current, const BondBridgeSpec& spec)
+NetworkEdit edit_bond_bridge(const format::InterfacesFile& current, const BondBridgeSpec& spec)
 {
     return Editor(current, spec).run();
 }

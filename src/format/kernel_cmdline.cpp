@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "util/kernel_cmdline.hpp"
+#include "format/kernel_cmdline.hpp"
 
 #include <algorithm>
 
-namespace passthru::util {
+namespace passthru::format {
 
 KernelCmdline::KernelCmdline(std::string_view text)
 {
@@ -112,4 +112,4 @@ std::string KernelCmdline::str() const
     return out;
 }
 
-} // namespace passthru::util
+} // namespace passthru::format

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <set>
 
-#include "plan/host_common.hpp"
+#include "plan/host/common.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan::detail {

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "util/interfaces_file.hpp"
+#include "format/interfaces.hpp"
 
 #include <algorithm>
 
-namespace passthru::util {
+namespace passthru::format {
 
 namespace {
 
@@ -427,4 +427,4 @@ std::string join_words(const std::vector<std::string>& words)
     return out;
 }
 
-} // namespace passthru::util
+} // namespace passthru::format

@@ -72,7 +72,7 @@ std::optional<bool> target_has_module(const util::HostFs& fs, std::string_view k
 // Whether a module is built into the target kernel (modules.builtin).
 std::optional<bool> target_module_builtin(const util::HostFs& fs, std::string_view kernel_release, std::string_view name);
 
-// The generators (host_cmdline.cpp, host_modules.cpp, host_modprobe.cpp, host_readiness.cpp).
+// The generators (plan/host/cmdline.cpp, modules.cpp, modprobe.cpp, readiness.cpp).
 void plan_cmdline(const PlanContext& ctx, Plan& plan, HostInputs& in);
 void plan_modules(const PlanContext& ctx, Plan& plan, HostInputs& in);
 void plan_modprobe(const PlanContext& ctx, Plan& plan, HostInputs& in);

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-namespace passthru::plan::pve {
+namespace passthru::format::pve {
 
 enum class LineKind
 {
@@ -105,4 +105,4 @@ bool hostpci_id_covers(std::string_view id, std::string_view function_address);
 // hostpci id syntax: (domain:)?bus:slot(.fn)?, lowercase hex (FACTS.md §1.4).
 bool valid_hostpci_id(std::string_view id);
 
-} // namespace passthru::plan::pve
+} // namespace passthru::format::pve

@@ -2,7 +2,7 @@
 // Domain XML edits with libxml2 (the parser libvirt itself uses). The
 // document is written back in libvirt's own style (single-quoted
 // attributes, white space kept) so the plan's diff shows only what changed.
-#include "plan/libvirt_xml.hpp"
+#include "plan/vm/libvirt_xml.hpp"
 
 #include <libxml/parser.h>
 #include <libxml/tree.h>

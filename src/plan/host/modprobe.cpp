@@ -21,7 +21,7 @@
 #include <map>
 #include <set>
 
-#include "plan/host_common.hpp"
+#include "plan/host/common.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan::detail {
