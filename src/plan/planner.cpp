@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "plan/host/common.hpp"
+#include "plan/common.hpp"
 #include "plan/planner.hpp"
 #include "util/sha256.hpp"
 #include "util/strings.hpp"

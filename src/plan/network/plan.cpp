@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <set>
 
-#include "plan/host/common.hpp"
+#include "plan/common.hpp"
 #include "plan/network/address.hpp"
 #include "plan/network/edit.hpp"
 #include "plan/network/plan.hpp"

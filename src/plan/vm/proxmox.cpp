@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "plan/host/common.hpp"
+#include "plan/common.hpp"
 #include "format/pve_config.hpp"
 #include "format/pve_mapping.hpp"
 #include "plan/vm/internal.hpp"
