@@ -3,7 +3,7 @@
 # the files it changed: apply generations that are committed and not undone
 # by a committed rollback generation, and generations left "pending" or
 # "restore-failed" by an interrupted transaction. The manifests are
-# passthru.generation/1 documents written with two-space indentation
+# passthru.generation/2 (or /1) documents written with two-space indentation
 # (src/apply/journal.cpp); awk reads their top-level keys. A manifest it
 # cannot read counts as applied, to be safe. $1: a host root other than /
 # (the tests use this).

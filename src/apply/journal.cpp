@@ -85,19 +85,6 @@ std::string_view to_string(GenerationState state)
     return "pending";
 }
 
-std::string_view to_string(FileAction action)
-{
-    switch (action) {
-    case FileAction::create:
-        return "create";
-    case FileAction::modify:
-        return "modify";
-    case FileAction::remove:
-        return "remove";
-    }
-    return "modify";
-}
-
 std::string utc_now()
 {
     const std::time_t now = std::time(nullptr);
@@ -154,7 +141,9 @@ Result<Manifest> manifest_from_json(const json& doc)
     Manifest m;
     const std::uint64_t id = doc.is_object() && doc.contains("id") && doc.at("id").is_number_unsigned() ? doc.at("id").get<std::uint64_t>() : 0;
     try {
-        if (!doc.is_object() || doc.value("schema", "") != k_manifest_schema) {
+        const std::string schema = doc.is_object() ? doc.value("schema", "") : "";
+        const bool v1 = schema == k_manifest_schema_v1;
+        if (schema != k_manifest_schema && !v1) {
             return tl::unexpected(bad_manifest(id, "not a " + std::string(k_manifest_schema) + " document"));
         }
         m.id = id;
@@ -177,7 +166,8 @@ Result<Manifest> manifest_from_json(const json& doc)
         for (const auto& f : doc.at("files")) {
             JournalFile jf;
             jf.path = f.at("path").get<std::string>();
-            auto action = enum_from(f.at("action").get<std::string>(), std::array{FileAction::create, FileAction::modify, FileAction::remove});
+            const auto word = f.at("action").get<std::string>();
+            const auto action = v1 && word == "remove" ? std::optional(FileAction::remove) : plan::file_action_from(word);
             auto mode = parse_mode(f.at("mode").get<std::string>());
             if (!action || !mode || jf.path.empty() || jf.path.front() != '/') {
                 return tl::unexpected(bad_manifest(id, "bad file entry '" + jf.path + "'"));

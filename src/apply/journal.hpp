@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plan/plan.hpp"
 #include "util/error.hpp"
 #include "util/host_fs.hpp"
 
@@ -24,7 +25,11 @@ namespace passthru::apply {
 inline constexpr std::string_view k_state_dir = "/var/lib/passthru";
 inline constexpr std::string_view k_lock_path = "/var/lib/passthru/lock";
 inline constexpr std::string_view k_generations_dir = "/var/lib/passthru/generations";
-inline constexpr std::string_view k_manifest_schema = "passthru.generation/1";
+// Manifests are written as passthru.generation/2 (file actions in the plan's
+// words). passthru.generation/1, whose file action for a deleted file was
+// "remove", is still read, so journals written before keep rolling back.
+inline constexpr std::string_view k_manifest_schema = "passthru.generation/2";
+inline constexpr std::string_view k_manifest_schema_v1 = "passthru.generation/1";
 
 enum class GenerationKind
 {
@@ -40,12 +45,8 @@ enum class GenerationState
     restore_failed, // failed, and restoring did not succeed: manual attention needed
 };
 
-enum class FileAction
-{
-    create,
-    modify,
-    remove,
-};
+// The file-change vocabulary is the plan's (create, modify, delete).
+using plan::FileAction;
 
 // One host file the generation touches.
 struct JournalFile
@@ -100,10 +101,9 @@ struct Manifest
 
 std::string_view to_string(GenerationKind kind);
 std::string_view to_string(GenerationState state);
-std::string_view to_string(FileAction action);
 
 nlohmann::json to_json(const Manifest& manifest);
-// Errc::parse when the document is not a passthru.generation/1 manifest.
+// Errc::parse when the document is not a passthru.generation/2 (or /1) manifest.
 Result<Manifest> manifest_from_json(const nlohmann::json& doc);
 
 // Current UTC time as "2025-01-31T12:34:56Z".

@@ -101,17 +101,7 @@ TransactionSpec spec_from_plan(const plan::Plan& plan, nlohmann::json request)
     for (const auto& fc : plan.files) {
         Change c;
         c.path = fc.path;
-        switch (fc.action) {
-        case plan::FileAction::create:
-            c.action = FileAction::create;
-            break;
-        case plan::FileAction::modify:
-            c.action = FileAction::modify;
-            break;
-        case plan::FileAction::remove:
-            c.action = FileAction::remove;
-            break;
-        }
+        c.action = fc.action;
         if (fc.before_sha256) {
             c.expected_before_sha256 = fc.before_sha256;
         } else if (fc.before) {

@@ -90,7 +90,7 @@ int run_history(Context& ctx, const po::variables_map& vm)
     for (const auto& m : all) {
         std::printf("\ngeneration %llu:\n", static_cast<unsigned long long>(m.id));
         for (const auto& f : m.files) {
-            std::printf("  %-6s %s\n", std::string(apply::to_string(f.action)).c_str(), f.path.c_str());
+            std::printf("  %-6s %s\n", std::string(plan::to_string(f.action)).c_str(), f.path.c_str());
         }
         for (const auto& c : m.commands) {
             std::printf("  run    %s  [%s]\n", util::shell_quote(c.argv).c_str(), c.status.c_str());

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "scan/inventory.hpp"
@@ -64,12 +65,19 @@ struct Request
     std::optional<NetworkRequest> network;
 };
 
+// What happens to one host file. The same words everywhere: the plan JSON,
+// the human plan, the journal, history and rollback ("create", "modify",
+// "delete").
 enum class FileAction
 {
     create,
     modify,
-    remove,
+    remove, // spelled "delete" (a C++ keyword cannot name it)
 };
+
+std::string_view to_string(FileAction action);
+// nullopt for any other word.
+std::optional<FileAction> file_action_from(std::string_view word);
 
 struct FileChange
 {

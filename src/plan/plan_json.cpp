@@ -164,6 +164,16 @@ std::string_view to_string(FileAction action)
     return "modify";
 }
 
+std::optional<FileAction> file_action_from(std::string_view word)
+{
+    for (const auto action : {FileAction::create, FileAction::modify, FileAction::remove}) {
+        if (to_string(action) == word) {
+            return action;
+        }
+    }
+    return std::nullopt;
+}
+
 json request_to_json(const Request& request)
 {
     json r{
@@ -278,16 +288,11 @@ Result<Plan> plan_from_json(const nlohmann::json& doc)
             if (c.path.empty() || c.path.front() != '/' || c.path.find("/../") != std::string::npos || c.path.ends_with("/..")) {
                 throw ParseError{w + ".path must be an absolute host path without '..'"};
             }
-            const std::string action = get_string(f, "action", w);
-            if (action == "create") {
-                c.action = FileAction::create;
-            } else if (action == "modify") {
-                c.action = FileAction::modify;
-            } else if (action == "delete") {
-                c.action = FileAction::remove;
-            } else {
+            const auto action = file_action_from(get_string(f, "action", w));
+            if (!action) {
                 throw ParseError{w + ".action must be create, modify or delete"};
             }
+            c.action = *action;
             c.after = get_opt_string(f, "content", w);
             c.before = get_opt_string(f, "before", w);
             c.before_sha256 = get_opt_string(f, "before_sha256", w);

@@ -21,6 +21,4 @@ Result<Plan> plan_from_json(const nlohmann::json& doc);
 nlohmann::json request_to_json(const Request& request);
 Result<Request> request_from_json(const nlohmann::json& doc);
 
-std::string_view to_string(FileAction action); // "create", "modify", "delete"
-
 } // namespace passthru::plan

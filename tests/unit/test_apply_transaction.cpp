@@ -232,29 +232,6 @@ TEST_SUITE("apply::transaction")
         CHECK(second.error().code() == Errc::conflict);
         CHECK(journal.locked_by_other());
     }
-
-    TEST_CASE("manifest JSON round trip")
-    {
-        Manifest m;
-        m.id = 7;
-        m.kind = GenerationKind::rollback;
-        m.state = GenerationState::restore_failed;
-        m.created = "2025-01-01T00:00:00Z";
-        m.undoes = {5, 6};
-        m.files.push_back(JournalFile{"/etc/x", FileAction::create, std::nullopt, "ab", 0640, 1, 2});
-        m.commands.push_back(JournalCommand{{"update-grub"}, "why", "ran", 0});
-        m.manual_steps = {"do this"};
-        auto back = manifest_from_json(to_json(m));
-        REQUIRE(back);
-        CHECK(back->id == 7);
-        CHECK(back->kind == GenerationKind::rollback);
-        CHECK(back->state == GenerationState::restore_failed);
-        CHECK(back->files[0].mode == 0640);
-        CHECK(back->files[0].gid == 2);
-        CHECK(back->commands[0].exit_code == 0);
-        CHECK(back->undoes == std::vector<std::uint64_t>{5, 6});
-        CHECK_FALSE(manifest_from_json(nlohmann::json{{"schema", "other"}}));
-    }
 }
 
 TEST_SUITE("apply::rollback")

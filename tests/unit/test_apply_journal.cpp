@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "../support/temp_dir.hpp"
+#include "apply/journal.hpp"
+#include "apply/rollback.hpp"
+#include "apply/transaction.hpp"
+#include "util/command_runner.hpp"
+#include "util/sha256.hpp"
+
+using passthru::test::TempDir;
+using namespace passthru;
+using namespace passthru::apply;
+
+TEST_SUITE("apply::journal")
+{
+    TEST_CASE("manifest JSON round trip")
+    {
+        Manifest m;
+        m.id = 7;
+        m.kind = GenerationKind::rollback;
+        m.state = GenerationState::restore_failed;
+        m.created = "2025-01-01T00:00:00Z";
+        m.undoes = {5, 6};
+        m.files.push_back(JournalFile{"/etc/x", FileAction::create, std::nullopt, "ab", 0640, 1, 2});
+        m.commands.push_back(JournalCommand{{"update-grub"}, "why", "ran", 0});
+        m.manual_steps = {"do this"};
+        auto back = manifest_from_json(to_json(m));
+        REQUIRE(back);
+        CHECK(back->id == 7);
+        CHECK(back->kind == GenerationKind::rollback);
+        CHECK(back->state == GenerationState::restore_failed);
+        CHECK(back->files[0].mode == 0640);
+        CHECK(back->files[0].gid == 2);
+        CHECK(back->commands[0].exit_code == 0);
+        CHECK(back->undoes == std::vector<std::uint64_t>{5, 6});
+        CHECK_FALSE(manifest_from_json(nlohmann::json{{"schema", "other"}}));
+    }
+
+    TEST_CASE("file actions are written in the plan's words and journals of schema 1 still read")
+    {
+        Manifest m;
+        m.id = 3;
+        m.created = "2025-01-01T00:00:00Z";
+        m.files.push_back(JournalFile{"/etc/x", FileAction::remove, "ab", std::nullopt, 0644, 0, 0});
+        auto doc = to_json(m);
+        CHECK(doc["schema"] == "passthru.generation/2");
+        CHECK(doc["files"][0]["action"] == "delete");
+        CHECK(plan::to_string(FileAction::remove) == "delete");
+
+        // A manifest written before the vocabulary was unified.
+        auto old = doc;
+        old["schema"] = "passthru.generation/1";
+        old["files"][0]["action"] = "remove";
+        auto back = manifest_from_json(old);
+        REQUIRE(back);
+        CHECK(back->files[0].action == FileAction::remove);
+
+        // "remove" is not a word of schema 2.
+        auto mixed = doc;
+        mixed["files"][0]["action"] = "remove";
+        CHECK_FALSE(manifest_from_json(mixed));
+    }
+
+    TEST_CASE("a generation journaled with schema 1 rolls back byte for byte")
+    {
+        TempDir root;
+        root.write("etc/modules", "# /etc/modules\nvfio\n");
+        root.write("etc/modprobe.d/old.conf", "options kvm ignore_msrs=1\n");
+        auto fs = util::HostFs::open(root.path()).value();
+        Journal journal(fs);
+        util::CommandRunner runner(util::RunMode::record);
+
+        plan::Plan p;
+        plan::FileChange gone;
+        gone.path = "/etc/modprobe.d/old.conf";
+        gone.action = plan::FileAction::remove;
+        gone.before = fs.read_file(gone.path).value();
+        gone.before_sha256 = util::sha256_hex(*gone.before);
+        p.files.push_back(gone);
+        plan::FileChange edit;
+        edit.path = "/etc/modules";
+        edit.action = plan::FileAction::modify;
+        edit.before = fs.read_file(edit.path).value();
+        edit.before_sha256 = util::sha256_hex(*edit.before);
+        edit.after = *edit.before + "vfio_pci\n";
+        p.files.push_back(edit);
+        run_transaction(journal, runner, spec_from_plan(p, nullptr), {}, nullptr);
+        CHECK_FALSE(std::filesystem::exists(root.path() / "etc/modprobe.d/old.conf"));
+
+        // Rewrite the manifest as an older passthru wrote it.
+        const auto path = root.path() / "var/lib/passthru/generations/1/manifest.json";
+        auto doc = nlohmann::json::parse(root.read("var/lib/passthru/generations/1/manifest.json"));
+        REQUIRE(doc["files"][0]["action"] == "delete");
+        doc["schema"] = "passthru.generation/1";
+        doc["files"][0]["action"] = "remove";
+        std::ofstream(path) << doc.dump(2) << "\n";
+
+        auto rb = plan_rollback(journal, std::nullopt, Force::no);
+        CHECK(rb.undoes == std::vector<std::uint64_t>{1});
+        run_transaction(journal, runner, rb.spec, {}, nullptr);
+        CHECK(root.read("etc/modprobe.d/old.conf") == "options kvm ignore_msrs=1\n");
+        CHECK(root.read("etc/modules") == "# /etc/modules\nvfio\n");
+    }
+}
