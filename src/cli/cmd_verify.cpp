@@ -12,6 +12,7 @@
 #include "apply/rollback.hpp"
 #include "apply/verify.hpp"
 #include "cli/commands.hpp"
+#include "plan/planner.hpp"
 #include "scan/scanner.hpp"
 #include "util/strings.hpp"
 
@@ -21,34 +22,13 @@ namespace {
 
 std::vector<scan::PciAddress> select_gpus(const scan::Inventory& inv, const std::string& spec)
 {
-    std::vector<scan::PciAddress> out;
-    auto add_card = [&](const scan::GpuCard& card) { out.insert(out.end(), card.functions.begin(), card.functions.end()); };
-    if (spec == "all") { // as in plan: every NVIDIA card
-        for (const auto& card : inv.gpus) {
-            if (card.is_nvidia()) {
-                add_card(card);
-            }
-        }
-        if (out.empty()) {
-            throw Error(Errc::usage, "--gpus all: this host has no NVIDIA GPU").with_hint("pass a card by its slot, e.g. --gpus 0000:04:00");
-        }
-        return out;
+    auto cards = plan::select_cards(inv, spec);
+    if (!cards) {
+        throw cards.error();
     }
-    for (const auto& item : util::split(spec, ",")) {
-        const auto index = util::parse_int(item);
-        if (index && item.find_first_not_of("0123456789") == std::string::npos) {
-            if (*index < 0 || static_cast<std::size_t>(*index) >= inv.gpus.size()) {
-                throw Error(Errc::usage, "--gpus: there is no GPU " + item + " (scan lists " + std::to_string(inv.gpus.size()) + ")");
-            }
-            add_card(inv.gpus[static_cast<std::size_t>(*index)]);
-            continue;
-        }
-        const auto slot = scan::parse_slot(item);
-        const auto* card = slot ? inv.find_gpu(slot->slot()) : nullptr;
-        if (card == nullptr) {
-            throw Error(Errc::usage, "--gpus: '" + item + "' is not a GPU index or slot from 'passthru scan'");
-        }
-        add_card(*card);
+    std::vector<scan::PciAddress> out;
+    for (const auto* card : *cards) {
+        out.insert(out.end(), card->functions.begin(), card->functions.end());
     }
     return out;
 }

@@ -135,7 +135,8 @@ std::string card_label(const scan::Inventory& inv, const scan::GpuCard& card)
     return "GPU " + card.slot + (name.empty() ? "" : " (" + name + ")");
 }
 
-// --gpus: all | N[,N] | SLOT[,SLOT]. Returns the cards in inventory order.
+} // namespace
+
 Result<std::vector<const scan::GpuCard*>> select_cards(const scan::Inventory& inv, const std::string& spec)
 {
     std::vector<const scan::GpuCard*> out;
@@ -207,6 +208,8 @@ Result<std::vector<const scan::GpuCard*>> select_cards(const scan::Inventory& in
     }
     return out;
 }
+
+namespace {
 
 std::string group_list(const std::vector<int>& groups)
 {

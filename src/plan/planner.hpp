@@ -50,6 +50,11 @@ struct PlanContext
     std::vector<const scan::GpuCard*> selected; // the cards to pass, after selection and group safety
 };
 
+// --gpus: all | N[,N] | SLOT[,SLOT] | FUNCTION[,FUNCTION] ("0000:01:00.0" names
+// its card). The one grammar of plan, apply and verify. Returns the cards in
+// inventory order; Errc::usage naming the token that selects nothing.
+Result<std::vector<const scan::GpuCard*>> select_cards(const scan::Inventory& inv, const std::string& spec);
+
 // The whole plan: selection and group safety (refusals), then the host side,
 // the VM side and the network side. A refused plan has refusals and no
 // changes. Errors are for bad input (Errc::usage) and unreadable hosts.

@@ -61,6 +61,9 @@ for host in "${VARIANTS[@]}"; do
     grep -q 'ok   VM 101 passes every selected function' "$T/v2.out" || fail "$host: VM config not checked"
     expect_rc 0 "$P" --root "$R" verify --vm 101 > /dev/null 2>&1
     expect_rc 0 "$P" --root "$R" verify --gpus 0,1 > /dev/null 2>&1
+    # --gpus has plan's grammar: a function address names its card.
+    expect_rc 0 "$P" --root "$R" verify --gpus 0000:01:00.0 > "$T/vfn.out" 2>&1
+    grep -q 'ok   0000:01:00.3 is bound to vfio-pci' "$T/vfn.out" || { cat "$T/vfn.out"; fail "$host: verify --gpus FUNCTION did not check the whole card"; }
     ok "$host: verify after the reboot passes (generation, --vm, --gpus)"
 
     copy_host "$host" "$R"
