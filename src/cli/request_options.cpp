@@ -3,26 +3,12 @@
 
 #include <algorithm>
 
+#include "plan/request.hpp"
 #include "util/command_runner.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::cli {
 
-namespace {
-
-const std::vector<std::string> k_bond_modes{"balance-rr", "active-backup", "balance-xor", "broadcast",
-                                            "802.3ad", "balance-tlb", "balance-alb"};
-
-bool valid_ifname(const std::string& name)
-{
-    // Linux IFNAMSIZ is 16 including the NUL; no '/', ':' or white space.
-    if (name.empty() || name.size() > 15 || name == "." || name == "..") {
-        return false;
-    }
-    return name.find_first_of("/: \t\n") == std::string::npos;
-}
-
-} // namespace
 
 void add_request_options(po::options_description& options)
 {
@@ -71,10 +57,9 @@ plan::Request parse_request(const po::variables_map& vm)
         req.vm = vm["vm"].as<std::string>();
         if (req.backend == plan::Backend::proxmox) {
             const auto id = util::parse_int(req.vm);
-            if (!id || req.vm.find_first_not_of("0123456789") != std::string::npos) {
-                throw Error(Errc::usage, "--vm must be a numeric VMID for Proxmox VE, not '" + req.vm + "'");
+            if (id && *id >= 0 && req.vm.find_first_not_of("0123456789") == std::string::npos) {
+                req.vmid = static_cast<std::uint64_t>(*id);
             }
-            req.vmid = static_cast<std::uint64_t>(*id);
         } else if (req.vm.empty()) {
             throw Error(Errc::usage, "--vm must name a libvirt domain");
         }
@@ -108,34 +93,17 @@ plan::Request parse_request(const po::variables_map& vm)
             throw Error(Errc::usage, "the bond/bridge options need --bond NIC,NIC").with_hint("e.g. --bond enp66s0f0,enp66s0f1 --bond-mode balance-alb");
         }
         net.bond_slaves = util::split(vm["bond"].as<std::string>(), ",");
-        if (net.bond_slaves.empty()) {
-            throw Error(Errc::usage, "--bond needs at least one NIC name");
-        }
-        for (const auto& nic : net.bond_slaves) {
-            if (!valid_ifname(nic)) {
-                throw Error(Errc::usage, "--bond: '" + nic + "' is not a valid interface name");
-            }
-        }
         if (vm.count("bond-mode") != 0U) {
             net.bond_mode = vm["bond-mode"].as<std::string>();
-            if (std::find(k_bond_modes.begin(), k_bond_modes.end(), net.bond_mode) == k_bond_modes.end()) {
-                throw Error(Errc::usage, "--bond-mode '" + net.bond_mode + "' is not one of " + util::join(k_bond_modes, ", "));
-            }
         }
         if (vm.count("bond-name") != 0U) {
             net.bond_name = vm["bond-name"].as<std::string>();
-            if (!valid_ifname(net.bond_name)) {
-                throw Error(Errc::usage, "--bond-name: '" + net.bond_name + "' is not a valid interface name");
-            }
         }
         if (vm.count("bond-xmit-hash-policy") != 0U) {
             net.xmit_hash_policy = vm["bond-xmit-hash-policy"].as<std::string>();
         }
         if (vm.count("bridge") != 0U) {
             net.bridge = vm["bridge"].as<std::string>();
-            if (!valid_ifname(net.bridge)) {
-                throw Error(Errc::usage, "--bridge: '" + net.bridge + "' is not a valid interface name");
-            }
         }
         if (vm.count("address") != 0U) {
             net.address = vm["address"].as<std::string>();
@@ -148,13 +116,12 @@ plan::Request parse_request(const po::variables_map& vm)
             net.apply = plan::ApplyNetwork::now;
         }
         if (vm.count("confirm-timeout") != 0U) {
-            const int seconds = vm["confirm-timeout"].as<int>();
-            if (seconds < 10 || seconds > 3600) {
-                throw Error(Errc::usage, "--confirm-timeout must be 10 to 3600 seconds");
-            }
-            net.confirm_timeout_seconds = seconds;
+            net.confirm_timeout_seconds = vm["confirm-timeout"].as<int>();
         }
         req.network = std::move(net);
+    }
+    if (auto valid = plan::validate_request(req); !valid) {
+        throw valid.error();
     }
     return req;
 }

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "plan/request.hpp"
 #include "util/sha256.hpp"
 
 namespace passthru::plan {
@@ -145,6 +146,9 @@ Request parse_request(const json& r)
             net.confirm_timeout_seconds = n["confirm_timeout_seconds"].get<int>();
         }
         req.network = std::move(net);
+    }
+    if (auto valid = validate_request(req); !valid) {
+        throw ParseError{"request: " + std::string(valid.error().what())};
     }
     return req;
 }

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "plan/request.hpp"
+
+#include <algorithm>
+
+#include "util/strings.hpp"
+
+namespace passthru::plan {
+
+const std::vector<std::string> k_bond_modes{"balance-rr", "active-backup", "balance-xor", "broadcast",
+                                            "802.3ad",    "balance-tlb",   "balance-alb"};
+
+bool valid_ifname(std::string_view name)
+{
+    if (name.empty() || name.size() > 15 || name == "." || name == "..") {
+        return false;
+    }
+    return name.find_first_of("/: \t\n") == std::string_view::npos;
+}
+
+namespace {
+
+tl::unexpected<Error> usage(std::string message)
+{
+    return tl::unexpected(Error(Errc::usage, std::move(message)));
+}
+
+Result<void> validate_network(const NetworkRequest& net)
+{
+    if (net.bond_slaves.empty()) {
+        return usage("--bond needs at least one NIC name");
+    }
+    for (const auto& nic : net.bond_slaves) {
+        if (!valid_ifname(nic)) {
+            return usage("--bond: '" + nic + "' is not a valid interface name");
+        }
+    }
+    if (std::find(k_bond_modes.begin(), k_bond_modes.end(), net.bond_mode) == k_bond_modes.end()) {
+        return usage("--bond-mode '" + net.bond_mode + "' is not one of " + util::join(k_bond_modes, ", "));
+    }
+    if (!valid_ifname(net.bond_name)) {
+        return usage("--bond-name: '" + net.bond_name + "' is not a valid interface name");
+    }
+    if (!valid_ifname(net.bridge)) {
+        return usage("--bridge: '" + net.bridge + "' is not a valid interface name");
+    }
+    if (net.confirm_timeout_seconds && (*net.confirm_timeout_seconds < 10 || *net.confirm_timeout_seconds > 3600)) {
+        return usage("--confirm-timeout must be 10 to 3600 seconds");
+    }
+    return {};
+}
+
+} // namespace
+
+Result<void> validate_request(const Request& request)
+{
+    if (!request.vm.empty()) {
+        if (request.backend == Backend::proxmox) {
+            const bool numeric = request.vm.find_first_not_of("0123456789") == std::string::npos;
+            const auto id = numeric ? util::parse_int(request.vm) : std::nullopt;
+            if (!id || !request.vmid || static_cast<std::uint64_t>(*id) != *request.vmid) {
+                return usage("--vm must be a numeric VMID for Proxmox VE, not '" + request.vm + "'");
+            }
+        }
+    } else if (request.vmid) {
+        return usage("a VMID without --vm");
+    }
+    if (request.network) {
+        return validate_network(*request.network);
+    }
+    return {};
+}
+
+} // namespace passthru::plan

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include <doctest/doctest.h>
+
+#include "plan/plan_json.hpp"
+#include "plan/request.hpp"
+
+using namespace passthru;
+
+namespace {
+
+plan::Request good_request()
+{
+    plan::Request r;
+    r.vm = "101";
+    r.vmid = 101;
+    r.gpus = "all";
+    r.network = plan::NetworkRequest{};
+    r.network->bond_slaves = {"enp66s0f0", "enp66s0f1"};
+    r.network->bond_mode = "802.3ad";
+    return r;
+}
+
+std::string rejected(const plan::Request& r)
+{
+    auto v = plan::validate_request(r);
+    if (v) {
+        return "";
+    }
+    CHECK(v.error().code() == Errc::usage);
+    return v.error().what();
+}
+
+} // namespace
+
+TEST_SUITE("plan::request")
+{
+    TEST_CASE("interface names follow the kernel's rules")
+    {
+        CHECK(plan::valid_ifname("enp66s0f0"));
+        CHECK(plan::valid_ifname("nic0"));
+        CHECK(plan::valid_ifname("123456789012345"));
+        CHECK_FALSE(plan::valid_ifname("1234567890123456"));
+        CHECK_FALSE(plan::valid_ifname(""));
+        CHECK_FALSE(plan::valid_ifname(".."));
+        CHECK_FALSE(plan::valid_ifname("eth0:1"));
+        CHECK_FALSE(plan::valid_ifname("a b"));
+        CHECK_FALSE(plan::valid_ifname("a/b"));
+    }
+
+    TEST_CASE("a request passes or is refused with the option it concerns")
+    {
+        CHECK(rejected(good_request()).empty());
+
+        auto r = good_request();
+        r.vm = "abc";
+        r.vmid.reset();
+        CHECK(rejected(r).find("--vm must be a numeric VMID") != std::string::npos);
+
+        r = good_request();
+        r.vmid = 102; // does not match --vm
+        CHECK(rejected(r).find("--vm") != std::string::npos);
+
+        r = good_request();
+        r.backend = plan::Backend::libvirt;
+        r.vm = "gpu-vm";
+        r.vmid.reset();
+        CHECK(rejected(r).empty());
+
+        r = good_request();
+        r.network->bond_mode = "fastest";
+        CHECK(rejected(r).find("--bond-mode 'fastest' is not one of") != std::string::npos);
+
+        r = good_request();
+        r.network->bond_slaves = {"enp66s0f0", "bad name"};
+        CHECK(rejected(r).find("--bond: 'bad name'") != std::string::npos);
+
+        r = good_request();
+        r.network->bridge = "vmbr0:1";
+        CHECK(rejected(r).find("--bridge") != std::string::npos);
+
+        r = good_request();
+        r.network->confirm_timeout_seconds = 5;
+        CHECK(rejected(r).find("--confirm-timeout") != std::string::npos);
+    }
+
+    TEST_CASE("a saved plan gets the checks the command line gets")
+    {
+        plan::Plan p;
+        p.request = good_request();
+        auto doc = plan::plan_to_json(p);
+        CHECK(plan::plan_from_json(doc));
+
+        auto bad_mode = doc;
+        bad_mode["request"]["network"]["bond_mode"] = "fastest";
+        auto parsed = plan::plan_from_json(bad_mode);
+        REQUIRE_FALSE(parsed);
+        CHECK(std::string(parsed.error().what()).find("--bond-mode 'fastest'") != std::string::npos);
+
+        auto bad_vm = doc;
+        bad_vm["request"]["vm"] = "101; rm -rf /";
+        CHECK_FALSE(plan::plan_from_json(bad_vm));
+
+        auto bad_nic = doc;
+        bad_nic["request"]["network"]["bond_slaves"] = {"enp66s0f0\nauto evil"};
+        CHECK_FALSE(plan::plan_from_json(bad_nic));
+    }
+}
