@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Card selection (--gpus) on fixture trees: the one grammar of plan, apply
+// and verify.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "plan/planner.hpp"
+#include "scan/scanner.hpp"
+#include "util/command_runner.hpp"
+
+using namespace passthru;
+
+namespace {
+
+scan::Inventory fixture(const std::string& name)
+{
+    auto fs = util::HostFs::open(std::filesystem::path(PASSTHRU_FIXTURES_DIR) / "hosts" / name);
+    REQUIRE(fs);
+    util::CommandRunner runner(util::RunMode::record);
+    auto inv = scan::scan_host(*fs, runner);
+    REQUIRE(inv);
+    return std::move(*inv);
+}
+
+std::vector<std::string> slots(const scan::Inventory& inv, const std::string& spec)
+{
+    auto cards = plan::select_cards(inv, spec);
+    REQUIRE(cards);
+    std::vector<std::string> out;
+    for (const auto* c : *cards) {
+        out.push_back(c->slot);
+    }
+    return out;
+}
+
+std::string refusal(const scan::Inventory& inv, const std::string& spec)
+{
+    auto cards = plan::select_cards(inv, spec);
+    REQUIRE_FALSE(cards);
+    CHECK(cards.error().code() == Errc::usage);
+    return cards.error().what();
+}
+
+} // namespace
+
+TEST_SUITE("plan::planner")
+{
+    TEST_CASE("--gpus selects by all, index, slot or function, in inventory order")
+    {
+        const auto inv = fixture("epyc-4x2080ti");
+        const std::vector<std::string> all{"0000:01:00", "0000:41:00", "0000:81:00", "0000:82:00"};
+        CHECK(slots(inv, "all") == all);
+        CHECK(slots(inv, "2,0") == std::vector<std::string>{"0000:01:00", "0000:81:00"});
+        CHECK(slots(inv, "0000:41:00") == std::vector<std::string>{"0000:41:00"});
+        CHECK(slots(inv, "41:00") == std::vector<std::string>{"0000:41:00"});
+        CHECK(slots(inv, "0000:01:00.3") == std::vector<std::string>{"0000:01:00"});
+        CHECK(slots(inv, "0, 0000:01:00.0") == std::vector<std::string>{"0000:01:00"}); // the same card once
+    }
+
+    TEST_CASE("--gpus that selects nothing names the token and the way out")
+    {
+        const auto inv = fixture("epyc-4x2080ti");
+        CHECK(refusal(inv, "7").find("there is no GPU 7") != std::string::npos);
+        CHECK(refusal(inv, "all,0").find("cannot be combined") != std::string::npos);
+        CHECK(refusal(inv, "gpu0").find("neither an index, a slot address nor 'all'") != std::string::npos);
+        CHECK(refusal(inv, "0000:42:00").find("not a display-class card") != std::string::npos); // the i350 NIC
+        CHECK(refusal(inv, "0000:99:00").find("no display-class card at") != std::string::npos);
+        CHECK(refusal(inv, "").find("--gpus is empty") != std::string::npos);
+    }
+
+    TEST_CASE("--gpus all takes NVIDIA cards only; other display cards go by slot")
+    {
+        const auto inv = fixture("qemu-intel");
+        CHECK(refusal(inv, "all").find("no NVIDIA GPU") != std::string::npos);
+        CHECK(slots(inv, "0000:04:00") == std::vector<std::string>{"0000:04:00"});
+        CHECK(slots(inv, "1") == std::vector<std::string>{"0000:04:00"});
+    }
+}
