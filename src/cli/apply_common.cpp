@@ -7,6 +7,7 @@
 
 #include "apply/libvirt_apply.hpp"
 #include "apply/rollback.hpp"
+#include "util/command_runner.hpp"
 
 namespace passthru::cli {
 
@@ -16,6 +17,11 @@ void require_root(const Context& ctx, std::string_view command)
         throw Error(Errc::usage, "'passthru " + std::string(command) + "' changes the host and must run as root")
             .with_hint("run it with sudo, or give --root DIR to work on a copy of a host tree");
     }
+}
+
+std::string root_option(const Context& ctx)
+{
+    return ctx.fs.is_live() ? std::string() : " --root " + util::shell_quote({ctx.fs.root().string()});
 }
 
 apply::Progress cli_progress(const Context& ctx)

@@ -3,6 +3,7 @@
 // the progress display, the notice about an interrupted generation.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include "apply/transaction.hpp"
@@ -25,6 +26,10 @@ void notice_interrupted(const Context& ctx, std::string_view command);
 
 // The libvirt seam for the transaction (apply/libvirt_apply.*).
 const apply::DomainHooks& libvirt_hooks();
+
+// " --root DIR" (shell-quoted) when working on a tree, "" on the live host:
+// for the commands passthru tells the user to run next.
+std::string root_option(const Context& ctx);
 
 // Prints the commands the runner recorded instead of running (under --root).
 void print_recorded_commands(const Context& ctx);

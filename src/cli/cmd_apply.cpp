@@ -14,6 +14,7 @@
 
 #include "apply/journal.hpp"
 #include "apply/network_guard.hpp"
+#include "apply/pending.hpp"
 #include "apply/rollback.hpp"
 #include "apply/transaction.hpp"
 #include "cli/apply_common.hpp"
@@ -53,7 +54,7 @@ plan::Plan load_saved_plan(const std::string& file)
 
 // A saved plan is only valid for the files it was made from (terraform's
 // saved-plan rule): every before_sha256 must still match.
-void check_not_stale(const Context& ctx, const plan::Plan& p, const std::string& file)
+void check_not_stale(const Context& ctx, const plan::Plan& p, const std::string& file, const std::string& replan_hint)
 {
     std::vector<std::string> changed;
     for (const auto& f : p.files) {
@@ -76,9 +77,8 @@ void check_not_stale(const Context& ctx, const plan::Plan& p, const std::string&
         }
     }
     if (!changed.empty()) {
-        throw Error(Errc::conflict, "the saved plan " + file + " is stale: " + util::join(changed, ", ")
-                                        + " changed since it was made")
-            .with_hint("replan: run 'passthru plan ... --out " + file + "' again, review it, then apply it");
+        throw Error(Errc::conflict, file + " is stale: " + util::join(changed, ", ") + " changed since it was made")
+            .with_hint(replan_hint);
     }
 }
 
@@ -137,15 +137,40 @@ int run_apply(Context& ctx, const po::variables_map& vm)
     }
 
     plan::Plan p;
-    std::string plan_file;
+    std::string stale_what; // how a stale saved plan is named
+    std::string replan_hint;
+    bool from_saved = saved;
+    auto pending = apply::load_pending(ctx.fs);
     if (saved) {
-        plan_file = vm["plan"].as<std::string>();
+        const std::string plan_file = vm["plan"].as<std::string>();
         p = load_saved_plan(plan_file);
+        stale_what = "the saved plan " + plan_file;
+        replan_hint = "replan: run 'passthru plan ... --out " + plan_file + "' again, review it, then apply it";
+    } else if (!has_request_options(vm)) {
+        // No request: the pending plan that `passthru plan` recorded.
+        if (!pending) {
+            throw Error(Errc::usage, "the pending plan cannot be read: " + std::string(pending.error().what()))
+                .with_hint("run 'passthru plan --vm VMID --gpus SEL' again to record a new one");
+        }
+        if (!*pending) {
+            throw Error(Errc::usage, "there is no pending plan: run 'passthru plan' first, or give the request (--vm and --gpus) or a saved plan (--plan FILE)")
+                .with_hint("e.g. passthru" + root_option(ctx) + " plan --vm 101 --gpus all, then passthru" + root_option(ctx) + " apply --dry-run");
+        }
+        p = std::move((*pending)->plan);
+        from_saved = true;
+        stale_what = "the pending plan";
+        replan_hint = "plan again: passthru" + root_option(ctx) + " plan " + request_to_options(p.request) + ", review it, then apply it";
+        print_note(ctx, "applying the pending plan made " + apply::age_text((*pending)->created_epoch) + " ago: passthru plan "
+                            + request_to_options(p.request));
     } else {
         const plan::Request request = parse_request(vm);
         if (request.vm.empty() || request.gpus.empty()) {
             throw Error(Errc::usage, "give the request (--vm and --gpus) or a saved plan (--plan FILE)")
                 .with_hint("e.g. passthru apply --vm 101 --gpus all --dry-run");
+        }
+        if (pending && *pending && plan::request_to_json((*pending)->plan.request) != plan::request_to_json(request)) {
+            print_note(ctx, "the pending plan (passthru plan " + request_to_options((*pending)->plan.request)
+                                + ") differs from this request: applying the request given here");
         }
         auto inventory = scan::scan_host(ctx.fs, ctx.runner);
         if (!inventory) {
@@ -166,8 +191,8 @@ int run_apply(Context& ctx, const po::variables_map& vm)
         std::fprintf(stderr, "passthru: error: refused: %s\n", p.refusals.front().message.c_str());
         return exit_code::refused;
     }
-    if (saved) {
-        check_not_stale(ctx, p, plan_file);
+    if (from_saved) {
+        check_not_stale(ctx, p, stale_what, replan_hint);
     }
     if (p.empty()) {
         std::printf("Nothing to do: the host already matches the plan (no generation created).\n");
@@ -220,6 +245,10 @@ int run_apply(Context& ctx, const po::variables_map& vm)
     }
 
     const auto report = apply::run_transaction(journal, ctx.runner, spec, cli_progress(ctx), &libvirt_hooks());
+    // Applied: whatever was pending was planned against the host as it was.
+    if (auto cleared = apply::clear_pending(ctx.fs); !cleared) {
+        print_warning(ctx, "could not remove the pending plan: " + std::string(cleared.error().what()));
+    }
     print_recorded_commands(ctx);
     std::printf("Applied as generation %llu: %zu file(s) written, %zu after-step(s) %s.\n",
                 static_cast<unsigned long long>(report.generation), report.written.size(), report.commands.size(),

@@ -4,7 +4,11 @@
 #include <map>
 
 #include "apply/journal.hpp"
+#include "apply/pending.hpp"
 #include "apply/rollback.hpp"
+#include "cli/apply_common.hpp"
+#include "cli/request_options.hpp"
+#include "plan/plan_json.hpp"
 #include "cli/commands.hpp"
 #include "util/strings.hpp"
 
@@ -44,8 +48,24 @@ void history_options(po::options_description& options)
     options.add_options()("json", "print the generations as one JSON document (schema passthru.history/1)");
 }
 
+namespace {
+
+// The pending plan, for the JSON document and the human listing.
+std::optional<apply::PendingPlan> pending_plan(const Context& ctx)
+{
+    auto pending = apply::load_pending(ctx.fs);
+    if (!pending) {
+        print_warning(ctx, pending.error().what());
+        return std::nullopt;
+    }
+    return std::move(*pending);
+}
+
+} // namespace
+
 int run_history(Context& ctx, const po::variables_map& vm)
 {
+    const auto pending = pending_plan(ctx);
     const apply::Journal journal(ctx.fs);
     std::vector<std::string> errors;
     const auto all = journal.load_all(&errors);
@@ -66,8 +86,16 @@ int run_history(Context& ctx, const po::variables_map& vm)
             gens.push_back(std::move(j));
         }
         nlohmann::json doc{{"schema", "passthru.history/1"}, {"generations", std::move(gens)}, {"errors", errors}};
+        doc["pending_plan"] = pending ? nlohmann::json{{"created", pending->created},
+                                                       {"request", plan::request_to_json(pending->plan.request)}}
+                                      : nlohmann::json(nullptr);
         std::fputs((doc.dump(2) + "\n").c_str(), stdout);
         return errors.empty() ? exit_code::ok : exit_code::error;
+    }
+    if (pending) {
+        std::printf("Pending plan: made %s ago (%s): passthru plan %s\n  'passthru%s apply --dry-run' shows it, 'passthru%s apply' applies it\n\n",
+                    apply::age_text(pending->created_epoch).c_str(), pending->created.c_str(),
+                    request_to_options(pending->plan.request).c_str(), root_option(ctx).c_str(), root_option(ctx).c_str());
     }
     if (all.empty() && errors.empty()) {
         std::printf("No generations: passthru has not changed this host.\n");

@@ -5,6 +5,10 @@
 #include <cstdio>
 #include <fstream>
 
+#include <unistd.h>
+
+#include "apply/pending.hpp"
+#include "cli/apply_common.hpp"
 #include "cli/commands.hpp"
 #include "cli/plan_render.hpp"
 #include "cli/request_options.hpp"
@@ -42,6 +46,24 @@ void write_plan_file(const std::filesystem::path& path, const std::string& text)
         std::filesystem::remove(tmp, ec);
         throw Error(Errc::io, "cannot write " + path.string() + ": " + ec.message());
     }
+}
+
+// Records the plan as the host's pending plan, for `apply --dry-run` and
+// `apply` without a request. Never fails the plan: a plan that cannot be
+// recorded is still a plan, and the note says why.
+void record_pending(const Context& ctx, const nlohmann::json& doc)
+{
+    if (ctx.fs.is_live() && ::geteuid() != 0) {
+        print_note(ctx, "not recorded as the pending plan: only root may write " + std::string(apply::k_pending_plan)
+                            + " (run plan as root, or save it with --out FILE)");
+        return;
+    }
+    if (auto r = apply::save_pending(ctx.fs, doc); !r) {
+        print_note(ctx, "not recorded as the pending plan: " + std::string(r.error().what()));
+        return;
+    }
+    print_note(ctx, "recorded as the pending plan: 'passthru" + root_option(ctx)
+                        + " apply --dry-run' shows it again, 'passthru" + root_option(ctx) + " apply' applies it");
 }
 
 } // namespace
@@ -87,6 +109,8 @@ int run_plan(Context& ctx, const po::variables_map& vm)
         } else {
             write_plan_file(vm["out"].as<std::string>(), text);
         }
+    } else if (!p.refused() && !p.empty()) {
+        record_pending(ctx, doc);
     }
     if (vm.count("json") != 0U) {
         std::fputs(text.c_str(), stdout);

@@ -2,7 +2,10 @@
 #include <cstdio>
 #include <set>
 
+#include "apply/pending.hpp"
+#include "cli/apply_common.hpp"
 #include "cli/commands.hpp"
+#include "cli/request_options.hpp"
 #include "cli/scan_json.hpp"
 #include "scan/scanner.hpp"
 #include "util/strings.hpp"
@@ -162,6 +165,11 @@ int run_scan(Context& ctx, const po::variables_map& vm)
         write_scan_json(stdout, *inv);
     } else {
         std::fputs(render_human(*inv, ctx.color_out).c_str(), stdout);
+        if (auto pending = apply::load_pending(ctx.fs); pending && *pending) {
+            std::printf("\nPending plan: made %s ago: passthru plan %s ('passthru%s apply --dry-run' shows it)\n",
+                        apply::age_text((*pending)->created_epoch).c_str(), request_to_options((*pending)->plan.request).c_str(),
+                        root_option(ctx).c_str());
+        }
     }
     return exit_code::ok;
 }

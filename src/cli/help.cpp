@@ -25,7 +25,10 @@ also without root.)"},
 VM needs on this host and prints it: each file with the reason for every
 change and the unified diff against the current content, the commands to run
 after (update-initramfs, the boot loader refresh, the VM's configuration),
-warnings and refusals. plan writes nothing.
+warnings and refusals. plan changes nothing on the host: it only records the
+plan as the host's pending plan (/var/lib/passthru/pending-plan.json, mode
+0600; as root on a live host), which apply --dry-run and apply take up when
+they are given no request. --out FILE saves it elsewhere instead.
 
 A card is passed with all its functions (a Turing card has four: VGA, audio,
 USB and UCSI). An IOMMU group is never split: a group shared with another
@@ -35,7 +38,9 @@ The kernel command line goes where the detected boot loader reads it: a GRUB
 drop-in /etc/default/grub.d/passthru.cfg (then update-grub), or
 /etc/kernel/cmdline for systemd-boot (then proxmox-boot-tool refresh).)"},
     {"apply", "[--dry-run] [--yes] [--plan FILE | --vm VMID --gpus SEL ...]",
-     R"(Makes the planned changes as one transaction. With --dry-run it prints the
+     R"(Makes the planned changes as one transaction. Without a request or --plan
+it applies the pending plan that plan recorded, and refuses it (exit 1) if a
+file it was made from changed since: plan again. With --dry-run it prints the
 same diffs and commands as plan and writes nothing at all.
 
 Otherwise it takes the lock /var/lib/passthru/lock, records a new generation

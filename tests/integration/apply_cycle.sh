@@ -20,7 +20,15 @@ for host in "${VARIANTS[@]}"; do
     grep -q -- '^--- /etc/' "$T/dry.out" || fail "$host: dry run shows no diff"
     grep -q 'dry run: nothing was written' "$T/dry.err" || fail "$host: dry run does not say it wrote nothing"
     [[ $(tree_sum "$R") == "$S0" ]] || fail "$host: dry run changed the tree"
-    [[ ! -e $R/var/lib/passthru ]] || fail "$host: dry run created var/lib/passthru"
+    # plan recorded its pending plan; the dry run added nothing to the state
+    # directory (no lock, no journal) and left the pending plan as it was.
+    [[ $(ls -A "$R/var/lib/passthru") == pending-plan.json ]] || fail "$host: dry run wrote into var/lib/passthru: $(ls -A "$R/var/lib/passthru")"
+    pending_sum=$(sha256sum < "$R/var/lib/passthru/pending-plan.json")
+    expect_rc 0 "$P" --root "$R" apply --dry-run > "$T/dry2.out" 2> /dev/null
+    cmp "$T/plan.out" "$T/dry2.out" || fail "$host: apply --dry-run of the pending plan differs from plan"
+    [[ $(ls -A "$R/var/lib/passthru") == pending-plan.json ]] || fail "$host: dry run of the pending plan wrote into var/lib/passthru"
+    [[ $(sha256sum < "$R/var/lib/passthru/pending-plan.json") == "$pending_sum" ]] || fail "$host: dry run changed the pending plan"
+    rm -r "$R/var/lib/passthru" # back to the fixture as it was
     ok "$host: dry run = plan, nothing written"
 
     expect_rc 2 "$P" --root "$R" apply "${REQ[@]}" < /dev/null > /dev/null 2> "$T/notty.err"

@@ -140,6 +140,13 @@ root=$(fresh epyc-4x2080ti)
 before=$(tree_sum "$root")
 plan "$root" --vm 101 --gpus all
 if expect_rc 0 epyc-4x2080ti; then
+    # plan changes nothing on the host: the one file it writes is its own
+    # pending plan in passthru's state directory, and that holds this plan.
+    pending=$root/var/lib/passthru/pending-plan.json
+    [ -f "$pending" ] || fail "epyc-4x2080ti: plan did not record the pending plan"
+    jq -e --slurpfile p "$OUT" '.plan == $p[0]' "$pending" >/dev/null || fail "epyc-4x2080ti: the pending plan is not the plan printed"
+    rm "$pending"
+    rmdir "$root/var/lib/passthru" 2>/dev/null || true
     [ "$(tree_sum "$root")" = "$before" ] || fail "epyc-4x2080ti: plan wrote into the root"
     cp "$OUT" "$WORK/epyc.json"
     applied=$(apply_copy "$root" "$WORK/epyc.json")
