@@ -19,51 +19,19 @@ std::string config_path(std::uint64_t vmid)
     return "/etc/pve/qemu-server/" + std::to_string(vmid) + ".conf";
 }
 
-// The hostpciN keys of the current config ("hostpci0".."hostpci15").
-std::vector<std::string> hostpci_values(const format::pve::VmConfig& config)
-{
-    std::vector<std::string> out;
-    for (const auto& [key, value] : config.entries()) {
-        if (key.rfind("hostpci", 0) == 0 && key.size() > 7 && key.find_first_not_of("0123456789", 7) == std::string::npos) {
-            out.push_back(value);
-        }
-    }
-    return out;
-}
-
-std::vector<std::string> mapping_paths(const util::HostFs& fs, const std::string& mapping)
-{
-    std::vector<std::string> out;
-    auto text = fs.read_file("/etc/pve/mapping/pci.cfg");
-    if (!text) {
-        return out;
-    }
-    const auto file = format::pve::PciMappingFile::parse(*text);
-    const auto* section = file.find(mapping);
-    if (section == nullptr) {
-        return out;
-    }
-    const std::string node = fs.read_attr("/etc/hostname").value_or("");
-    for (const auto& map : section->maps) {
-        if (node.empty() || map.node == node) {
-            out.insert(out.end(), map.paths.begin(), map.paths.end());
-        }
-    }
-    return out;
-}
-
-// Every PCI id a VM config passes: raw hostpci ids and the paths of the
-// cluster mappings it names.
+// Every PCI id the current config of a VM passes (raw hostpci ids and this
+// node's paths of the cluster mappings it names): the same rule as plan.
 std::vector<std::string> passed_ids(const util::HostFs& fs, const std::string& config_text)
 {
+    std::optional<format::pve::PciMappingFile> mappings;
+    if (auto text = fs.read_file("/etc/pve/mapping/pci.cfg")) {
+        mappings = format::pve::PciMappingFile::parse(*text);
+    }
+    const auto hostname = fs.read_attr("/etc/hostname");
+    const auto node = hostname ? format::pve::node_name_from_hostname(*hostname) : std::nullopt;
     std::vector<std::string> ids;
-    for (const auto& value : hostpci_values(format::pve::VmConfig::parse(config_text))) {
-        const auto hp = format::pve::HostPci::parse(value);
-        if (hp.mapping) {
-            auto paths = mapping_paths(fs, *hp.mapping);
-            ids.insert(ids.end(), paths.begin(), paths.end());
-        }
-        ids.insert(ids.end(), hp.host_ids.begin(), hp.host_ids.end());
+    for (const auto& passed : format::pve::passed_ids(format::pve::VmConfig::parse(config_text), "", mappings ? &*mappings : nullptr, node)) {
+        ids.insert(ids.end(), passed.ids.begin(), passed.ids.end());
     }
     return ids;
 }

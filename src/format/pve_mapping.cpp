@@ -173,4 +173,37 @@ bool valid_map_path(std::string_view path)
     return std::regex_match(path.begin(), path.end(), k_map_path);
 }
 
+std::optional<std::string> node_name_from_hostname(std::string_view hostname_file)
+{
+    std::string name(util::trim(hostname_file));
+    name = name.substr(0, name.find('.'));
+    if (name.empty() || name.find_first_of(" \t\n/") != std::string::npos) {
+        return std::nullopt;
+    }
+    return name;
+}
+
+std::vector<PassedIds> passed_ids(const VmConfig& config, std::string_view section, const PciMappingFile* mappings,
+                                  const std::optional<std::string>& node)
+{
+    std::vector<PassedIds> out;
+    for (const auto& [key, value] : config.entries(section)) {
+        if (!key.starts_with("hostpci") || key.size() == 7 || key.find_first_not_of("0123456789", 7) != std::string::npos) {
+            continue;
+        }
+        const HostPci hp = HostPci::parse(value);
+        PassedIds passed{key, value, hp.host_ids};
+        const MappingSection* map = hp.mapping && mappings != nullptr ? mappings->find(*hp.mapping) : nullptr;
+        if (map != nullptr) {
+            for (const auto& entry : map->maps) {
+                if (!node || entry.node == *node) {
+                    passed.ids.insert(passed.ids.end(), entry.paths.begin(), entry.paths.end());
+                }
+            }
+        }
+        out.push_back(std::move(passed));
+    }
+    return out;
+}
+
 } // namespace passthru::format::pve

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "format/pve_config.hpp"
+
 namespace passthru::format::pve {
 
 // One "map" value: node=...,path=...,id=... (FACTS.md §2).
@@ -60,5 +62,25 @@ private:
 bool valid_config_id(std::string_view id);
 // The map path pattern: domain mandatory, lowercase, function optional.
 bool valid_map_path(std::string_view path);
+
+// This node's name as Proxmox VE sees it, from the text of /etc/hostname: the
+// host name up to the first dot (docs/facts.md#pci-mapping). nullopt when the
+// text holds no usable name.
+std::optional<std::string> node_name_from_hostname(std::string_view hostname_file);
+
+// The one answer to "which PCI functions does this VM config pass": the ids
+// of its hostpciN entries in `section` ("" for the current config,
+// "PENDING"), raw ids as written and, for mapping=ID entries, the paths of
+// that mapping's map lines for `node` — every node's lines when the node is
+// unknown, so that a doubt counts as "passed" (fail closed). Used by plan
+// (a card given to another VM) and verify (the VM carries the cards).
+struct PassedIds
+{
+    std::string key;              // "hostpci0"
+    std::string value;            // the entry as written
+    std::vector<std::string> ids; // hostpci ids or mapping paths
+};
+std::vector<PassedIds> passed_ids(const VmConfig& config, std::string_view section, const PciMappingFile* mappings,
+                                  const std::optional<std::string>& node);
 
 } // namespace passthru::format::pve

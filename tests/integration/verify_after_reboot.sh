@@ -85,6 +85,20 @@ PY
     ok "$host: a card missing from the VM config fails verify"
 done
 
+# A cluster node whose /etc/hostname is a full name: PVE's node name (and the
+# mapping's node=) is the part before the first dot, for plan and verify alike.
+R=$T/fqdn
+copy_host epyc-4x2080ti "$R"
+rm "$R/etc/hostname" && echo pve1.lab.example > "$R/etc/hostname"
+"$P" --root "$R" plan "${REQ[@]}" --mapping gpus --json > "$T/fqdn.json"
+expect_rc 0 "$P" --root "$R" apply "${REQ[@]}" --mapping gpus --yes > /dev/null 2>&1
+grep -q 'node=pve1,' "$R/etc/pve/mapping/pci.cfg" || fail "fqdn: the mapping does not name node pve1"
+reboot_into_vfio "$R" "$T/fqdn.json"
+expect_rc 0 "$P" --root "$R" verify --vm 101 > "$T/fqdn.out" 2>&1
+grep -q 'ok   VM 101 passes every selected function' "$T/fqdn.out" || { cat "$T/fqdn.out"; fail "fqdn: VM config through the mapping not checked"; }
+grep -q 'ok   0000:82:00.3 is bound to vfio-pci' "$T/fqdn.out" || fail "fqdn: the mapped cards were not all verified"
+ok "fqdn: verify --vm finds the cards a mapping passes on a node whose hostname has dots"
+
 copy_host qemu-noiommu "$T/noiommu"
 expect_rc 3 "$P" --root "$T/noiommu" verify --gpus 0000:04:00 > "$T/v5.out" 2>&1
 grep -q 'the IOMMU is off' "$T/v5.out" || fail "no-IOMMU host not reported"

@@ -85,25 +85,6 @@ bool covers_card(const std::vector<std::string>& ids, const Card& card)
     return false;
 }
 
-// Paths of the map entries of mapping `id` that apply to this node
-// (every node's entries when the node name is unknown: fail closed).
-std::vector<std::string> local_mapping_paths(const format::pve::PciMappingFile* mappings, std::string_view id,
-                                             const std::optional<std::string>& node)
-{
-    std::vector<std::string> paths;
-    if (mappings == nullptr) {
-        return paths;
-    }
-    if (const auto* section = mappings->find(id)) {
-        for (const auto& map : section->maps) {
-            if (!node || map.node == *node) {
-                paths.insert(paths.end(), map.paths.begin(), map.paths.end());
-            }
-        }
-    }
-    return paths;
-}
-
 // Running the way qemu-server's vm_running_locally decides it: the pid file
 // names a live process whose command line has "-pidfile <that file>".
 // Under --root a pid file whose process the tree cannot show counts as
@@ -407,16 +388,7 @@ void check_other_vms(const PlanContext& ctx, std::uint64_t vmid, const std::vect
         }
         const VmConfig other = VmConfig::parse(*text);
         for (const std::string_view section : {std::string_view(""), std::string_view("PENDING")}) {
-            for (const auto& [key, value] : other.entries(section)) {
-                if (!key.starts_with("hostpci")) {
-                    continue;
-                }
-                const HostPci hp = HostPci::parse(value);
-                std::vector<std::string> ids = hp.host_ids;
-                if (hp.mapping) {
-                    const auto paths = local_mapping_paths(mappings, *hp.mapping, mctx.node);
-                    ids.insert(ids.end(), paths.begin(), paths.end());
-                }
+            for (const auto& [key, value, ids] : format::pve::passed_ids(other, section, mappings, mctx.node)) {
                 for (const auto& card : cards) {
                     if (covers_card(ids, card)) {
                         plan.refusals.push_back(
@@ -472,15 +444,7 @@ std::optional<int> cpulist_count(std::string_view cpulist)
 std::optional<std::string> pve_node_name(const util::HostFs& fs)
 {
     const auto text = fs.read_attr("/etc/hostname");
-    if (!text) {
-        return std::nullopt;
-    }
-    std::string name(util::trim(*text));
-    name = name.substr(0, name.find('.'));
-    if (name.empty() || name.find_first_of(" \t\n/") != std::string::npos) {
-        return std::nullopt;
-    }
-    return name;
+    return text ? format::pve::node_name_from_hostname(*text) : std::nullopt;
 }
 
 void plan_proxmox_vm(const PlanContext& ctx, const VmProfile& profile, Plan& plan)
@@ -600,19 +564,11 @@ void plan_proxmox_vm(const PlanContext& ctx, const VmProfile& profile, Plan& pla
         const std::optional<std::string> map_id =
             ctx.request.mapping ? std::optional<std::string>(mapping_id_for(*ctx.request.mapping, k)) : std::nullopt;
         CardSlot slot;
-        for (const auto& [key, value] : config.entries()) {
-            if (!key.starts_with("hostpci") || claimed.count(key) != 0U) {
+        for (const auto& [key, value, ids] : format::pve::passed_ids(config, "", mctx.file ? &*mctx.file : nullptr, mctx.node)) {
+            if (claimed.count(key) != 0U || !covers_card(ids, card)) {
                 continue;
             }
             const HostPci hp = HostPci::parse(value);
-            std::vector<std::string> ids = hp.host_ids;
-            if (hp.mapping) {
-                const auto paths = local_mapping_paths(mctx.file ? &*mctx.file : nullptr, *hp.mapping, mctx.node);
-                ids.insert(ids.end(), paths.begin(), paths.end());
-            }
-            if (!covers_card(ids, card)) {
-                continue;
-            }
             // The entry must be about this card only.
             for (const auto& hid : hp.host_ids) {
                 const bool own = std::any_of(card.functions.begin(), card.functions.end(),
