@@ -9,7 +9,7 @@ packages=(
   libpci-dev pci.ids libboost-program-options-dev doctest-dev nlohmann-json3-dev
   libexpected-dev libkmod-dev libkainjow-mustache-dev libvirt-dev libxml2-dev libdtl-dev libssl-dev
   # tests: the real parsers and tools the generated files must satisfy
-  python3 pciutils kmod patch time libxml2-utils libvirt-clients
+  python3 pciutils kmod patch time libxml2-utils libvirt-clients strace
   # real-kernel test (the kernel itself is downloaded, never installed)
   qemu-system-x86 cpio
   # packaging

@@ -87,6 +87,11 @@ LibPci::LibPci(const std::string& sysfs_bus_pci)
     }
     t_jump = &jump;
     pci_set_param(m_access, const_cast<char*>("sysfs.path"), const_cast<char*>(sysfs_bus_pci.c_str()));
+    // Names from pci.ids only: not from this machine's udev hwdb, and not
+    // from the caller's ~/.pciids-cache, so the answer does not depend on
+    // the machine passthru runs on (an empty cache name turns the cache off).
+    pci_set_param(m_access, const_cast<char*>("hwdb.disable"), const_cast<char*>("1"));
+    pci_set_param(m_access, const_cast<char*>("net.cache_name"), const_cast<char*>(""));
     pci_init(m_access);
     t_jump = nullptr;
 }

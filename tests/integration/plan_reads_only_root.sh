@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# plan reads nothing live: everything it decides from is under --root (read
+# through HostFs) or in passthru's read-only data (templates, profiles,
+# pci.ids). Run under strace, every absolute path plan opens, stats or reads
+# must be one of those, or one of the runtime's own files (shared libraries,
+# ld.so's cache, the time zone, OpenSSL's configuration, glibc's CPU count);
+# and plan runs no program. Then the same plan under another host name, home,
+# time zone and working directory prints byte for byte the same JSON.
+source "$(dirname "$0")/apply_common.inc"
+command -v strace >/dev/null || fail "strace is missing (scripts/deps.sh installs it)"
+
+allowed() { # PATH ROOT: 0 when plan may read PATH
+    local path=$1 root=$2
+    case $path in
+    "$root" | "$root"/*) return 0 ;;
+    "$SRC"/templates/* | "$SRC"/profiles/* | /usr/share/passthru/* | /usr/local/share/passthru/*) return 0 ;;
+    /usr/share/misc/pci.ids | /usr/share/misc/pci.ids.gz | /usr/share/hwdata/pci.ids | /usr/share/hwdata/pci.ids.gz) return 0 ;;
+    /etc/ld.so.cache | /etc/ld.so.preload | /lib/x86_64-linux-gnu/* | /usr/lib/x86_64-linux-gnu/*) return 0 ;;
+    /etc/localtime | /usr/lib/ssl/openssl.cnf | /sys/devices/system/cpu/online) return 0 ;;
+    esac
+    # The components of the root's own path, resolved when it is opened.
+    [[ $root == "$path"/* || $path == / ]] && return 0
+    return 1
+}
+
+for host in epyc-4x2080ti epyc-4x2080ti-zfs t180-4xv100 qemu-intel-vfio; do
+    R=$T/$host
+    copy_host "$host" "$R"
+    req=(--vm 101 --gpus all)
+    [[ $host == qemu-* ]] && req=(--vm 101 --gpus 0000:04:00)
+    rc=0
+    strace -f -qq -e trace=%file,%process -o "$T/trace" "$P" --root "$R" plan "${req[@]}" --json > "$T/a.json" 2> /dev/null || rc=$?
+    [[ $rc == 0 ]] || fail "$host: plan exited $rc"
+    execs=$(grep -c 'execve(' "$T/trace")
+    [[ $execs == 1 ]] || fail "$host: plan ran a program: $(grep 'execve(' "$T/trace" | tail -n +2 | head -3)"
+    bad=0
+    while IFS= read -r path; do
+        if ! allowed "$path" "$R"; then
+            echo "outside the root: $path" >&2
+            bad=1
+        fi
+    done < <(grep -v 'execve(' "$T/trace" | grep -oE '\("/[^"]*"|, "/[^"]*"' | sed -E 's/^(\(|, )"//; s/"$//' | sort -u)
+    [[ $bad == 0 ]] || fail "$host: plan read paths outside the root and its data"
+    [[ $(grep -c "$R" "$T/trace") -gt 0 ]] || fail "$host: the trace shows no read of the root at all (strace filter broken?)"
+
+    # Another machine, as far as plan could tell: host name, home, time zone, cwd.
+    (cd / && HOME=/nonexistent TZ=Pacific/Kiritimati LC_ALL=C unshare --uts sh -c 'hostname not-this-host && exec "$@"' sh \
+        "$P" --root "$R" plan "${req[@]}" --json > "$T/b.json" 2> /dev/null) || fail "$host: plan failed on the other 'machine'"
+    cmp -s "$T/a.json" "$T/b.json" || fail "$host: plan's answer depends on the machine: $(diff "$T/a.json" "$T/b.json" | head -5)"
+    ok "$host: plan read only the root and its data, ran nothing, and answered the same elsewhere"
+done
