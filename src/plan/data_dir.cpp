@@ -99,6 +99,17 @@ DataDir::DataDir(const util::HostFs& fs, std::optional<std::filesystem::path> da
 
 Result<std::string> DataDir::read(std::string_view kind, std::string_view name) const
 {
+    const std::string key = std::string(kind) + "/" + std::string(name);
+    if (auto it = m_read_cache.find(key); it != m_read_cache.end()) {
+        return it->second;
+    }
+    auto text = read_uncached(kind, name);
+    m_read_cache.emplace(key, text);
+    return text;
+}
+
+Result<std::string> DataDir::read_uncached(std::string_view kind, std::string_view name) const
+{
     if (!valid_kind(kind) || !valid_name(name)) {
         return fail(Errc::internal, "invalid data name '" + std::string(kind) + "/" + std::string(name) + "'");
     }

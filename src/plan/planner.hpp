@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,8 +34,12 @@ public:
     std::optional<std::string> origin(std::string_view kind, std::string_view name) const;
 
 private:
+    Result<std::string> read_uncached(std::string_view kind, std::string_view name) const;
+
     const util::HostFs& m_fs;
     std::vector<std::filesystem::path> m_dirs; // shipped layers, after the override
+    // Every file is read once per command, however many planners ask for it.
+    mutable std::map<std::string, Result<std::string>> m_read_cache;
 };
 
 // Renders a mustache template (kainjow::mustache) with JSON data.

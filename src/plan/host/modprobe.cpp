@@ -22,6 +22,7 @@
 #include <set>
 
 #include "plan/host/common.hpp"
+#include "plan/host/drivers.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan::detail {
@@ -106,18 +107,28 @@ struct Softdep
     std::string why;
 };
 
-// The module that provides a PCI driver, from /sys/bus/pci/drivers/<drv>/module.
-std::string driver_module(const util::HostFs& fs, const std::string& driver)
+// The module that provides a PCI driver, from /sys/bus/pci/drivers/<drv>/module,
+// else from the data's driver_modules.
+std::string driver_module(const util::HostFs& fs, const HostDriverData& drivers, const std::string& driver)
 {
     if (auto link = fs.read_link("/sys/bus/pci/drivers/" + driver + "/module")) {
         return module_key(util::base_name(*link));
     }
-    static const std::map<std::string, std::string> k_known{
-        {"xhci_hcd", "xhci_pci"}, {"nvidia-gpu", "i2c_nvidia_gpu"}, {"bochs-drm", "bochs"}};
-    if (auto it = k_known.find(driver); it != k_known.end()) {
+    if (auto it = drivers.driver_modules.find(driver); it != drivers.driver_modules.end()) {
         return it->second;
     }
     return module_key(driver);
+}
+
+// The data's entry for a module it blacklists, or nullptr.
+const HostDriver* blacklist_entry(const HostDriverData& drivers, const std::string& module)
+{
+    for (const auto& d : drivers.drivers) {
+        if (d.blacklist && d.module == module) {
+            return &d;
+        }
+    }
+    return nullptr;
 }
 
 } // namespace
@@ -126,6 +137,11 @@ void plan_modprobe(const PlanContext& ctx, Plan& plan, HostInputs& in)
 {
     const auto& inv = ctx.inventory;
     const std::set<scan::PciAddress> selected(in.functions.begin(), in.functions.end());
+    const auto loaded = load_host_drivers(ctx.data);
+    if (!loaded) {
+        throw loaded.error();
+    }
+    const HostDriverData& drivers = *loaded;
 
     // --- binding: ids when no identical device stays, else by address.
     std::vector<std::string> collisions;
@@ -149,7 +165,7 @@ void plan_modprobe(const PlanContext& ctx, Plan& plan, HostInputs& in)
     for (const auto& fn : in.functions) {
         const auto* d = inv.find(fn);
         if (d != nullptr && d->driver && *d->driver != "vfio-pci") {
-            const auto mod = driver_module(ctx.fs, *d->driver);
+            const auto mod = driver_module(ctx.fs, drivers, *d->driver);
             if (target_module_builtin(ctx.fs, in.kernel_release.value_or(""), mod) == true) {
                 builtin_held.push_back(fn.str() + " (" + *d->driver + ", built into the kernel)");
             }
@@ -190,25 +206,13 @@ void plan_modprobe(const PlanContext& ctx, Plan& plan, HostInputs& in)
         if (d == nullptr) {
             continue;
         }
-        const bool nvidia = d->vendor == scan::k_vendor_nvidia;
-        const auto cls = d->class16().value_or(0);
-        if (nvidia && d->is_display()) {
-            want_softdep("nvidia", "the NVIDIA driver claims " + fn.str());
-            want_softdep("nvidia_drm", "loads nvidia for " + fn.str());
-            want_softdep("nouveau", "nouveau claims " + fn.str());
-        }
-        if (cls == 0x0403) {
-            want_softdep("snd_hda_intel", "snd_hda_intel claims the audio function " + fn.str());
-        }
-        if (cls == 0x0c03) {
-            want_softdep("xhci_pci", "xhci_pci claims the USB function " + fn.str());
-        }
-        if (nvidia && cls == 0x0c80) {
-            want_softdep("i2c_nvidia_gpu", "i2c_nvidia_gpu claims the USB-C UCSI function " + fn.str());
-            want_softdep("ucsi_ccg", "ucsi_ccg drives the UCSI controller behind " + fn.str());
+        for (const auto& driver : drivers.drivers) {
+            if (driver.claims(*d)) {
+                want_softdep(driver.module, driver.reason(fn.str()));
+            }
         }
         if (d->driver && *d->driver != "vfio-pci" && *d->driver != "pci-stub") {
-            want_softdep(driver_module(ctx.fs, *d->driver), "currently bound to " + fn.str());
+            want_softdep(driver_module(ctx.fs, drivers, *d->driver), "currently bound to " + fn.str());
         }
     }
     std::vector<std::string> builtin_softdeps;
@@ -320,9 +324,9 @@ void plan_modprobe(const PlanContext& ctx, Plan& plan, HostInputs& in)
                                       "and passthru-vfio.conf decides how vfio-pci claims the cards");
                     replace[l.first] = std::nullopt;
                     spans[l.first] = l.last;
-                } else if (cmd == "blacklist" && (mod == "nouveau" || mod == "nvidia" || mod == "nvidiafb")) {
+                } else if (const auto* listed = blacklist_entry(drivers, mod); cmd == "blacklist" && listed != nullptr) {
                     blacklisted_elsewhere.insert(mod);
-                    if (!nvidia_staying.empty() && mod != "nvidiafb") {
+                    if (!nvidia_staying.empty() && !listed->framebuffer) {
                         plan.warnings.push_back(path + " blacklists " + w[1] + " although NVIDIA GPU(s) " + util::join(nvidia_staying, ", ")
                                                 + " stay on the host; passthru leaves it alone");
                     }
@@ -390,10 +394,10 @@ void plan_modprobe(const PlanContext& ctx, Plan& plan, HostInputs& in)
     nlohmann::json blacklist = nlohmann::json::array();
     std::vector<std::string> blacklisted;
     if (blacklist_nvidia) {
-        for (const char* m : {"nouveau", "nvidia", "nvidiafb"}) {
-            if (!blacklisted_elsewhere.contains(m)) {
-                blacklist.push_back(m);
-                blacklisted.emplace_back(m);
+        for (const auto& driver : drivers.drivers) {
+            if (driver.blacklist && !blacklisted_elsewhere.contains(driver.module)) {
+                blacklist.push_back(driver.module);
+                blacklisted.push_back(driver.module);
             }
         }
         if (!blacklisted.empty()) {

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "plan/host/drivers.hpp"
+
+#include "util/strings.hpp"
+
+namespace passthru::plan::detail {
+
+namespace {
+
+constexpr std::string_view k_file = "host/drivers.json";
+constexpr std::string_view k_schema = "passthru.host-drivers/1";
+
+struct SchemaError
+{
+    std::string field;
+    std::string what;
+};
+
+std::optional<std::uint16_t> hex16(const nlohmann::json& j, const std::string& field, std::size_t digits)
+{
+    if (!j.is_string()) {
+        throw SchemaError{field, "must be a string of " + std::to_string(digits) + " hex digits"};
+    }
+    const auto text = j.get<std::string>();
+    if (text.size() != digits || text.find_first_not_of("0123456789abcdef") != std::string::npos) {
+        throw SchemaError{field, "must be " + std::to_string(digits) + " lower-case hex digits, not '" + text + "'"};
+    }
+    return static_cast<std::uint16_t>(std::stoul(text, nullptr, 16));
+}
+
+bool valid_module(const std::string& name)
+{
+    return !name.empty() && name.size() <= 56 && name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") == std::string::npos;
+}
+
+HostDriver parse_driver(const nlohmann::json& j, const std::string& at)
+{
+    if (!j.is_object()) {
+        throw SchemaError{at, "must be an object"};
+    }
+    for (const auto& [key, value] : j.items()) {
+        if (key != "module" && key != "claims" && key != "why" && key != "blacklist" && key != "framebuffer") {
+            throw SchemaError{at + "." + key, "is not a field of a driver"};
+        }
+    }
+    HostDriver d;
+    if (!j.contains("module") || !j["module"].is_string() || !valid_module(j["module"].get<std::string>())) {
+        throw SchemaError{at + ".module", "must be a kernel module name (lower-case letters, digits, '_' or '-')"};
+    }
+    d.module = module_key(j["module"].get<std::string>());
+    if (!j.contains("why") || !j["why"].is_string() || j["why"].get<std::string>().empty()) {
+        throw SchemaError{at + ".why", "must say why the driver matters"};
+    }
+    d.why = j["why"].get<std::string>();
+    for (const char* flag : {"blacklist", "framebuffer"}) {
+        if (j.contains(flag) && !j[flag].is_boolean()) {
+            throw SchemaError{at + "." + flag, "must be true or false"};
+        }
+    }
+    d.blacklist = j.value("blacklist", false);
+    d.framebuffer = j.value("framebuffer", false);
+    if (j.contains("claims")) {
+        const auto& c = j["claims"];
+        const std::string cat = at + ".claims";
+        if (!c.is_object() || c.empty()) {
+            throw SchemaError{cat, "must be an object with vendor, kind and/or class"};
+        }
+        for (const auto& [key, value] : c.items()) {
+            if (key == "vendor") {
+                d.vendor = hex16(value, cat + ".vendor", 4);
+            } else if (key == "class") {
+                d.class16 = hex16(value, cat + ".class", 4);
+            } else if (key == "kind") {
+                if (value != "display") {
+                    throw SchemaError{cat + ".kind", "must be \"display\""};
+                }
+                d.kind = FunctionKind::display;
+            } else {
+                throw SchemaError{cat + "." + key, "is not a field of claims (vendor, kind, class)"};
+            }
+        }
+        d.claims_something = true;
+    }
+    return d;
+}
+
+} // namespace
+
+bool HostDriver::claims(const scan::PciDevice& device) const
+{
+    if (!claims_something) {
+        return false;
+    }
+    if (vendor && device.vendor != vendor) {
+        return false;
+    }
+    if (kind == FunctionKind::display && !device.is_display()) {
+        return false;
+    }
+    return !class16 || device.class16() == class16;
+}
+
+std::string HostDriver::reason(const std::string& function) const
+{
+    std::string out = why;
+    if (const auto at = out.find("{function}"); at != std::string::npos) {
+        out.replace(at, 10, function);
+    }
+    return out;
+}
+
+Result<HostDriverData> load_host_drivers(const DataDir& data)
+{
+    auto text = data.read("profiles", k_file);
+    if (!text) {
+        return tl::unexpected(text.error());
+    }
+    const std::string where = data.origin("profiles", k_file).value_or("profiles/" + std::string(k_file));
+    const auto doc = nlohmann::json::parse(*text, nullptr, false);
+    if (doc.is_discarded()) {
+        return fail(Errc::usage, where + ": not a JSON document");
+    }
+    try {
+        if (!doc.is_object() || doc.value("schema", "") != k_schema) {
+            throw SchemaError{"schema", "must be \"" + std::string(k_schema) + "\""};
+        }
+        HostDriverData out;
+        if (!doc.contains("drivers") || !doc["drivers"].is_array()) {
+            throw SchemaError{"drivers", "must be a list"};
+        }
+        for (std::size_t i = 0; i < doc["drivers"].size(); ++i) {
+            out.drivers.push_back(parse_driver(doc["drivers"][i], "drivers[" + std::to_string(i) + "]"));
+        }
+        if (doc.contains("driver_modules")) {
+            if (!doc["driver_modules"].is_object()) {
+                throw SchemaError{"driver_modules", "must be an object"};
+            }
+            for (const auto& [driver, module] : doc["driver_modules"].items()) {
+                if (driver == "comment") {
+                    continue;
+                }
+                if (!module.is_string() || !valid_module(module.get<std::string>())) {
+                    throw SchemaError{"driver_modules." + driver, "must be a kernel module name"};
+                }
+                out.driver_modules[driver] = module_key(module.get<std::string>());
+            }
+        }
+        return out;
+    } catch (const SchemaError& e) {
+        return fail(Errc::usage, where + ": " + e.field + " " + e.what);
+    }
+}
+
+} // namespace passthru::plan::detail

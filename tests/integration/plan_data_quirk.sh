@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# GPU and driver behaviour is data: the worked example of docs/data.md (a
+# made-up host driver "gpuzilla" that claims NVIDIA display functions) is a
+# data-only change, through an /etc/passthru override or --data-dir, and the
+# plan then keeps that driver off the cards with a softdep. A data file that
+# breaks the schema is one line naming the file and the field, exit 2, and
+# nothing is written.
+source "$(dirname "$0")/apply_common.inc"
+SHIPPED=$SRC/profiles/host/drivers.json
+
+# with_gpuzilla OUT: the shipped file plus the worked example's entry.
+with_gpuzilla() {
+    python3 - "$SHIPPED" "$1" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["drivers"].append({"module": "gpuzilla", "claims": {"vendor": "10de", "kind": "display"},
+                       "why": "gpuzilla (a made-up driver) claims {function}"})
+json.dump(doc, open(sys.argv[2], "w"), indent=2)
+PY
+}
+softdeps() { # PLAN_JSON: the softdep lines of passthru-vfio.conf
+    python3 -c 'import json,sys
+for f in json.load(open(sys.argv[1]))["files"]:
+    if f["path"] == "/etc/modprobe.d/passthru-vfio.conf":
+        print("\n".join(l for l in f["content"].splitlines() if l.startswith("softdep")))' "$1"
+}
+
+R=$T/host
+copy_host epyc-4x2080ti "$R"
+"$P" --root "$R" plan --vm 101 --gpus all --json > "$T/plain.json" 2> /dev/null
+softdeps "$T/plain.json" > "$T/plain.softdeps"
+grep -q '^softdep nouveau pre: vfio-pci$' "$T/plain.softdeps" || fail "the shipped data gives no nouveau softdep"
+! grep -q gpuzilla "$T/plain.softdeps" || fail "gpuzilla without the data change"
+
+# The admin's override under the root.
+mkdir -p "$R/etc/passthru/profiles/host"
+with_gpuzilla "$R/etc/passthru/profiles/host/drivers.json"
+"$P" --root "$R" plan --vm 101 --gpus all --json > "$T/quirk.json" 2> /dev/null
+softdeps "$T/quirk.json" > "$T/quirk.softdeps"
+grep -q '^softdep gpuzilla pre: vfio-pci$' "$T/quirk.softdeps" || fail "the override's new driver got no softdep: $(cat "$T/quirk.softdeps")"
+diff <(grep -v gpuzilla "$T/quirk.softdeps") "$T/plain.softdeps" > /dev/null || fail "the override changed other softdeps"
+grep -q "softdep ... pre: vfio-pci for gpuzilla, " "$T/quirk.json" || fail "the softdep is not among the reasons"
+ok "a new host driver in an /etc/passthru override is softdepped"
+
+# The same through --data-dir (a whole data tree).
+D=$T/data
+mkdir -p "$D/profiles/host"
+with_gpuzilla "$D/profiles/host/drivers.json"
+copy_host epyc-4x2080ti "$R"
+"$P" --root "$R" --data-dir "$D" plan --vm 101 --gpus all --json > "$T/dd.json" 2> /dev/null
+softdeps "$T/dd.json" | grep -q '^softdep gpuzilla pre: vfio-pci$' || fail "--data-dir's driver got no softdep"
+ok "the same through --data-dir"
+
+# A broken data file: one line naming the file and the field, exit 2, nothing written.
+copy_host epyc-4x2080ti "$R"
+mkdir -p "$R/etc/passthru/profiles/host"
+python3 - "$SHIPPED" "$R/etc/passthru/profiles/host/drivers.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["drivers"][3]["claims"]["class"] = "audio"
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+before=$(tree_sum "$R")
+expect_rc 2 "$P" --root "$R" plan --vm 101 --gpus all > /dev/null 2> "$T/bad.err"
+grep -q '^passthru: error: /etc/passthru/profiles/host/drivers.json (under the root): drivers\[3\].claims.class must be 4 lower-case hex digits' "$T/bad.err" \
+    || fail "broken data not reported with file and field: $(cat "$T/bad.err")"
+[[ $(grep -c '^passthru: error' "$T/bad.err") == 1 ]] || fail "more than one error line"
+[[ $(tree_sum "$R") == "$before" && ! -e $R/var/lib/passthru ]] || fail "a broken data file let plan write"
+ok "a broken data file is one line naming file and field, exit 2, nothing written"
