@@ -2,7 +2,7 @@
 // Proxmox VE VM config files (/etc/pve/qemu-server/<vmid>.conf) read and
 // edited line by line: every line the plan does not change is written back
 // byte for byte (comments, order, [PENDING], [special:*] and snapshot
-// sections, even lines PVE would ignore). Grammar: FACTS.md §1.1.
+// sections, even lines PVE would ignore). Grammar: docs/facts.md: vm-config.
 #pragma once
 
 #include <optional>
@@ -99,10 +99,10 @@ struct HostPci
 
 // True when the PCI function address (like "0000:01:00.1") is selected by a
 // hostpci id the way PVE's lspci filter matches: a prefix match with an
-// optional "0000:" (pve-common SysFSTools.pm, FACTS.md §1.4).
+// optional "0000:" (pve-common SysFSTools.pm, docs/facts.md: vm-config).
 bool hostpci_id_covers(std::string_view id, std::string_view function_address);
 
-// hostpci id syntax: (domain:)?bus:slot(.fn)?, lowercase hex (FACTS.md §1.4).
+// hostpci id syntax: (domain:)?bus:slot(.fn)?, lowercase hex (docs/facts.md: vm-config).
 bool valid_hostpci_id(std::string_view id);
 
 } // namespace passthru::format::pve

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The cluster PCI mapping file /etc/pve/mapping/pci.cfg (PVE >= 8.0), a
-// SectionConfig whose header is the bare mapping id (FACTS.md §2). Existing
+// SectionConfig whose header is the bare mapping id (docs/facts.md: pci-mapping). Existing
 // text is kept byte for byte; new map lines and sections are added in the
 // layout PVE's writer uses (tab-indented properties, a blank line after
 // each section, required keys first in a map value).
@@ -15,7 +15,7 @@
 
 namespace passthru::format::pve {
 
-// One "map" value: node=...,path=...,id=... (FACTS.md §2).
+// One "map" value: node=...,path=...,id=... (docs/facts.md: pci-mapping).
 struct MapEntry
 {
     std::string node;
@@ -64,7 +64,7 @@ bool valid_config_id(std::string_view id);
 bool valid_map_path(std::string_view path);
 
 // This node's name as Proxmox VE sees it, from the text of /etc/hostname: the
-// host name up to the first dot (docs/facts.md#pci-mapping). nullopt when the
+// host name up to the first dot (docs/facts.md: pci-mapping). nullopt when the
 // text holds no usable name.
 std::optional<std::string> node_name_from_hostname(std::string_view hostname_file);
 

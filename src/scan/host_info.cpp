@@ -136,7 +136,7 @@ std::optional<std::string> dpkg_version(const util::HostFs& fs, std::string_view
     return std::nullopt;
 }
 
-// See FACTS.md §3.1: proxmox-boot-tool status on a live host; files otherwise.
+// Which boot loader (docs/facts.md: boot-loader): proxmox-boot-tool status on a live host; files otherwise.
 void detect_bootloader(const util::HostFs& fs, const util::CommandRunner& runner, HostInfo& host)
 {
     host.uefi = fs.is_dir("/sys/firmware/efi");

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The kernel command line: which arguments passthrough needs on this CPU and
-// kernel, where the boot loader keeps them (FACTS §3), and the edits that
+// kernel, where the boot loader keeps them (docs/facts.md: boot-loader), and the edits that
 // add them without ever duplicating an argument.
 //
 // GRUB: a drop-in /etc/default/grub.d/passthru.cfg appends to

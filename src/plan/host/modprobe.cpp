@@ -2,7 +2,7 @@
 // /etc/modprobe.d/passthru-vfio.conf: how vfio-pci claims the cards, the
 // softdeps that load it before any host driver, the NVIDIA blacklist when no
 // NVIDIA GPU stays on the host, kvm and vfio_iommu_type1 options. Lines of
-// other modprobe.d files that would fight it are fixed in place (FACTS §4.4-4.7).
+// other modprobe.d files that would fight it are fixed in place (docs/facts.md: modules).
 //
 // Binding. By id (`options vfio-pci ids=...`) only when no device that stays
 // on the host has one of the ids: vfio-pci claims every device with a listed

@@ -2,7 +2,7 @@
 // Module lists: /etc/modules-load.d/vfio.conf (systemd-modules-load), the
 // initramfs list /etc/initramfs-tools/modules (so vfio-pci is there before
 // the host drivers), and old vfio_virqfd lines where the kernel no longer
-// has that module (FACTS §4.1-4.3).
+// has that module (docs/facts.md: modules).
 #include <algorithm>
 #include <set>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The bond/bridge editor: turns the current interfaces file into the one the
-// request needs, the way Proxmox VE writes it (FACTS §5.2), changing only the
+// request needs, the way Proxmox VE writes it (docs/facts.md: network), changing only the
 // lines the request needs. Pure: no host access, so it is tested on text.
 #pragma once
 

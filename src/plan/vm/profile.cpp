@@ -93,7 +93,7 @@ Result<VmProfile> parse_vm_profile(std::string_view name, std::string_view json_
         return fail(Errc::parse, where + ": " + e.what());
     }
 
-    // The same rules PVE applies when it reads the config (FACTS.md §1.5-1.8),
+    // The same rules PVE applies when it reads the config (docs/facts.md: vm-config),
     // so a profile can never produce a line PVE drops.
     if (!std::regex_match(p.machine, k_q35_machine)) {
         return fail(Errc::parse, where + ": machine '" + p.machine + "' is not a q35 type (pcie=1 needs q35)");

@@ -48,7 +48,7 @@ struct VmProfile
     bool create_tpmstate = false;
 };
 
-// PVE's VM-level CPU flag allow-list (qemu-server CPUFlags.pm, FACTS.md §1.7).
+// PVE's VM-level CPU flag allow-list (qemu-server CPUFlags.pm, docs/facts.md: vm-config).
 const std::vector<std::string>& vm_cpu_flag_allow_list();
 
 // Parses and checks a profile (flags, hv-vendor-id, hugepages, machine,

@@ -2,7 +2,7 @@
 // The Proxmox VE side of a plan: the VM config /etc/pve/qemu-server/<vmid>.conf
 // (edited line by line), the cluster PCI mappings /etc/pve/mapping/pci.cfg,
 // and the qm commands for what a file edit cannot do (create a VM, allocate
-// an EFI vars disk). Rules: FACTS.md §1 and §2.
+// an EFI vars disk). Rules: docs/facts.md: vm-config and pci-mapping.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -216,7 +216,7 @@ std::uint64_t vm_memory_mib(const VmConfig& config)
             }
         }
     }
-    return 512; // PVE's default (FACTS.md §1.8)
+    return 512; // PVE's default (docs/facts.md: vm-config)
 }
 
 std::uint64_t hugepage_mib(std::string_view hugepages)
