@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "plan/planner.hpp"
+#include "util/strings.hpp"
 
 namespace passthru::plan::detail {
 
@@ -41,8 +42,7 @@ std::optional<std::string> read_current(const PlanContext& ctx, Plan& plan, std:
 bool stage_file(const PlanContext& ctx, Plan& plan, std::string_view path, std::optional<std::string> after,
                 std::vector<std::string> reasons);
 
-// Kernel module names compare with '-' and '_' alike.
-std::string module_key(std::string_view name);
+using util::module_key;
 
 // "0000:01:00.0 (Audio device: TU102 High Definition Audio Controller)"
 std::string describe_device(const scan::Inventory& inv, const scan::PciAddress& addr);

@@ -106,13 +106,6 @@ bool stage_file(const PlanContext& ctx, Plan& plan, std::string_view path, std::
     return true;
 }
 
-std::string module_key(std::string_view name)
-{
-    std::string out(name);
-    std::replace(out.begin(), out.end(), '-', '_');
-    return out;
-}
-
 } // namespace detail
 
 namespace {

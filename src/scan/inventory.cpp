@@ -17,9 +17,7 @@ std::string PciDevice::vendor_device() const
 
 bool HostInfo::module_loaded(std::string_view name) const
 {
-    std::string wanted(name);
-    std::replace(wanted.begin(), wanted.end(), '-', '_');
-    return std::find(loaded_modules.begin(), loaded_modules.end(), wanted) != loaded_modules.end();
+    return std::find(loaded_modules.begin(), loaded_modules.end(), util::module_key(name)) != loaded_modules.end();
 }
 
 const PciDevice* Inventory::find(const PciAddress& addr) const
@@ -104,20 +102,6 @@ std::string_view to_string(Severity severity)
         return "info";
     }
     return "info";
-}
-
-std::optional<std::pair<int, int>> kernel_version(std::string_view release)
-{
-    const auto parts = util::split(release, ".-");
-    if (parts.size() < 2) {
-        return std::nullopt;
-    }
-    const auto major = util::parse_int(parts[0]);
-    const auto minor = util::parse_int(parts[1]);
-    if (!major || !minor) {
-        return std::nullopt;
-    }
-    return std::pair<int, int>{static_cast<int>(*major), static_cast<int>(*minor)};
 }
 
 } // namespace passthru::scan

@@ -198,6 +198,5 @@ std::string_view to_string(Bootloader bootloader);
 std::string_view to_string(Severity severity);
 
 // Kernel release "6.8.12-4-pve" -> {6, 8}; nullopt when unparsable.
-std::optional<std::pair<int, int>> kernel_version(std::string_view release);
 
 } // namespace passthru::scan

@@ -30,7 +30,7 @@ bool intel_iommu_default_on(const HostInfo& host)
 {
     // PVE/Ubuntu-config kernels enable the Intel IOMMU by default from 6.8
     // (pve-docs qm-pci-passthrough.adoc; CONFIG_INTEL_IOMMU_DEFAULT_ON).
-    const auto version = host.kernel ? kernel_version(*host.kernel) : std::nullopt;
+    const auto version = host.kernel ? util::major_minor(*host.kernel) : std::nullopt;
     return version && *version >= std::pair<int, int>{6, 8};
 }
 

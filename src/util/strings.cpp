@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "util/strings.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 namespace passthru::util {
@@ -116,6 +117,37 @@ std::string hex(std::uint64_t value, int width)
     while (static_cast<int>(out.size()) < width) {
         out.insert(out.begin(), '0');
     }
+    return out;
+}
+
+std::optional<std::pair<int, int>> major_minor(std::string_view version)
+{
+    auto number = [&](std::size_t& pos) -> std::optional<int> {
+        const std::size_t start = pos;
+        long value = 0;
+        while (pos < version.size() && pos - start < 6 && version[pos] >= '0' && version[pos] <= '9') {
+            value = value * 10 + (version[pos] - '0');
+            ++pos;
+        }
+        return pos == start ? std::nullopt : std::optional<int>(static_cast<int>(value));
+    };
+    std::size_t pos = 0;
+    const auto major = number(pos);
+    if (!major || pos >= version.size() || version[pos] != '.') {
+        return std::nullopt;
+    }
+    ++pos;
+    const auto minor = number(pos);
+    if (!minor) {
+        return std::nullopt;
+    }
+    return std::pair<int, int>{*major, *minor};
+}
+
+std::string module_key(std::string_view name)
+{
+    std::string out(name);
+    std::replace(out.begin(), out.end(), '-', '_');
     return out;
 }
 

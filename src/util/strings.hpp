@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace passthru::util {
@@ -20,6 +21,15 @@ std::string to_lower(std::string_view s);
 std::optional<std::uint64_t> parse_hex(std::string_view s);
 // Parses a decimal integer (optionally negative); nullopt on garbage.
 std::optional<long long> parse_int(std::string_view s);
+
+// The one version parser: the leading "MAJOR.MINOR" of a kernel release
+// ("6.8.12-4-pve" -> {6, 8}), a Proxmox VE or package version ("8.3.0").
+// nullopt when the text does not start with digits, a dot and digits.
+std::optional<std::pair<int, int>> major_minor(std::string_view version);
+
+// The one module-name folding rule: kmod treats '-' and '_' in module names
+// alike, so names compare after folding '-' to '_' ("vfio-pci" -> "vfio_pci").
+std::string module_key(std::string_view name);
 // Formats a number as lower-case hex with at least `width` digits.
 std::string hex(std::uint64_t value, int width);
 

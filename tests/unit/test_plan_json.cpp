@@ -118,12 +118,17 @@ TEST_CASE("/etc/passthru under the root overrides the shipped templates, and val
     REQUIRE(out);
     CHECK(*out == "a=<&\">\n- x\n- y\n");
     root.write("etc/passthru/templates/t.mustache", "override {{a}}\n");
+    // A DataDir reads each file once: one command sees one version of it.
     out = plan::render_template(data, "t.mustache", {{"a", "1"}});
     REQUIRE(out);
+    CHECK(*out == "a=1\n");
+    plan::DataDir next(*fs, shipped.path());
+    out = plan::render_template(next, "t.mustache", {{"a", "1"}});
+    REQUIRE(out);
     CHECK(*out == "override 1\n");
-    CHECK(data.origin("templates", "t.mustache")->find("/etc/passthru/templates/t.mustache") != std::string::npos);
-    CHECK_FALSE(data.read("templates", "../t.mustache"));
-    CHECK_FALSE(plan::render_template(data, "missing.mustache", {}));
+    CHECK(next.origin("templates", "t.mustache")->find("/etc/passthru/templates/t.mustache") != std::string::npos);
+    CHECK_FALSE(next.read("templates", "../t.mustache"));
+    CHECK_FALSE(plan::render_template(next, "missing.mustache", {}));
 }
 
 TEST_CASE("the shipped templates and GPU profiles load")

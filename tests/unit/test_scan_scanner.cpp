@@ -5,6 +5,7 @@
 
 #include "../support/fake_host.hpp"
 #include "scan/scanner.hpp"
+#include "util/strings.hpp"
 
 using namespace passthru;
 using passthru::test::FakeHost;
@@ -184,6 +185,6 @@ TEST_SUITE("scan::scanner")
         CHECK_FALSE(scan::PciAddress::parse("0000:01:00.8"));
         CHECK_FALSE(scan::PciAddress::parse("01:00"));
         CHECK(scan::parse_slot("01:00")->slot() == "0000:01:00");
-        CHECK(scan::kernel_version("6.2.16-3-pve") == std::pair<int, int>{6, 2});
+        CHECK(util::major_minor("6.2.16-3-pve") == std::pair<int, int>{6, 2});
     }
 }

@@ -106,7 +106,7 @@ void plan_host(const PlanContext& ctx, Plan& plan)
     const auto& inv = ctx.inventory;
     in.kernel_release = inv.host.kernel;
     if (inv.host.kernel) {
-        in.kernel_version = scan::kernel_version(*inv.host.kernel);
+        in.kernel_version = util::major_minor(*inv.host.kernel);
     }
     std::set<std::string> ids;
     for (const auto* card : ctx.selected) {

@@ -139,16 +139,6 @@ RunState vm_run_state(const util::HostFs& fs, std::uint64_t vmid, std::string& e
     return RunState::stopped;
 }
 
-std::optional<std::pair<int, int>> major_minor(std::string_view version)
-{
-    static const std::regex re(R"(^(\d+)\.(\d+))");
-    std::match_results<std::string_view::const_iterator> m;
-    if (!std::regex_search(version.begin(), version.end(), m, re)) {
-        return std::nullopt;
-    }
-    return std::make_pair(std::stoi(m[1].str()), std::stoi(m[2].str()));
-}
-
 // The first storage in /etc/pve/storage.cfg that holds VM images.
 std::optional<std::string> images_storage(const util::HostFs& fs)
 {
@@ -269,7 +259,7 @@ struct Affinity
 Affinity plan_affinity(const PlanContext& ctx, const std::vector<Card>& cards)
 {
     Affinity a;
-    const auto version = ctx.inventory.host.pve_version ? major_minor(*ctx.inventory.host.pve_version) : std::nullopt;
+    const auto version = ctx.inventory.host.pve_version ? util::major_minor(*ctx.inventory.host.pve_version) : std::nullopt;
     if (!version) {
         a.note = "affinity not set: the Proxmox VE version is unknown (the option needs PVE 7.3 or later)";
         return a;
