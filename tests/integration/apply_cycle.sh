@@ -5,7 +5,9 @@
 # without --yes apply refuses (exit 2); apply writes exactly the planned
 # files; a second apply is a no-op without a new generation; rollback
 # restores the tree byte for byte (content, mode, owner, symlinks).
-source "$(dirname "$0")/apply_common.inc"
+FAIL_FAST=1
+source "$(dirname "$0")/lib.inc"
+need_binary
 
 for host in "${VARIANTS[@]}"; do
     R=$T/$host
@@ -111,4 +113,4 @@ PY
     grep -q 'undone by 4' "$T/history.txt" || fail "$host: history does not show generation 3 undone"
     ok "$host: rollback --to N, refusals, history"
 done
-echo "ok: apply cycle on ${VARIANTS[*]}"
+ok "apply cycle on ${VARIANTS[*]}"

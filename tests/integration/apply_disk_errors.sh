@@ -14,12 +14,13 @@ if [[ -z ${PASSTHRU_IN_MOUNT_NS:-} ]]; then
     fi
     PASSTHRU_IN_MOUNT_NS=1 exec unshare -m --propagation private bash "$0" "$@"
 fi
-source "$(dirname "$0")/apply_common.inc"
-cleanup() {
+FAIL_FAST=1
+source "$(dirname "$0")/lib.inc"
+need_binary
+unmount_all() {
     for m in $(awk -v t="$T" '$2 ~ "^"t {print $2}' /proc/self/mounts | sort -r); do umount "$m" 2> /dev/null || true; done
-    rm -rf "$T"
 }
-trap cleanup EXIT
+at_exit unmount_all
 
 for host in "${VARIANTS[@]}"; do
     R=$T/$host
@@ -29,7 +30,7 @@ for host in "${VARIANTS[@]}"; do
     dir=$R$(dirname "$last")
 
     # Read-only target directory.
-    mount --bind "$dir" "$dir" || { echo "skip: mount --bind not allowed"; exit 125; }
+    mount --bind "$dir" "$dir" || skip "mount --bind not allowed"
     mount -o remount,bind,ro "$dir"
     S0=$(tree_sum "$R")
     expect_rc 1 "$P" --root "$R" apply "${REQ[@]}" --yes > /dev/null 2> "$T/ro.err"
@@ -43,7 +44,7 @@ for host in "${VARIANTS[@]}"; do
     # Full disk.
     copy_host "$host" "$R"
     cp -a "$dir" "$T/dir.save"
-    mount -t tmpfs -o size=64k,mode=0755 tmpfs "$dir" || { echo "skip: mount -t tmpfs not allowed"; exit 125; }
+    mount -t tmpfs -o size=64k,mode=0755 tmpfs "$dir" || skip "mount -t tmpfs not allowed"
     cp -a "$T/dir.save/." "$dir/"
     rm -rf "$T/dir.save"
     dd if=/dev/zero of="$dir/.filler" bs=4k 2> /dev/null || true # until ENOSPC

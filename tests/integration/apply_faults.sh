@@ -9,7 +9,9 @@
 #  - fail@N and enospc@N (an injected EIO/ENOSPC at step N): apply exits 1,
 #    the tree is byte-identical and no generation is left pending;
 #  - kill@M during that recovery itself: a second rollback finishes the job.
-source "$(dirname "$0")/apply_common.inc"
+FAIL_FAST=1
+source "$(dirname "$0")/lib.inc"
+need_binary
 
 for host in "${VARIANTS[@]}"; do
     R=$T/$host
@@ -102,4 +104,4 @@ for host in "${VARIANTS[@]}"; do
     rm -rf "$T/applied"
     ok "$host: rollback killed at each of its $bpoints fault points: recovery, then rollback: byte-identical"
 done
-echo "ok: fault injection on ${VARIANTS[*]}"
+ok "fault injection on ${VARIANTS[*]}"

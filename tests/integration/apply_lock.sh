@@ -3,8 +3,10 @@
 # A second concurrent apply (or rollback) is refused while the journal lock
 # is held (here by flock(1) from the test), with a clear message and nothing
 # written; a pending generation under a held lock is not called interrupted.
-source "$(dirname "$0")/apply_common.inc"
-command -v flock > /dev/null || { echo "skip: flock(1) not installed"; exit 125; }
+FAIL_FAST=1
+source "$(dirname "$0")/lib.inc"
+need_binary
+need flock
 
 # Starts a process that holds the journal lock and waits until it does. The
 # holder blocks (flock without -n), so the probe below, which takes the lock

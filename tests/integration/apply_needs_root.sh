@@ -3,11 +3,13 @@
 # On the live root, apply and rollback need euid 0: as another user they
 # print one clear line and exit 2 before reading or writing anything. The
 # check comes first, so this test never reaches this machine's /etc.
-source "$(dirname "$0")/apply_common.inc"
-command -v setpriv > /dev/null || { echo "skip: setpriv not installed"; exit 125; }
-[[ $(id -u) -eq 0 ]] || { echo "skip: needs root to switch to an unprivileged user"; exit 125; }
+FAIL_FAST=1
+source "$(dirname "$0")/lib.inc"
+need_binary
+need setpriv
+[[ $(id -u) -eq 0 ]] || skip "needs root to switch to an unprivileged user"
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
-as_nobody "$P" --version > /dev/null 2>&1 || { echo "skip: the binary is not executable by nobody"; exit 125; }
+as_nobody "$P" --version > /dev/null 2>&1 || skip "the binary is not executable by nobody"
 
 for args in "apply --vm 101 --gpus all --yes" "rollback" "rollback --to 1 --force"; do
     rc=0

@@ -4,7 +4,9 @@
 # plan; applied as reviewed; refused with exit 1 and nothing written when a
 # target file changed since planning ("replan"); a broken plan file is bad
 # input (exit 2); --plan together with request options is a usage error.
-source "$(dirname "$0")/apply_common.inc"
+FAIL_FAST=1
+source "$(dirname "$0")/lib.inc"
+need_binary
 
 for host in "${VARIANTS[@]}"; do
     R=$T/$host

@@ -2,19 +2,15 @@
 # The committed fixture trees must be exactly what the generator makes from the
 # descriptions: fails when a tree was edited by hand, or when the generator or a
 # description changed without tests/fixtures/regen.sh being run.
-set -euo pipefail
-src=${PASSTHRU_SOURCE_DIR:?PASSTHRU_SOURCE_DIR must point at the repository}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/passthru-fixtures.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/lib.inc"
+src=$SRC
 
-"$src/tests/fixtures/regen.sh" "$tmp/hosts"
+"$src/tests/fixtures/regen.sh" "$T/hosts"
 
-status=0
 for desc in "$src"/tests/fixtures/descriptions/*.json; do
     name=$(basename "$desc" .json)
     if [[ ! -d "$src/tests/fixtures/hosts/$name" ]]; then
-        echo "FAIL: tests/fixtures/hosts/$name is missing (run tests/fixtures/regen.sh)"
-        status=1
+        fail "tests/fixtures/hosts/$name is missing (run tests/fixtures/regen.sh)"
     fi
 done
 # Trees without a description (captured from a real kernel by tests/vm) are not ours to
@@ -22,23 +18,19 @@ done
 for desc in "$src"/tests/fixtures/descriptions/*.json; do
     name=$(basename "$desc" .json)
     [[ -d "$src/tests/fixtures/hosts/$name" ]] || continue
-    if ! diff -r --no-dereference "$tmp/hosts/$name" "$src/tests/fixtures/hosts/$name"; then
-        echo "FAIL: tests/fixtures/hosts/$name differs from the generator's output (run tests/fixtures/regen.sh)"
-        status=1
+    if ! diff -r --no-dereference "$T/hosts/$name" "$src/tests/fixtures/hosts/$name"; then
+        fail "tests/fixtures/hosts/$name differs from the generator's output (run tests/fixtures/regen.sh)"
     fi
 done
 # absolute symlinks would escape a copied root
 if find "$src/tests/fixtures/hosts" -type l -lname '/*' | grep -q .; then
-    echo "FAIL: absolute symlinks in fixture trees:"
+    fail "absolute symlinks in fixture trees:"
     find "$src/tests/fixtures/hosts" -type l -lname '/*'
-    status=1
 fi
 # every symlink must resolve inside its own host root
 while IFS= read -r -d '' link; do
     if [[ ! -e "$link" ]]; then
-        echo "FAIL: dangling symlink $link -> $(readlink "$link")"
-        status=1
+        fail "dangling symlink $link -> $(readlink "$link")"
     fi
 done < <(find "$src/tests/fixtures/hosts" -type l -print0)
-[[ $status -eq 0 ]] && echo "ok: fixture trees match their descriptions"
-exit $status
+finish "fixture trees match their descriptions"

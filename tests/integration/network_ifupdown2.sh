@@ -9,19 +9,19 @@
 #    without --confirm-timeout exits 3;
 #  - the lock-out guard: without `passthru confirm` the previous file is back and
 #    ifreload -a was recorded twice; with it the new file stays.
-set -euo pipefail
-src=${PASSTHRU_SOURCE_DIR:?PASSTHRU_SOURCE_DIR must point at the repository}
-bin=${PASSTHRU:?PASSTHRU must point at the passthru binary}
+source "$(dirname "$0")/lib.inc"
+need_binary
+src=$SRC
+bin=$P
 host="$src/tests/fixtures/hosts/epyc-4x2080ti"
-[[ -f "$host/etc/network/interfaces" ]] || { echo "SKIP: $host has no etc/network/interfaces"; exit 125; }
+[[ -f "$host/etc/network/interfaces" ]] || skip "$host has no etc/network/interfaces"
 
 # --- Debian's ifupdown2, unpacked (never installed: it replaces the machine's networking) ---
 cache="$src/.cache/ifupdown2"
 if [[ ! -f "$cache/root/usr/share/ifupdown2/__main__.py" ]]; then
     mkdir -p "$cache"
     if ! (cd "$cache" && apt-get download ifupdown2 >/dev/null 2>&1 && dpkg -x ifupdown2_*.deb root); then
-        echo "SKIP: cannot fetch ifupdown2 with apt-get download"
-        exit 125
+        skip "cannot fetch ifupdown2 with apt-get download"
     fi
 fi
 python=/usr/bin/python3
@@ -46,17 +46,13 @@ exec(code, {"__name__": "__main__", "__file__": PKG + "/__main__.py"})
 EOF
 chmod +x "$cache/bin/ifquery"
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/passthru-net.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-status=0
-fail() { echo "FAIL: $*"; status=1; }
 
 # ifquery exits 0 even on errors: errors are the "error:" lines on stderr.
 # A bridge-fd range warning is not fatal (FACTS §5.3: upstream wants 2-255, PVE writes 0).
 ifupdown2_check() {
     local file=$1 out err
-    out=$("$cache/bin/ifquery" -i "$file" -a 2>"$tmp/ifquery.err") || { fail "ifquery crashed on $file"; cat "$tmp/ifquery.err"; return; }
-    err=$(grep -E 'error:|warning:' "$tmp/ifquery.err" | grep -v 'bridge-fd: value of out range' || true)
+    out=$("$cache/bin/ifquery" -i "$file" -a 2>"$T/ifquery.err") || { fail "ifquery crashed on $file"; cat "$T/ifquery.err"; return; }
+    err=$(grep -E 'error:|warning:' "$T/ifquery.err" | grep -v 'bridge-fd: value of out range' || true)
     if [[ -n $err ]]; then
         fail "ifupdown2 rejects $file:"; echo "$err"
     fi
@@ -64,35 +60,35 @@ ifupdown2_check() {
 }
 
 # The checker and ifquery must be able to fail: a file with PVE's pitfalls.
-printf 'auto bond0\niface bond0 inet static\n\tbond-ports a b\n\tbond-mode balance-alb\n\tbond-xmit-hash-policy layer2+3\n\tbogus-keyword 1\n' > "$tmp/bad"
-printf 'auto vmbr0\niface vmbr0 inet dhcp\n\taddress 1.2.3.4/24\n\tbridge-ports bond0\n\tbridge-vlan-aware no\n' >> "$tmp/bad"
-if "$python" "$src/tests/integration/network_pve_rules.py" "$tmp/bad" >/dev/null; then fail "the PVE rules checker accepts a bad file"; fi
-"$cache/bin/ifquery" -i "$tmp/bad" -a >/dev/null 2>"$tmp/bad.err" || true
-grep -q 'error:.*bogus-keyword' "$tmp/bad.err" || fail "ifquery did not report an unknown keyword (addon_syntax_check off?)"
+printf 'auto bond0\niface bond0 inet static\n\tbond-ports a b\n\tbond-mode balance-alb\n\tbond-xmit-hash-policy layer2+3\n\tbogus-keyword 1\n' > "$T/bad"
+printf 'auto vmbr0\niface vmbr0 inet dhcp\n\taddress 1.2.3.4/24\n\tbridge-ports bond0\n\tbridge-vlan-aware no\n' >> "$T/bad"
+if "$python" "$src/tests/integration/network_pve_rules.py" "$T/bad" >/dev/null; then fail "the PVE rules checker accepts a bad file"; fi
+"$cache/bin/ifquery" -i "$T/bad" -a >/dev/null 2>"$T/bad.err" || true
+grep -q 'error:.*bogus-keyword' "$T/bad.err" || fail "ifquery did not report an unknown keyword (addon_syntax_check off?)"
 
-fresh() { rm -rf "$tmp/root"; cp -a "$host" "$tmp/root"; }
+fresh() { rm -rf "$T/root"; cp -a "$host" "$T/root"; }
 seed=(--vm 101 --gpus all --bond enp66s0f0,enp66s0f1 --bond-mode balance-alb --bond-xmit-hash-policy layer2+3
       --address 192.168.1.252/24 --gateway 192.168.1.1)
 
 # 1. The seed's request: staged interfaces.new equals the golden file.
 fresh
-cp "$host/etc/network/interfaces" "$tmp/interfaces.orig"
-if "$bin" apply --yes --root "$tmp/root" "${seed[@]}" >"$tmp/apply.out" 2>&1; then
-    if cmp -s "$tmp/root/etc/network/interfaces.new" "$src/tests/fixtures/network/seed-bond.expected"; then
-        echo "ok: seed bond staged as the golden file"
+cp "$host/etc/network/interfaces" "$T/interfaces.orig"
+if "$bin" apply --yes --root "$T/root" "${seed[@]}" >"$T/apply.out" 2>&1; then
+    if cmp -s "$T/root/etc/network/interfaces.new" "$src/tests/fixtures/network/seed-bond.expected"; then
+        ok "seed bond staged as the golden file"
     else
         fail "interfaces.new differs from the golden file"
-        diff -u "$src/tests/fixtures/network/seed-bond.expected" "$tmp/root/etc/network/interfaces.new" || true
+        diff -u "$src/tests/fixtures/network/seed-bond.expected" "$T/root/etc/network/interfaces.new" || true
     fi
-    cmp -s "$tmp/root/etc/network/interfaces" "$tmp/interfaces.orig" || fail "staging changed /etc/network/interfaces"
-    grep -q 'ignored with bond-mode balance-alb' "$tmp/apply.out" || fail "no warning about the ignored xmit hash policy"
-    ifupdown2_check "$tmp/root/etc/network/interfaces.new"
-    "$python" "$src/tests/integration/network_pve_rules.py" "$tmp/root/etc/network/interfaces.new" || fail "PVE rules (seed)"
+    cmp -s "$T/root/etc/network/interfaces" "$T/interfaces.orig" || fail "staging changed /etc/network/interfaces"
+    grep -q 'ignored with bond-mode balance-alb' "$T/apply.out" || fail "no warning about the ignored xmit hash policy"
+    ifupdown2_check "$T/root/etc/network/interfaces.new"
+    "$python" "$src/tests/integration/network_pve_rules.py" "$T/root/etc/network/interfaces.new" || fail "PVE rules (seed)"
     # Rollback puts the host back: interfaces.new did not exist.
-    "$bin" rollback --root "$tmp/root" >/dev/null 2>&1 || fail "rollback failed"
-    [[ ! -e "$tmp/root/etc/network/interfaces.new" ]] || fail "rollback left interfaces.new behind"
+    "$bin" rollback --root "$T/root" >/dev/null 2>&1 || fail "rollback failed"
+    [[ ! -e "$T/root/etc/network/interfaces.new" ]] || fail "rollback left interfaces.new behind"
 else
-    fail "apply of the seed request failed"; cat "$tmp/apply.out"
+    fail "apply of the seed request failed"; cat "$T/apply.out"
 fi
 
 # 2. More variants, each through ifupdown2 and the PVE rules.
@@ -110,13 +106,13 @@ for v in "${variants[@]}"; do
     bond=bond0; bridge=vmbr0
     [[ $v == *"--bond-name bond1"* ]] && bond=bond1
     [[ $v == *"--bridge vmbr1"* ]] && bridge=vmbr1
-    if "$bin" apply --yes --root "$tmp/root" --vm 101 --gpus all "${args[@]}" >"$tmp/v$i.out" 2>&1; then
-        f="$tmp/root/etc/network/interfaces.new"
+    if "$bin" apply --yes --root "$T/root" --vm 101 --gpus all "${args[@]}" >"$T/v$i.out" 2>&1; then
+        f="$T/root/etc/network/interfaces.new"
         ifupdown2_check "$f"
         "$python" "$src/tests/integration/network_pve_rules.py" "$f" --bond "$bond" --bridge "$bridge" || fail "PVE rules (variant $i: $v)"
-        echo "ok: variant $i ($v)"
+        ok "variant $i ($v)"
     else
-        fail "apply failed for variant $i ($v)"; cat "$tmp/v$i.out"
+        fail "apply failed for variant $i ($v)"; cat "$T/v$i.out"
     fi
 done
 
@@ -127,75 +123,74 @@ for bad in "--bond enp66s0f0,eth9" "--bond enp66s0f0,enp66s0f1 --address 192.168
     fresh
     read -r -a args <<<"$bad"
     set +e
-    "$bin" plan --root "$tmp/root" --vm 101 --gpus all "${args[@]}" >"$tmp/bad.out" 2>&1
+    "$bin" plan --root "$T/root" --vm 101 --gpus all "${args[@]}" >"$T/bad.out" 2>&1
     rc=$?
     set -e
-    [[ $rc -eq 2 ]] || { fail "'$bad' exited $rc, not 2"; cat "$tmp/bad.out"; }
-    grep -q '^passthru: error: ' "$tmp/bad.out" || fail "'$bad': no 'passthru: error:' line"
-    diff -r --no-dereference "$host" "$tmp/root" >/dev/null 2>&1 || fail "'$bad' changed the root"
+    [[ $rc -eq 2 ]] || { fail "'$bad' exited $rc, not 2"; cat "$T/bad.out"; }
+    grep -q '^passthru: error: ' "$T/bad.out" || fail "'$bad': no 'passthru: error:' line"
+    diff -r --no-dereference "$host" "$T/root" >/dev/null 2>&1 || fail "'$bad' changed the root"
 done
-echo "ok: bad input exits 2"
+ok "bad input exits 2"
 
 # A NIC that is a port of another bridge: refused (3), nothing written.
 fresh
 set +e
-"$bin" plan --root "$tmp/root" --vm 101 --gpus all --bond enp66s0f0,enp66s0f1 --bridge vmbr1 >"$tmp/other.out" 2>&1
+"$bin" plan --root "$T/root" --vm 101 --gpus all --bond enp66s0f0,enp66s0f1 --bridge vmbr1 >"$T/other.out" 2>&1
 rc=$?
 set -e
-[[ $rc -eq 3 ]] || { fail "bonding a port of vmbr0 under vmbr1 exited $rc, not 3"; cat "$tmp/other.out"; }
-grep -q 'enp66s0f0 is a port of bridge vmbr0' "$tmp/other.out" || fail "the refusal does not name vmbr0"
+[[ $rc -eq 3 ]] || { fail "bonding a port of vmbr0 under vmbr1 exited $rc, not 3"; cat "$T/other.out"; }
+grep -q 'enp66s0f0 is a port of bridge vmbr0' "$T/other.out" || fail "the refusal does not name vmbr0"
 
 # 4. --apply-network over the default route: refused (3) without --confirm-timeout.
 route_vmbr0=$'Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\nvmbr0\t00000000\t0101A8C0\t0003\t0\t0\t0\t00000000\t0\t0\t0\n'
 fresh
-mkdir -p "$tmp/root/proc/net"
-printf '%s' "$route_vmbr0" > "$tmp/root/proc/net/route"
+mkdir -p "$T/root/proc/net"
+printf '%s' "$route_vmbr0" > "$T/root/proc/net/route"
 set +e
-"$bin" plan --root "$tmp/root" "${seed[@]}" --apply-network >"$tmp/refused.out" 2>&1
+"$bin" plan --root "$T/root" "${seed[@]}" --apply-network >"$T/refused.out" 2>&1
 rc=$?
 set -e
-[[ $rc -eq 3 ]] || { fail "--apply-network over the default route exited $rc, not 3"; cat "$tmp/refused.out"; }
-grep -q 'default route goes through vmbr0' "$tmp/refused.out" || fail "refusal does not name the default route"
+[[ $rc -eq 3 ]] || { fail "--apply-network over the default route exited $rc, not 3"; cat "$T/refused.out"; }
+grep -q 'default route goes through vmbr0' "$T/refused.out" || fail "refusal does not name the default route"
 
 # 5. The guard under --root: no confirm -> previous file back, ifreload -a recorded twice.
 set +e
-"$bin" apply --yes --root "$tmp/root" "${seed[@]}" --apply-network --confirm-timeout 10 >"$tmp/guard.out" 2>&1
+"$bin" apply --yes --root "$T/root" "${seed[@]}" --apply-network --confirm-timeout 10 >"$T/guard.out" 2>&1
 rc=$?
 set -e
 [[ $rc -eq 1 ]] || fail "an unconfirmed network apply exited $rc, not 1 (rolled back)"
-cmp -s "$tmp/root/etc/network/interfaces" "$tmp/interfaces.orig" || fail "unconfirmed: the previous interfaces file is not back"
-grep -q 'no confirmation within 10 s: restoring the previous network configuration' "$tmp/guard.out" || fail "unconfirmed: the guard did not restore"
-grep -q '\[3/3\] ifreload -a' "$tmp/guard.out" || fail "unconfirmed: ifreload -a did not run after the files were written"
-grep -q 're-running ifreload -a' "$tmp/guard.out" || fail "unconfirmed: ifreload -a did not run again after the restore"
-[[ ! -e "$tmp/root/var/lib/passthru/network-confirm.pending" ]] || fail "unconfirmed: the handshake file was left behind"
-[[ $status -eq 0 ]] || cat "$tmp/guard.out"
-[[ $status -eq 0 ]] && echo "ok: unconfirmed apply restored (exit $rc)"
+cmp -s "$T/root/etc/network/interfaces" "$T/interfaces.orig" || fail "unconfirmed: the previous interfaces file is not back"
+grep -q 'no confirmation within 10 s: restoring the previous network configuration' "$T/guard.out" || fail "unconfirmed: the guard did not restore"
+grep -q '\[3/3\] ifreload -a' "$T/guard.out" || fail "unconfirmed: ifreload -a did not run after the files were written"
+grep -q 're-running ifreload -a' "$T/guard.out" || fail "unconfirmed: ifreload -a did not run again after the restore"
+[[ ! -e "$T/root/var/lib/passthru/network-confirm.pending" ]] || fail "unconfirmed: the handshake file was left behind"
+[[ $LIB_FAILED -eq 0 ]] || cat "$T/guard.out"
+[[ $LIB_FAILED -eq 0 ]] && ok "unconfirmed apply restored (exit $rc)"
 
 # 6. ... and with `passthru confirm` from elsewhere the new file stays.
 fresh
-mkdir -p "$tmp/root/proc/net"
-printf '%s' "$route_vmbr0" > "$tmp/root/proc/net/route"
-"$bin" apply --yes --root "$tmp/root" "${seed[@]}" --apply-network --confirm-timeout 20 >"$tmp/guard2.out" 2>&1 &
+mkdir -p "$T/root/proc/net"
+printf '%s' "$route_vmbr0" > "$T/root/proc/net/route"
+"$bin" apply --yes --root "$T/root" "${seed[@]}" --apply-network --confirm-timeout 20 >"$T/guard2.out" 2>&1 &
 apply_pid=$!
 for _ in $(seq 1 100); do
-    [[ -f "$tmp/root/var/lib/passthru/network-confirm.pending" ]] && break
+    [[ -f "$T/root/var/lib/passthru/network-confirm.pending" ]] && break
     sleep 0.1
 done
-"$bin" confirm --root "$tmp/root" >"$tmp/confirm.out" 2>&1 || { fail "passthru confirm failed"; cat "$tmp/confirm.out"; }
+"$bin" confirm --root "$T/root" >"$T/confirm.out" 2>&1 || { fail "passthru confirm failed"; cat "$T/confirm.out"; }
 set +e
 wait "$apply_pid"
 rc=$?
 set -e
-[[ $rc -eq 0 ]] || { fail "confirmed apply exited $rc"; cat "$tmp/guard2.out"; }
-cmp -s "$tmp/root/etc/network/interfaces" "$src/tests/fixtures/network/seed-bond.expected" || fail "confirmed: the new interfaces file is not in place"
-[[ ! -e "$tmp/root/etc/network/interfaces.new" ]] || fail "confirmed: interfaces.new left behind"
-[[ $status -eq 0 ]] && echo "ok: confirmed apply kept"
+[[ $rc -eq 0 ]] || { fail "confirmed apply exited $rc"; cat "$T/guard2.out"; }
+cmp -s "$T/root/etc/network/interfaces" "$src/tests/fixtures/network/seed-bond.expected" || fail "confirmed: the new interfaces file is not in place"
+[[ ! -e "$T/root/etc/network/interfaces.new" ]] || fail "confirmed: interfaces.new left behind"
+[[ $LIB_FAILED -eq 0 ]] && ok "confirmed apply kept"
 
 # confirm with nothing waiting: a clear error.
 set +e
-"$bin" confirm --root "$tmp/root" >"$tmp/confirm2.out" 2>&1
+"$bin" confirm --root "$T/root" >"$T/confirm2.out" 2>&1
 rc=$?
 set -e
 [[ $rc -eq 1 ]] || fail "confirm with nothing waiting exited $rc, not 1"
-
-exit $status
+finish "bond and bridge plans pass ifupdown2 and the PVE rules; the lock-out guard restores and keeps"

@@ -5,15 +5,12 @@
 # and exit codes; every option the hand-written prose mentions exists; the
 # page renders without groff warnings; the bash and zsh completions parse and
 # complete commands, options and --gpus from scan. Fails when they drift.
-set -euo pipefail
-: "${PASSTHRU:?}" "${PASSTHRU_BUILD_DIR:?}" "${PASSTHRU_SOURCE_DIR:?}"
+source "$(dirname "$0")/lib.inc"
+need_binary
+: "${PASSTHRU_BUILD_DIR:?}"
 page=$PASSTHRU_BUILD_DIR/doc/passthru.1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 
-[[ -f $page ]] || { echo "FAIL: $page is missing (target passthru_docs)" >&2; exit 1; }
+[[ -f $page ]] || fatal "$page is missing (target passthru_docs)"
 
 # --- help side -------------------------------------------------------------
 main_help=$("$PASSTHRU" --help)
@@ -70,10 +67,10 @@ grep -q '^GPU cards$' "$page" || fail "the man page lacks the sample host's scan
 grep -q 'TU102 \[GeForce RTX 2080 Ti' "$page" || fail "the man page's example lacks the RTX 2080 Ti cards"
 
 # The prose of the worked example matches the real plan for the sample host.
-cp -a "$PASSTHRU_SOURCE_DIR/tests/fixtures/hosts/epyc-4x2080ti" "$tmp/host"
-if "$PASSTHRU" --root "$tmp/host" plan --vm 101 --gpus 0,1,2,3 --json >"$tmp/plan.json" 2>"$tmp/plan.err"; then
+cp -a "$PASSTHRU_SOURCE_DIR/tests/fixtures/hosts/epyc-4x2080ti" "$T/host"
+if "$PASSTHRU" --root "$T/host" plan --vm 101 --gpus 0,1,2,3 --json >"$T/plan.json" 2>"$T/plan.err"; then
     example=$(sed -n '/^On this host the plan/,/Then:$/p' "$page" | sed 's/\\-/-/g; s/\\f[BIR]//g')
-    python3 - "$tmp/plan.json" "$example" <<'PY' || fail "the worked example in the man page no longer matches 'passthru plan' on the sample host"
+    python3 - "$T/plan.json" "$example" <<'PY' || fail "the worked example in the man page no longer matches 'passthru plan' on the sample host"
 import json, re, sys
 plan = json.load(open(sys.argv[1]))
 text = " ".join(sys.argv[2].split())
@@ -99,7 +96,7 @@ for p in problems:
 sys.exit(1 if problems else 0)
 PY
 else
-    cat "$tmp/plan.err" >&2
+    cat "$T/plan.err" >&2
     fail "passthru plan failed on the sample host (the man page's worked example)"
 fi
 
@@ -145,8 +142,4 @@ if [[ -f /usr/share/bash-completion/bash_completion ]]; then
     fi
 fi
 
-if ((failures > 0)); then
-    echo "$failures check(s) failed" >&2
-    exit 1
-fi
-echo "man page, --help and completions agree (${#commands[@]} commands)"
+finish "man page, --help and completions agree (${#commands[@]} commands)"

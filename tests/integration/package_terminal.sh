@@ -5,18 +5,14 @@
 # errors are one "passthru: error: ..." line with optional note/hint lines
 # and the documented exit code, never a stack trace. Runs each command under
 # a real pseudo-terminal (python3's pty module).
-set -euo pipefail
-: "${PASSTHRU:?}" "${PASSTHRU_SOURCE_DIR:?}"
-command -v python3 >/dev/null || { echo "SKIP: python3 is needed for the pty"; exit 125; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cp -a "$PASSTHRU_SOURCE_DIR/tests/fixtures/hosts/epyc-4x2080ti" "$tmp/host"
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+source "$(dirname "$0")/lib.inc"
+need_binary
+need python3
+cp -a "$FIXTURES/epyc-4x2080ti" "$T/host"
 
 # on_tty ARGS...: runs passthru with stdout and stderr on one pty; prints
 # what it wrote (escapes kept) and exits with its status.
-cat >"$tmp/on_tty.py" <<'EOF'
+cat >"$T/on_tty.py" <<'EOF'
 import os, pty, sys
 pid, fd = pty.fork()
 if pid == 0:
@@ -35,10 +31,10 @@ sys.stdout.buffer.write(out)
 sys.exit(os.waitstatus_to_exitcode(status))
 EOF
 # on_tty ARGS: passthru on a colour-capable terminal, NO_COLOR unset.
-on_tty() { env -u NO_COLOR TERM=xterm timeout 60 python3 "$tmp/on_tty.py" "$PASSTHRU" "$@"; }
+on_tty() { env -u NO_COLOR TERM=xterm timeout 60 python3 "$T/on_tty.py" "$PASSTHRU" "$@"; }
 esc=$'\e['
 
-host=(--root "$tmp/host")
+host=(--root "$T/host")
 cases=(
     "scan"
     "scan --json"
@@ -62,7 +58,7 @@ for c in "${cases[@]}"; do
         for w in $mode; do
             if [[ $w == --* || $w == never ]]; then opts+=("$w"); else envs+=("$w"); fi
         done
-        out=$(env -u NO_COLOR "${envs[@]}" timeout 60 python3 "$tmp/on_tty.py" "$PASSTHRU" "${opts[@]}" "${host[@]}" "${args[@]}" </dev/null || true)
+        out=$(env -u NO_COLOR "${envs[@]}" timeout 60 python3 "$T/on_tty.py" "$PASSTHRU" "${opts[@]}" "${host[@]}" "${args[@]}" </dev/null || true)
         [[ $out != *"$esc"* ]] || fail "'passthru $c' with $mode writes colour escapes"
     done
     # 3. A pipe never gets colour, even without NO_COLOR.
@@ -79,18 +75,18 @@ done
 check_error() { # EXPECTED_STATUS ARGS...
     local want=$1 status=0
     shift
-    "$PASSTHRU" "$@" >/dev/null 2>"$tmp/err" </dev/null || status=$?
+    "$PASSTHRU" "$@" >/dev/null 2>"$T/err" </dev/null || status=$?
     [[ $status == "$want" ]] || fail "'passthru $*' exits $status, not $want"
-    head -n 1 "$tmp/err" | grep -q '^passthru: error: ' || fail "'passthru $*' first stderr line: $(head -n 1 "$tmp/err")"
-    if grep -v '^passthru: \(error\|note\|warning\): \|^hint: ' "$tmp/err" | grep -q .; then
-        fail "'passthru $*' writes other lines to stderr: $(cat "$tmp/err")"
+    head -n 1 "$T/err" | grep -q '^passthru: error: ' || fail "'passthru $*' first stderr line: $(head -n 1 "$T/err")"
+    if grep -v '^passthru: \(error\|note\|warning\): \|^hint: ' "$T/err" | grep -q .; then
+        fail "'passthru $*' writes other lines to stderr: $(cat "$T/err")"
     fi
 }
 check_error 2 frobnicate
 check_error 2
 check_error 2 scan --frobnicate
 check_error 2 --color purple scan
-check_error 2 --root "$tmp/does-not-exist" scan
+check_error 2 --root "$T/does-not-exist" scan
 check_error 2 "${host[@]}" plan --vm abc --gpus all
 check_error 2 "${host[@]}" plan --vm 101 --gpus ""
 check_error 2 "${host[@]}" plan --vm 101 --bond-mode fast --bond eth0
@@ -102,8 +98,4 @@ out=$(on_tty frobnicate || true)
 out=$(on_tty --color never frobnicate || true)
 [[ $out != *"$esc"* ]] || fail "--color never still colours the error: $out"
 
-if ((failures > 0)); then
-    echo "$failures check(s) failed" >&2
-    exit 1
-fi
-echo "terminal manners: ok (${#cases[@]} command lines)"
+finish "terminal manners (${#cases[@]} command lines)"

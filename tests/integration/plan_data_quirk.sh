@@ -6,7 +6,9 @@
 # plan then keeps that driver off the cards with a softdep. A data file that
 # breaks the schema is one line naming the file and the field, exit 2, and
 # nothing is written.
-source "$(dirname "$0")/apply_common.inc"
+FAIL_FAST=1
+source "$(dirname "$0")/lib.inc"
+need_binary
 SHIPPED=$SRC/profiles/host/drivers.json
 
 # with_gpuzilla OUT: the shipped file plus the worked example's entry.

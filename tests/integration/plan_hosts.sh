@@ -8,41 +8,32 @@
 # The planned files are "applied" to a copy by this script (jq + shell) so
 # the checks see the tree as it would be after apply; a second plan on that
 # tree must plan no host change (idempotence).
-set -euo pipefail
-: "${PASSTHRU:?set PASSTHRU to the passthru binary}" "${PASSTHRU_SOURCE_DIR:?}"
-FIX=$PASSTHRU_SOURCE_DIR/tests/fixtures/hosts
-command -v jq >/dev/null || { echo "jq missing: skip"; exit 125; }
-command -v modprobe >/dev/null || { echo "kmod modprobe missing: skip"; exit 125; }
-[ -d "$FIX/epyc-4x2080ti" ] || { echo "fixture hosts missing: skip"; exit 125; }
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/passthru-plan-test.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-trap 'echo "FAILED at line $LINENO: $BASH_COMMAND" >&2' ERR
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-ok() { echo "ok: $*"; }
+source "$(dirname "$0")/lib.inc"
+need_binary
+need jq modprobe
+[ -d "$FIXTURES/epyc-4x2080ti" ] || skip "fixture hosts missing"
 
 fresh() { # fresh HOST -> path of a new copy
-    local dst=$WORK/$1.$RANDOM$RANDOM
-    cp -a "$FIX/$1" "$dst"
+    local dst=$T/$1.$RANDOM$RANDOM
+    cp -a "$FIXTURES/$1" "$dst"
     echo "$dst"
 }
-tree_sum() { (cd "$1" && find . \( -type f -o -type l \) -printf '%p %l\n' | sort && find . -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum; }
 
 # plan ROOT ARGS... : runs plan --json, keeps stdout in $OUT, stderr in $ERR, rc in $RC.
 plan() {
     local root=$1
     shift
-    OUT=$WORK/out.json
-    ERR=$WORK/err.txt
+    OUT=$T/out.json
+    ERR=$T/err.txt
     RC=0
     "$PASSTHRU" plan --root "$root" --json "$@" >"$OUT" 2>"$ERR" || RC=$?
 }
-expect_rc() { [ "$RC" = "$1" ] || { fail "$2: exit $RC, expected $1: $(head -3 "$ERR")"; return 1; }; }
+# expect_plan_rc WANT WHAT: the last plan exited WANT, else one failure (and false).
+expect_plan_rc() { [ "$RC" = "$1" ] || { fail "$2: exit $RC, expected $1: $(head -3 "$ERR")"; return 1; }; }
 
 # apply_copy ROOT PLAN.json -> copy of ROOT with the planned files written
 apply_copy() {
-    local dst=$WORK/applied.$RANDOM$RANDOM
+    local dst=$T/applied.$RANDOM$RANDOM
     cp -a "$1" "$dst"
     local n i path action
     n=$(jq '.files | length' "$2")
@@ -61,16 +52,16 @@ apply_copy() {
 
 # showconfig ROOT -> kmod's view of ROOT/etc/modprobe.d in $SHOW; fails on bad lines.
 showconfig() {
-    local conf=$WORK/conf.$RANDOM$RANDOM
+    local conf=$T/conf.$RANDOM$RANDOM
     mkdir -p "$conf"
     cp "$1"/etc/modprobe.d/*.conf "$conf"/ 2>/dev/null || true
-    SHOW=$WORK/show.txt
-    modprobe -C "$conf" --showconfig >"$SHOW.raw" 2>"$WORK/show.err"
-    if grep -qi 'ignoring bad line\|error' "$WORK/show.err"; then
-        fail "kmod rejects a line in $1/etc/modprobe.d: $(cat "$WORK/show.err")"
+    SHOW=$T/show.txt
+    modprobe -C "$conf" --showconfig >"$SHOW.raw" 2>"$T/show.err"
+    if grep -qi 'ignoring bad line\|error' "$T/show.err"; then
+        fail "kmod rejects a line in $1/etc/modprobe.d: $(cat "$T/show.err")"
     fi
     # Drop what kmod takes from THIS machine's /proc/cmdline (module.param=value).
-    local drop=$WORK/drop.txt
+    local drop=$T/drop.txt
     : >"$drop"
     for tok in $(cat /proc/cmdline); do
         case $tok in
@@ -99,7 +90,7 @@ check_idempotent() { # ROOT(applied) ARGS...
     local root=$1
     shift
     plan "$root" "$@"
-    expect_rc 0 "second plan on $(basename "$root")" || return 0
+    expect_plan_rc 0 "second plan on $(basename "$root")" || return 0
     local left
     left=$(host_files "$OUT")
     [ -z "$left" ] || fail "second plan on the applied tree still changes: $left"
@@ -137,9 +128,9 @@ common_checks() { # NAME ROOT APPLIED
 # epyc-4x2080ti: AMD EPYC, kernel 6.2, GRUB with amd_iommu=on, 4x RTX 2080 Ti
 # (Turing, 4 functions each), ASPEED BMC is the boot VGA.
 root=$(fresh epyc-4x2080ti)
-before=$(tree_sum "$root")
+before=$(tree_sum --with-journal "$root")
 plan "$root" --vm 101 --gpus all
-if expect_rc 0 epyc-4x2080ti; then
+if expect_plan_rc 0 epyc-4x2080ti; then
     # plan changes nothing on the host: the one file it writes is its own
     # pending plan in passthru's state directory, and that holds this plan.
     pending=$root/var/lib/passthru/pending-plan.json
@@ -147,9 +138,9 @@ if expect_rc 0 epyc-4x2080ti; then
     jq -e --slurpfile p "$OUT" '.plan == $p[0]' "$pending" >/dev/null || fail "epyc-4x2080ti: the pending plan is not the plan printed"
     rm "$pending"
     rmdir "$root/var/lib/passthru" 2>/dev/null || true
-    [ "$(tree_sum "$root")" = "$before" ] || fail "epyc-4x2080ti: plan wrote into the root"
-    cp "$OUT" "$WORK/epyc.json"
-    applied=$(apply_copy "$root" "$WORK/epyc.json")
+    [ "$(tree_sum --with-journal "$root")" = "$before" ] || fail "epyc-4x2080ti: plan wrote into the root"
+    cp "$OUT" "$T/epyc.json"
+    applied=$(apply_copy "$root" "$T/epyc.json")
     [ "$(grub_default "$applied")" = "quiet iommu=pt" ] || fail "epyc: GRUB_CMDLINE_LINUX_DEFAULT is '$(grub_default "$applied")'"
     common_checks epyc-4x2080ti "$root" "$applied"
     has_line "$SHOW" "options vfio_pci ids=10de:10f7,10de:1ad6,10de:1ad7,10de:1e07" epyc
@@ -164,35 +155,35 @@ if expect_rc 0 epyc-4x2080ti; then
         grep -q 'amd_iommu=on\|vfio_virqfd'; then
         fail "epyc: amd_iommu=on or vfio_virqfd left"
     fi
-    jq -e '.commands | map(.argv | join(" ")) == ["update-initramfs -u -k all", "update-grub"]' "$WORK/epyc.json" >/dev/null ||
-        fail "epyc: commands $(jq -c '[.commands[].argv]' "$WORK/epyc.json")"
-    jq -e '.kernel_args.add == ["iommu=pt"] and .kernel_args.remove == ["amd_iommu=on"] and .binding == "ids"' "$WORK/epyc.json" >/dev/null ||
-        fail "epyc: kernel_args/binding $(jq -c '{kernel_args, binding}' "$WORK/epyc.json")"
-    jq -e '[.gpus[].slot] == ["0000:01:00","0000:41:00","0000:81:00","0000:82:00"]' "$WORK/epyc.json" >/dev/null || fail "epyc: gpus"
+    jq -e '.commands | map(.argv | join(" ")) == ["update-initramfs -u -k all", "update-grub"]' "$T/epyc.json" >/dev/null ||
+        fail "epyc: commands $(jq -c '[.commands[].argv]' "$T/epyc.json")"
+    jq -e '.kernel_args.add == ["iommu=pt"] and .kernel_args.remove == ["amd_iommu=on"] and .binding == "ids"' "$T/epyc.json" >/dev/null ||
+        fail "epyc: kernel_args/binding $(jq -c '{kernel_args, binding}' "$T/epyc.json")"
+    jq -e '[.gpus[].slot] == ["0000:01:00","0000:41:00","0000:81:00","0000:82:00"]' "$T/epyc.json" >/dev/null || fail "epyc: gpus"
     check_idempotent "$applied" --vm 101 --gpus all
     # --exit-code: 10 with changes pending, 0 once applied.
     rc=0
     "$PASSTHRU" plan --root "$root" --vm 101 --gpus all --exit-code >/dev/null 2>&1 || rc=$?
     [ $rc = 10 ] || fail "epyc: --exit-code with changes pending exits $rc, not 10"
     # --out writes the same document as --json, to a path on this machine.
-    "$PASSTHRU" plan --root "$root" --vm 101 --gpus all --out "$WORK/saved.json" >/dev/null
-    cmp -s "$WORK/saved.json" "$WORK/epyc.json" || fail "epyc: --out differs from --json"
-    [ ! -e "$root$WORK/saved.json" ] || fail "epyc: --out was written under the root"
+    "$PASSTHRU" plan --root "$root" --vm 101 --gpus all --out "$T/saved.json" >/dev/null
+    cmp -s "$T/saved.json" "$T/epyc.json" || fail "epyc: --out differs from --json"
+    [ ! -e "$root$T/saved.json" ] || fail "epyc: --out was written under the root"
     ok "epyc-4x2080ti"
 fi
 
 # epyc-4x2080ti-zfs: the same hardware on systemd-boot (kernel 6.8).
 root=$(fresh epyc-4x2080ti-zfs)
 plan "$root" --vm 101 --gpus all
-if expect_rc 0 epyc-4x2080ti-zfs; then
-    cp "$OUT" "$WORK/zfs.json"
-    applied=$(apply_copy "$root" "$WORK/zfs.json")
+if expect_plan_rc 0 epyc-4x2080ti-zfs; then
+    cp "$OUT" "$T/zfs.json"
+    applied=$(apply_copy "$root" "$T/zfs.json")
     common_checks epyc-4x2080ti-zfs "$root" "$applied"
     [ "$(cat "$applied/etc/kernel/cmdline")" = "root=ZFS=rpool/ROOT/pve-1 boot=zfs iommu=pt" ] ||
         fail "zfs: /etc/kernel/cmdline is '$(cat "$applied/etc/kernel/cmdline")'"
     cmp -s "$root/etc/default/grub" "$applied/etc/default/grub" || fail "zfs: GRUB files touched on a systemd-boot host"
     [ ! -e "$applied/etc/default/grub.d/passthru.cfg" ] || fail "zfs: GRUB drop-in on a systemd-boot host"
-    jq -e '.commands | map(.argv | join(" ")) == ["update-initramfs -u -k all", "proxmox-boot-tool refresh"]' "$WORK/zfs.json" >/dev/null ||
+    jq -e '.commands | map(.argv | join(" ")) == ["update-initramfs -u -k all", "proxmox-boot-tool refresh"]' "$T/zfs.json" >/dev/null ||
         fail "zfs: commands"
     check_idempotent "$applied" --vm 101 --gpus all
     ok "epyc-4x2080ti-zfs"
@@ -202,9 +193,9 @@ fi
 # already there; 4x V100 SXM2 16GB, one function each; nouveau blacklisted.
 root=$(fresh t180-4xv100)
 plan "$root" --vm 101 --gpus all
-if expect_rc 0 t180-4xv100; then
-    cp "$OUT" "$WORK/t180.json"
-    applied=$(apply_copy "$root" "$WORK/t180.json")
+if expect_plan_rc 0 t180-4xv100; then
+    cp "$OUT" "$T/t180.json"
+    applied=$(apply_copy "$root" "$T/t180.json")
     common_checks t180-4xv100 "$root" "$applied"
     cmdline=" $(grub_default "$applied") "
     [ "$(grep -o ' intel_iommu=on ' <<<"$cmdline" | wc -l)" = 1 ] || fail "t180: intel_iommu=on not exactly once in '$cmdline'"
@@ -219,18 +210,18 @@ fi
 
 # consumer-shared: GTX 1060 shares its group with chipset SATA, USB and the NIC.
 root=$(fresh consumer-shared)
-before=$(tree_sum "$root")
+before=$(tree_sum --with-journal "$root")
 plan "$root" --vm 101 --gpus all
-if expect_rc 3 consumer-shared; then
+if expect_plan_rc 3 consumer-shared; then
     jq -e '.refused and (.files == []) and (.commands == []) and (.refusals | length) >= 1' "$OUT" >/dev/null || fail "consumer-shared: refused plan is not empty"
     msg=$(jq -r '[.refusals[] | .message, .hints[]] | join(" ")' "$OUT")
     for want in 0000:02:00.1 0000:06:00.0 ahci r8169 --acs-override; do
         grep -q -- "$want" <<<"$msg" || fail "consumer-shared: refusal does not name '$want'"
     done
     grep -q 'refused' "$ERR" || fail "consumer-shared: no error line on stderr"
-    [ "$(tree_sum "$root")" = "$before" ] || fail "consumer-shared: plan wrote into the root"
+    [ "$(tree_sum --with-journal "$root")" = "$before" ] || fail "consumer-shared: plan wrote into the root"
     plan "$root" --vm 101 --gpus all --acs-override
-    if expect_rc 0 "consumer-shared --acs-override"; then
+    if expect_plan_rc 0 "consumer-shared --acs-override"; then
         jq -e '.kernel_args.add | index("pcie_acs_override=downstream,multifunction")' "$OUT" >/dev/null || fail "acs: no pcie_acs_override"
         jq -e '[.warnings[] | select(test("weaken"))] | length >= 1' "$OUT" >/dev/null || fail "acs: no warning"
         ok "consumer-shared (refused; --acs-override planned with a warning)"
@@ -240,11 +231,11 @@ fi
 # two-nvidia-bootvga: RTX 3060 (boot VGA, host console) + RTX 3090; kernel 6.8, systemd-boot.
 root=$(fresh two-nvidia-bootvga)
 plan "$root" --vm 101 --gpus 1
-if expect_rc 0 "two-nvidia-bootvga --gpus 1"; then
-    cp "$OUT" "$WORK/two1.json"
-    applied=$(apply_copy "$root" "$WORK/two1.json")
+if expect_plan_rc 0 "two-nvidia-bootvga --gpus 1"; then
+    cp "$OUT" "$T/two1.json"
+    applied=$(apply_copy "$root" "$T/two1.json")
     common_checks two-nvidia-bootvga "$root" "$applied"
-    jq -e '[.gpus[].slot] == ["0000:03:00"]' "$WORK/two1.json" >/dev/null || fail "two: --gpus 1 is not 03:00"
+    jq -e '[.gpus[].slot] == ["0000:03:00"]' "$T/two1.json" >/dev/null || fail "two: --gpus 1 is not 03:00"
     has_line "$SHOW" "options vfio_pci ids=10de:1aef,10de:2204" two
     no_match "$SHOW" '^blacklist (nouveau|nvidia)$' two
     no_match "$applied/etc/kernel/cmdline" 'sysfb_init|efifb' two
@@ -252,7 +243,7 @@ if expect_rc 0 "two-nvidia-bootvga --gpus 1"; then
     ok "two-nvidia-bootvga --gpus 1"
 fi
 plan "$root" --vm 101 --gpus 0
-if expect_rc 0 "two-nvidia-bootvga --gpus 0"; then
+if expect_plan_rc 0 "two-nvidia-bootvga --gpus 0"; then
     jq -e '[.warnings[] | select(test("loses its local console"))] | length == 1' "$OUT" >/dev/null || fail "two: no boot VGA warning"
     jq -e '.kernel_args.add | index("initcall_blacklist=sysfb_init")' "$OUT" >/dev/null || fail "two: no initcall_blacklist=sysfb_init for kernel 6.8"
     ok "two-nvidia-bootvga --gpus 0 (boot VGA)"
@@ -261,9 +252,9 @@ fi
 # turing-4fn: RTX 2070 SUPER with 4 functions; kernel 6.8 Intel (IOMMU on by default), GRUB.
 root=$(fresh turing-4fn)
 plan "$root" --vm 101 --gpus all
-if expect_rc 0 turing-4fn; then
-    cp "$OUT" "$WORK/turing.json"
-    applied=$(apply_copy "$root" "$WORK/turing.json")
+if expect_plan_rc 0 turing-4fn; then
+    cp "$OUT" "$T/turing.json"
+    applied=$(apply_copy "$root" "$T/turing.json")
     common_checks turing-4fn "$root" "$applied"
     [ "$(grub_default "$applied")" = "quiet iommu=pt" ] || fail "turing: GRUB_CMDLINE_LINUX_DEFAULT is '$(grub_default "$applied")'"
     has_line "$SHOW" "options vfio_pci ids=10de:10f8,10de:1ad8,10de:1ad9,10de:1e84" turing
@@ -275,7 +266,7 @@ fi
 # no-iommu: Intel, kernel 6.5, GRUB, no intel_iommu=on: refused with the fix.
 root=$(fresh no-iommu)
 plan "$root" --vm 101 --gpus all
-if expect_rc 3 no-iommu; then
+if expect_plan_rc 3 no-iommu; then
     jq -e '(.files == []) and ([.refusals[].hints[] | select(test("intel_iommu=on"))] | length >= 1)' "$OUT" >/dev/null ||
         fail "no-iommu: refusal without the intel_iommu=on fix: $(jq -c .refusals "$OUT")"
     ok "no-iommu (refused)"
@@ -284,11 +275,11 @@ fi
 # identical-pair: two identical RTX 3090, 07:00 stays on the host.
 root=$(fresh identical-pair)
 plan "$root" --vm 101 --gpus 0000:08:00
-if expect_rc 0 "identical-pair 08:00"; then
-    cp "$OUT" "$WORK/pair.json"
-    applied=$(apply_copy "$root" "$WORK/pair.json")
+if expect_plan_rc 0 "identical-pair 08:00"; then
+    cp "$OUT" "$T/pair.json"
+    applied=$(apply_copy "$root" "$T/pair.json")
     common_checks identical-pair "$root" "$applied"
-    jq -e '.binding == "address"' "$WORK/pair.json" >/dev/null || fail "pair: binding is not by address"
+    jq -e '.binding == "address"' "$T/pair.json" >/dev/null || fail "pair: binding is not by address"
     no_match "$SHOW" '^options vfio_pci .*ids=' pair
     grep -q '^install vfio_pci .*0000:08:00.0.*0000:08:00.1' "$SHOW" || fail "pair: install command does not bind 08:00.0 and 08:00.1"
     no_match "$SHOW" '^install vfio_pci .*0000:07:00' pair
@@ -301,15 +292,15 @@ fi
 # broken ids list with spaces, vfio_virqfd in /etc/modules on kernel 6.8.
 root=$(fresh cmdline-preset)
 plan "$root" --vm 101 --gpus all
-if expect_rc 0 cmdline-preset; then
-    cp "$OUT" "$WORK/preset.json"
-    applied=$(apply_copy "$root" "$WORK/preset.json")
+if expect_plan_rc 0 cmdline-preset; then
+    cp "$OUT" "$T/preset.json"
+    applied=$(apply_copy "$root" "$T/preset.json")
     common_checks cmdline-preset "$root" "$applied"
     [ "$(grub_default "$applied")" = "quiet intel_iommu=on iommu=pt" ] || fail "preset: GRUB_CMDLINE_LINUX_DEFAULT is '$(grub_default "$applied")'"
     has_line "$SHOW" "options vfio_pci ids=10de:10f8,10de:1ad8,10de:1ad9,10de:1e84" preset
     no_match "$SHOW" '10de:10f8,$|10de:1e84,$' preset
     if grep -qx 'vfio_virqfd' "$applied/etc/modules"; then fail "preset: vfio_virqfd left in /etc/modules"; fi
-    jq -e '[.files[] | select(.path == "/etc/modprobe.d/vfio.conf") | .reasons[] | select(test("space"))] | length == 1' "$WORK/preset.json" >/dev/null ||
+    jq -e '[.files[] | select(.path == "/etc/modprobe.d/vfio.conf") | .reasons[] | select(test("space"))] | length == 1' "$T/preset.json" >/dev/null ||
         fail "preset: the old vfio.conf change does not explain the space"
     check_idempotent "$applied" --vm 101 --gpus all
     ok "cmdline-preset"
@@ -319,26 +310,26 @@ fi
 root=$(fresh epyc-4x2080ti)
 for sel in 7 0000:99:00 bogus "all,0"; do
     plan "$root" --vm 101 --gpus "$sel"
-    expect_rc 2 "--gpus $sel" && grep -q '^passthru: error: ' "$ERR" || fail "--gpus $sel: no error line"
+    expect_plan_rc 2 "--gpus $sel" && grep -q '^passthru: error: ' "$ERR" || fail "--gpus $sel: no error line"
 done
 plan "$(fresh qemu-intel)" --vm 101 --gpus all
-expect_rc 2 "qemu-intel --gpus all (no NVIDIA)" || true
+expect_plan_rc 2 "qemu-intel --gpus all (no NVIDIA)" || true
 ok "selection errors"
 
 # qemu-intel (the real-kernel test's host): the secondary display 04:00 + its
 # ICH9 HDA function; the same HDA id 8086:293e stays on the host at 00:1b.0.
 root=$(fresh qemu-intel)
 plan "$root" --vm 101 --gpus 0000:04:00
-if expect_rc 0 "qemu-intel 04:00"; then
-    cp "$OUT" "$WORK/qemu.json"
-    applied=$(apply_copy "$root" "$WORK/qemu.json")
+if expect_plan_rc 0 "qemu-intel 04:00"; then
+    cp "$OUT" "$T/qemu.json"
+    applied=$(apply_copy "$root" "$T/qemu.json")
     showconfig "$applied"
-    jq -e '.binding == "address" and .vfio_ids == ["1234:1111","8086:293e"]' "$WORK/qemu.json" >/dev/null || fail "qemu: binding"
+    jq -e '.binding == "address" and .vfio_ids == ["1234:1111","8086:293e"]' "$T/qemu.json" >/dev/null || fail "qemu: binding"
     has_line "$SHOW" "softdep bochs pre: vfio-pci" qemu
     has_line "$SHOW" "softdep snd_hda_intel pre: vfio-pci" qemu
     # Run the install command against a fake sysfs: both functions of 04:00
     # get driver_override and are unbound; 00:1b.0 is left alone.
-    fake=$WORK/fakesys
+    fake=$T/fakesys
     for spec in 0000:04:00.0:0x1234:0x1111:bochs-drm 0000:04:00.1:0x8086:0x293e:snd_hda_intel 0000:00:1b.0:0x8086:0x293e:snd_hda_intel; do
         IFS=: read -r dom bus devfn ven dev drv <<<"$spec"
         bdf=$dom:$bus:$devfn
@@ -369,8 +360,4 @@ if expect_rc 0 "qemu-intel 04:00"; then
     ok "qemu-intel (install hook against a fake sysfs)"
 fi
 
-if [ "$failures" -gt 0 ]; then
-    echo "$failures failure(s)" >&2
-    exit 1
-fi
-echo "all plan checks passed"
+finish "all plan checks passed"

@@ -7,8 +7,10 @@
 # ld.so's cache, the time zone, OpenSSL's configuration, glibc's CPU count);
 # and plan runs no program. Then the same plan under another host name, home,
 # time zone and working directory prints byte for byte the same JSON.
-source "$(dirname "$0")/apply_common.inc"
-command -v strace >/dev/null || fail "strace is missing (scripts/deps.sh installs it)"
+FAIL_FAST=1
+source "$(dirname "$0")/lib.inc"
+need_binary
+command -v strace >/dev/null || fatal "strace is missing (scripts/deps.sh installs it)"
 
 allowed() { # PATH ROOT: 0 when plan may read PATH
     local path=$1 root=$2

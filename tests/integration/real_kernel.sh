@@ -5,17 +5,12 @@
 #
 # This test never skips: if qemu or the kernel package cannot be had, it fails loudly.
 # Env: PASSTHRU (the binary under test), PASSTHRU_SOURCE_DIR (the repository).
-set -euo pipefail
-
-SRC=${PASSTHRU_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-if [ -z "${PASSTHRU:-}" ] || [ ! -x "${PASSTHRU:-}" ]; then
-    echo "real_kernel.sh: error: PASSTHRU='${PASSTHRU:-}' is not an executable passthru binary" >&2
-    exit 1
-fi
+: "${PASSTHRU_SOURCE_DIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+source "$(dirname "$0")/lib.inc"
+need_binary
 start=$(date +%s)
 if ! "$SRC/tests/vm/run.sh" --variant intel --variant amd --variant none; then
-    echo "real_kernel.sh: FAILED: the real-kernel test did not pass (see the checks above;" \
-        "rerun with: PASSTHRU=$PASSTHRU $SRC/tests/vm/run.sh --keep /tmp/passthru-vm)" >&2
-    exit 1
+    fatal "the real-kernel test did not pass (see the checks above;" \
+        "rerun with: PASSTHRU=$PASSTHRU $SRC/tests/vm/run.sh --keep /tmp/passthru-vm)"
 fi
-echo "real_kernel.sh: all three boots passed in $(($(date +%s) - start))s"
+ok "all three boots passed in $(($(date +%s) - start))s"

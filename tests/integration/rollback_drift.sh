@@ -3,7 +3,9 @@
 # rollback refuses when a file changed since it was applied (exit 1, nothing
 # written) unless --force, which keeps the hand edit in the journal; the
 # interrupted-generation notice; rollback --dry-run writes nothing.
-source "$(dirname "$0")/apply_common.inc"
+FAIL_FAST=1
+source "$(dirname "$0")/lib.inc"
+need_binary
 
 for host in "${VARIANTS[@]}"; do
     R=$T/$host

@@ -5,7 +5,9 @@
 # (driver links moved to vfio-pci, /dev/vfio/<group> nodes, the new
 # /proc/cmdline) it passes; a function left on a host driver fails again;
 # a host without IOMMU exits 3.
-source "$(dirname "$0")/apply_common.inc"
+FAIL_FAST=1
+source "$(dirname "$0")/lib.inc"
+need_binary
 
 # reboot_into_vfio ROOT PLAN_JSON [SKIP_FUNCTION]: what the reboot would do.
 reboot_into_vfio() {

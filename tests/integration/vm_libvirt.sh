@@ -5,22 +5,14 @@
 # validate against libvirt's RNG schema (virt-xml-validate), carry one managed
 # PCI hostdev per function with each card one multifunction guest device, and
 # libvirt's errors must never reach stderr raw.
-set -euo pipefail
-: "${PASSTHRU:?}" "${PASSTHRU_SOURCE_DIR:?}"
-command -v virt-xml-validate >/dev/null && command -v xmllint >/dev/null || {
-  echo "virt-xml-validate/xmllint missing (scripts/deps.sh installs libvirt-clients and libxml2-utils)" >&2
-  exit 125
-}
-SRC=$PASSTHRU_SOURCE_DIR
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+source "$(dirname "$0")/lib.inc"
+need_binary
+need virt-xml-validate xmllint
 
-root=$tmp/root
+root=$T/root
 cp -a "$SRC/tests/fixtures/hosts/epyc-4x2080ti" "$root"
 
-cat >"$tmp/node.xml" <<'EOF'
+cat >"$T/node.xml" <<'EOF'
 <node>
   <cpu>
     <mhz>2300</mhz>
@@ -87,18 +79,18 @@ cat >"$tmp/node.xml" <<'EOF'
   </domain>
 </node>
 EOF
-uri="test://$tmp/node.xml"
+uri="test://$T/node.xml"
 
 plan() {
   set +e
-  "$PASSTHRU" --root "$root" plan --backend libvirt --connect "$uri" "$@" --json >"$tmp/plan.json" 2>"$tmp/plan.err"
+  "$PASSTHRU" --root "$root" plan --backend libvirt --connect "$uri" "$@" --json >"$T/plan.json" 2>"$T/plan.err"
   rc=$?
   set -e
 }
 
 # after_xml NAME FILE
 after_xml() {
-  python3 - "$tmp/plan.json" "$1" "$2" <<'EOF'
+  python3 - "$T/plan.json" "$1" "$2" <<'EOF'
 import json, sys
 plan = json.load(open(sys.argv[1]))
 for d in plan["domains"]:
@@ -148,24 +140,24 @@ EOF
 }
 
 plan --vm mlvm --gpus all
-[ "$rc" = 0 ] || fail "q35 domain: exit $rc: $(cat "$tmp/plan.err")"
-after_xml mlvm "$tmp/mlvm.xml" || fail "q35 domain: no domain change"
-virt-xml-validate "$tmp/mlvm.xml" domain >"$tmp/validate.out" 2>&1 || fail "q35 domain does not validate: $(cat "$tmp/validate.out")"
-check_hostdevs "$tmp/mlvm.xml" 4 1 || fail "q35 hostdevs"
-grep -c "<hostdev mode='subsystem' type='pci' managed='yes'>" "$tmp/mlvm.xml" | grep -qx 16 || fail "q35: expected 16 hostdevs (4 cards x 4 functions)"
+[ "$rc" = 0 ] || fail "q35 domain: exit $rc: $(cat "$T/plan.err")"
+after_xml mlvm "$T/mlvm.xml" || fail "q35 domain: no domain change"
+virt-xml-validate "$T/mlvm.xml" domain >"$T/validate.out" 2>&1 || fail "q35 domain does not validate: $(cat "$T/validate.out")"
+check_hostdevs "$T/mlvm.xml" 4 1 || fail "q35 hostdevs"
+grep -c "<hostdev mode='subsystem' type='pci' managed='yes'>" "$T/mlvm.xml" | grep -qx 16 || fail "q35: expected 16 hostdevs (4 cards x 4 functions)"
 # Root port 1 holds the disk, port 2 is free and reused, three more are added.
-grep -c "model='pcie-root-port'" "$tmp/mlvm.xml" | grep -qx 5 || fail "q35: expected 5 pcie-root-ports"
-grep -q "libvirt: " "$tmp/plan.err" && fail "libvirt printed to stderr: $(cat "$tmp/plan.err")"
+grep -c "model='pcie-root-port'" "$T/mlvm.xml" | grep -qx 5 || fail "q35: expected 5 pcie-root-ports"
+grep -q "libvirt: " "$T/plan.err" && fail "libvirt printed to stderr: $(cat "$T/plan.err")"
 
 plan --vm pcvm --gpus 0000:01:00,0000:41:00
-[ "$rc" = 0 ] || fail "i440fx domain: exit $rc: $(cat "$tmp/plan.err")"
-after_xml pcvm "$tmp/pcvm.xml" || fail "i440fx domain: no domain change"
-virt-xml-validate "$tmp/pcvm.xml" domain >"$tmp/validate.out" 2>&1 || fail "i440fx domain does not validate: $(cat "$tmp/validate.out")"
-check_hostdevs "$tmp/pcvm.xml" 2 0 || fail "i440fx hostdevs"
+[ "$rc" = 0 ] || fail "i440fx domain: exit $rc: $(cat "$T/plan.err")"
+after_xml pcvm "$T/pcvm.xml" || fail "i440fx domain: no domain change"
+virt-xml-validate "$T/pcvm.xml" domain >"$T/validate.out" 2>&1 || fail "i440fx domain does not validate: $(cat "$T/validate.out")"
+check_hostdevs "$T/pcvm.xml" 2 0 || fail "i440fx hostdevs"
 
 # A domain that already has the cards as planned: nothing to do.
-sed -n '/<domain/,/<\/domain>/p' "$tmp/mlvm.xml" >/dev/null
-python3 - "$tmp/node.xml" "$tmp/mlvm.xml" "$tmp/node2.xml" <<'EOF'
+sed -n '/<domain/,/<\/domain>/p' "$T/mlvm.xml" >/dev/null
+python3 - "$T/node.xml" "$T/mlvm.xml" "$T/node2.xml" <<'EOF'
 import sys, re
 node = open(sys.argv[1]).read()
 dom = open(sys.argv[2]).read()
@@ -174,27 +166,23 @@ start = node.index("<domain type='kvm'>")
 end = node.index("</domain>", start) + len("</domain>")
 open(sys.argv[3], "w").write(node[:start] + dom.strip() + node[end:])
 EOF
-uri="test://$tmp/node2.xml"
+uri="test://$T/node2.xml"
 plan --vm mlvm --gpus all
-[ "$rc" = 0 ] || fail "second plan: exit $rc: $(cat "$tmp/plan.err")"
-python3 -c 'import json,sys; sys.exit(1 if json.load(open(sys.argv[1]))["domains"] else 0)' "$tmp/plan.json" || fail "second plan changes the domain again"
-uri="test://$tmp/node.xml"
+[ "$rc" = 0 ] || fail "second plan: exit $rc: $(cat "$T/plan.err")"
+python3 -c 'import json,sys; sys.exit(1 if json.load(open(sys.argv[1]))["domains"] else 0)' "$T/plan.json" || fail "second plan changes the domain again"
+uri="test://$T/node.xml"
 
 # Refusals and usage errors, with libvirt's messages captured.
 plan --vm nosuch --gpus all
-[ "$rc" = 3 ] && grep -q "does not exist" "$tmp/plan.err" || fail "missing domain: exit $rc: $(cat "$tmp/plan.err")"
+[ "$rc" = 3 ] && grep -q "does not exist" "$T/plan.err" || fail "missing domain: exit $rc: $(cat "$T/plan.err")"
 uri="test:///nonexistent/node.xml"
 plan --vm mlvm --gpus all
 [ "$rc" = 3 ] || fail "bad URI: exit $rc"
-grep -v '^passthru: \|^hint: \|^  ' "$tmp/plan.err" | grep . && fail "raw output on stderr for a bad URI: $(cat "$tmp/plan.err")"
+grep -v '^passthru: \|^hint: \|^  ' "$T/plan.err" | grep . && fail "raw output on stderr for a bad URI: $(cat "$T/plan.err")"
 set +e
-"$PASSTHRU" --root "$root" plan --backend libvirt --vm mlvm --gpus all >/dev/null 2>"$tmp/err"
+"$PASSTHRU" --root "$root" plan --backend libvirt --vm mlvm --gpus all >/dev/null 2>"$T/err"
 rc=$?
 set -e
-[ "$rc" = 2 ] && grep -q -- "--connect" "$tmp/err" || fail "--root without --connect: exit $rc"
+[ "$rc" = 2 ] && grep -q -- "--connect" "$T/err" || fail "--root without --connect: exit $rc"
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failure(s)" >&2
-  exit 1
-fi
-echo "vm_libvirt: q35 and i440fx domains validate, hostdevs multifunction, refusals ok"
+finish "vm_libvirt: q35 and i440fx domains validate, hostdevs multifunction, refusals ok"

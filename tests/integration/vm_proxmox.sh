@@ -5,15 +5,10 @@
 # every untouched line survives byte for byte, the result matches the golden
 # file (PASSTHRU_TEST_ACCEPT=1 rewrites them), planning again after the
 # change is a no-op, and the refusals of issue 4 exit 3 with nothing planned.
-set -euo pipefail
-: "${PASSTHRU:?}" "${PASSTHRU_SOURCE_DIR:?}"
-SRC=$PASSTHRU_SOURCE_DIR
+source "$(dirname "$0")/lib.inc"
+need_binary
 CHECK=(python3 "$SRC/tests/integration/pve_conf_check.py")
 GOLDEN=$SRC/tests/golden/vm
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 
 # content_of PLAN.json PATH -> planned content of PATH (exit 1 when not planned)
 content_of() {
@@ -66,9 +61,9 @@ golden() {
   fi
 }
 
-plan() { # ROOT ARGS... -> $tmp/plan.json, sets rc
+plan() { # ROOT ARGS... -> $T/plan.json, sets rc
   set +e
-  "$PASSTHRU" --root "$1" plan "${@:2}" --json >"$tmp/plan.json" 2>"$tmp/plan.err"
+  "$PASSTHRU" --root "$1" plan "${@:2}" --json >"$T/plan.json" 2>"$T/plan.err"
   rc=$?
   set -e
 }
@@ -77,7 +72,7 @@ checked=0
 for host_dir in "$SRC"/tests/fixtures/hosts/*/; do
   host=$(basename "$host_dir")
   for input in fixture fresh-linux snapshots-pending cloudinit; do
-    root=$tmp/$host-$input
+    root=$T/$host-$input
     rm -rf "$root"
     cp -a "$host_dir" "$root"
     mkdir -p "$root/etc/pve/qemu-server"
@@ -86,38 +81,38 @@ for host_dir in "$SRC"/tests/fixtures/hosts/*/; do
     fi
     [ -f "$root/etc/pve/qemu-server/101.conf" ] || continue
     conf=$root/etc/pve/qemu-server/101.conf
-    cp "$conf" "$tmp/before.conf"
+    cp "$conf" "$T/before.conf"
     plan "$root" --vm 101 --gpus all
-    if [ "$rc" = 2 ] && grep -q "no NVIDIA GPU" "$tmp/plan.err"; then
+    if [ "$rc" = 2 ] && grep -q "no NVIDIA GPU" "$T/plan.err"; then
       continue # nothing to pass through on this host
     fi
     if [ "$rc" = 3 ]; then
       # Refused by the host side (no IOMMU, unsafe group...): nothing planned.
-      python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); sys.exit(0 if p["refused"] and not p["files"] and not p["commands"] else 1)' "$tmp/plan.json" \
+      python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); sys.exit(0 if p["refused"] and not p["files"] and not p["commands"] else 1)' "$T/plan.json" \
         || fail "$host/$input: refused plan still has changes"
-      python3 -c 'import json,sys; print("\n".join(r["message"] for r in json.load(open(sys.argv[1]))["refusals"]))' "$tmp/plan.json" >"$tmp/refused.txt"
-      golden "$host/$input.refused" "$tmp/refused.txt"
+      python3 -c 'import json,sys; print("\n".join(r["message"] for r in json.load(open(sys.argv[1]))["refusals"]))' "$T/plan.json" >"$T/refused.txt"
+      golden "$host/$input.refused" "$T/refused.txt"
       continue
     fi
     if [ "$rc" != 0 ]; then
-      fail "$host/$input: plan exited $rc: $(cat "$tmp/plan.err")"
+      fail "$host/$input: plan exited $rc: $(cat "$T/plan.err")"
       continue
     fi
-    if ! content_of "$tmp/plan.json" /etc/pve/qemu-server/101.conf >"$tmp/after.conf"; then
+    if ! content_of "$T/plan.json" /etc/pve/qemu-server/101.conf >"$T/after.conf"; then
       fail "$host/$input: no change of 101.conf planned"
       continue
     fi
-    "${CHECK[@]}" vm "$tmp/after.conf" >"$tmp/check.out" || fail "$host/$input: checker: $(cat "$tmp/check.out")"
-    preserved "$tmp/before.conf" "$tmp/after.conf" || fail "$host/$input: untouched lines changed"
-    grep -q '^hostpci0: 0000:[0-9a-f][0-9a-f]:[0-9a-f][0-9a-f],pcie=1$' "$tmp/after.conf" || fail "$host/$input: no function-less hostpci0"
-    grep -q '^machine: \(q35\|pc-q35-\)' "$tmp/after.conf" || fail "$host/$input: machine is not q35"
-    grep -q '^balloon: 0$' "$tmp/after.conf" || fail "$host/$input: balloon not 0"
-    grep -q '^numa: 1$' "$tmp/after.conf" || fail "$host/$input: numa not 1"
-    golden "$host/$input.conf" "$tmp/after.conf"
+    "${CHECK[@]}" vm "$T/after.conf" >"$T/check.out" || fail "$host/$input: checker: $(cat "$T/check.out")"
+    preserved "$T/before.conf" "$T/after.conf" || fail "$host/$input: untouched lines changed"
+    grep -q '^hostpci0: 0000:[0-9a-f][0-9a-f]:[0-9a-f][0-9a-f],pcie=1$' "$T/after.conf" || fail "$host/$input: no function-less hostpci0"
+    grep -q '^machine: \(q35\|pc-q35-\)' "$T/after.conf" || fail "$host/$input: machine is not q35"
+    grep -q '^balloon: 0$' "$T/after.conf" || fail "$host/$input: balloon not 0"
+    grep -q '^numa: 1$' "$T/after.conf" || fail "$host/$input: numa not 1"
+    golden "$host/$input.conf" "$T/after.conf"
     # Planning again once the change is in place changes nothing in the VM config.
-    cp "$tmp/after.conf" "$conf"
+    cp "$T/after.conf" "$conf"
     plan "$root" --vm 101 --gpus all
-    if content_of "$tmp/plan.json" /etc/pve/qemu-server/101.conf >/dev/null; then
+    if content_of "$T/plan.json" /etc/pve/qemu-server/101.conf >/dev/null; then
       fail "$host/$input: second plan changes 101.conf again"
     fi
     checked=$((checked + 1))
@@ -127,16 +122,16 @@ done
 
 # The remaining cases run on the 4x RTX 2080 Ti host.
 base=$SRC/tests/fixtures/hosts/epyc-4x2080ti
-fresh() { rm -rf "$tmp/r"; cp -a "$base" "$tmp/r"; mkdir -p "$tmp/r/etc/pve/qemu-server"; cp "$GOLDEN/fresh-linux.conf" "$tmp/r/etc/pve/qemu-server/101.conf"; }
+fresh() { rm -rf "$T/r"; cp -a "$base" "$T/r"; mkdir -p "$T/r/etc/pve/qemu-server"; cp "$GOLDEN/fresh-linux.conf" "$T/r/etc/pve/qemu-server/101.conf"; }
 expect_refusal() { # WHAT PATTERN ARGS...
   local what=$1 pattern=$2
   shift 2
-  plan "$tmp/r" "$@"
+  plan "$T/r" "$@"
   if [ "$rc" != 3 ]; then
     fail "$what: exit $rc, expected 3"
-  elif ! grep -q -- "$pattern" "$tmp/plan.err"; then
-    fail "$what: refusal does not mention '$pattern': $(cat "$tmp/plan.err")"
-  elif python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); sys.exit(1 if p["files"] or p["commands"] else 0)' "$tmp/plan.json"; then
+  elif ! grep -q -- "$pattern" "$T/plan.err"; then
+    fail "$what: refusal does not mention '$pattern': $(cat "$T/plan.err")"
+  elif python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); sys.exit(1 if p["files"] or p["commands"] else 0)' "$T/plan.json"; then
     :
   else
     fail "$what: refused plan still has changes"
@@ -148,30 +143,30 @@ expect_refusal "VMID 99" "outside 100-999999999" --vm 99 --gpus all
 expect_refusal "VMID 1000000000" "outside 100-999999999" --vm 1000000000 --gpus all
 
 fresh
-echo "lock: backup" >>"$tmp/r/etc/pve/qemu-server/101.conf"
+echo "lock: backup" >>"$T/r/etc/pve/qemu-server/101.conf"
 expect_refusal "lock" "is locked (lock: backup)" --vm 101 --gpus all
 
 fresh
-mkdir -p "$tmp/r/run/qemu-server" "$tmp/r/proc/4242"
-echo 4242 >"$tmp/r/run/qemu-server/101.pid"
-printf '/usr/bin/kvm\0-id\0101\0-pidfile\0/var/run/qemu-server/101.pid\0' >"$tmp/r/proc/4242/cmdline"
+mkdir -p "$T/r/run/qemu-server" "$T/r/proc/4242"
+echo 4242 >"$T/r/run/qemu-server/101.pid"
+printf '/usr/bin/kvm\0-id\0101\0-pidfile\0/var/run/qemu-server/101.pid\0' >"$T/r/proc/4242/cmdline"
 expect_refusal "running" "VM 101 is running" --vm 101 --gpus all
-rm -rf "$tmp/r/proc/4242"
+rm -rf "$T/r/proc/4242"
 expect_refusal "pid file, no process in the tree" "may be running" --vm 101 --gpus all
-mkdir -p "$tmp/r/proc/4242"
-printf '/usr/bin/kvm\0-id\0' >"$tmp/r/proc/4242/cmdline" # another process reuses the pid
-plan "$tmp/r" --vm 101 --gpus all
+mkdir -p "$T/r/proc/4242"
+printf '/usr/bin/kvm\0-id\0' >"$T/r/proc/4242/cmdline" # another process reuses the pid
+plan "$T/r" --vm 101 --gpus all
 [ "$rc" = 0 ] || fail "stale pid file (pid of another process): exit $rc"
 
 fresh
-sed 's/^hostpci0: 41:00,pcie=1$/hostpci0: 41:00.0;41:00.1,pcie=1/' "$GOLDEN/hostpci-other.conf" >"$tmp/r/etc/pve/qemu-server/102.conf"
+sed 's/^hostpci0: 41:00,pcie=1$/hostpci0: 41:00.0;41:00.1,pcie=1/' "$GOLDEN/hostpci-other.conf" >"$T/r/etc/pve/qemu-server/102.conf"
 expect_refusal "card used by VM 102" "already given to VM 102" --vm 101 --gpus all
-plan "$tmp/r" --vm 101 --gpus 0000:01:00
-[ "$rc" = 0 ] || fail "a card VM 102 does not use: exit $rc ($(cat "$tmp/plan.err"))"
+plan "$T/r" --vm 101 --gpus 0000:01:00
+[ "$rc" = 0 ] || fail "a card VM 102 does not use: exit $rc ($(cat "$T/plan.err"))"
 
 fresh
-for n in $(seq 0 15); do echo "hostpci$n: 0000:e$(printf %x $((n % 10))):00.0" ; done >"$tmp/hp"
-python3 - "$tmp/r/etc/pve/qemu-server/101.conf" "$tmp/hp" <<'EOF'
+for n in $(seq 0 15); do echo "hostpci$n: 0000:e$(printf %x $((n % 10))):00.0" ; done >"$T/hp"
+python3 - "$T/r/etc/pve/qemu-server/101.conf" "$T/hp" <<'EOF'
 import sys
 conf, extra = sys.argv[1], open(sys.argv[2]).read()
 text = open(conf).read().replace("ide2:", extra + "ide2:", 1)
@@ -180,24 +175,24 @@ EOF
 expect_refusal "no free hostpciN" "no free hostpciN" --vm 101 --gpus 0000:01:00
 
 fresh
-printf '\n[PENDING]\nhostpci0: 0000:05:00,pcie=1\n' >>"$tmp/r/etc/pve/qemu-server/101.conf"
-plan "$tmp/r" --vm 101 --gpus 0000:01:00
-content_of "$tmp/plan.json" /etc/pve/qemu-server/101.conf >"$tmp/after.conf" || fail "pending: nothing planned"
-grep -q '^hostpci1: 0000:01:00,pcie=1$' "$tmp/after.conf" || fail "pending: hostpci0 of [PENDING] was not treated as taken"
+printf '\n[PENDING]\nhostpci0: 0000:05:00,pcie=1\n' >>"$T/r/etc/pve/qemu-server/101.conf"
+plan "$T/r" --vm 101 --gpus 0000:01:00
+content_of "$T/plan.json" /etc/pve/qemu-server/101.conf >"$T/after.conf" || fail "pending: nothing planned"
+grep -q '^hostpci1: 0000:01:00,pcie=1$' "$T/after.conf" || fail "pending: hostpci0 of [PENDING] was not treated as taken"
 
 fresh
-mkdir -p "$tmp/r/etc/pve/lxc"
-touch "$tmp/r/etc/pve/lxc/105.conf"
+mkdir -p "$T/r/etc/pve/lxc"
+touch "$T/r/etc/pve/lxc/105.conf"
 expect_refusal "VMID of a container" "belongs to a container" --vm 105 --gpus all
-echo '{"version":1,"ids":{"106":{"node":"pve2","type":"qemu","version":2}}}' >"$tmp/r/etc/pve/.vmlist"
+echo '{"version":1,"ids":{"106":{"node":"pve2","type":"qemu","version":2}}}' >"$T/r/etc/pve/.vmlist"
 expect_refusal "VMID on another node" "cluster node pve2" --vm 106 --gpus all
 
 # A VM that does not exist: one qm create with everything, checked like a config.
 fresh
-printf 'dir: local\n\tpath /var/lib/vz\n\tcontent iso,vztmpl,backup\n\nlvmthin: local-lvm\n\tthinpool data\n\tvgname pve\n\tcontent rootdir,images\n' >"$tmp/r/etc/pve/storage.cfg"
-plan "$tmp/r" --vm 120 --gpus all
-[ "$rc" = 0 ] || fail "new VM: exit $rc ($(cat "$tmp/plan.err"))"
-python3 - "$tmp/plan.json" >"$tmp/qm.args" <<'EOF' || fail "new VM: no qm create command"
+printf 'dir: local\n\tpath /var/lib/vz\n\tcontent iso,vztmpl,backup\n\nlvmthin: local-lvm\n\tthinpool data\n\tvgname pve\n\tcontent rootdir,images\n' >"$T/r/etc/pve/storage.cfg"
+plan "$T/r" --vm 120 --gpus all
+[ "$rc" = 0 ] || fail "new VM: exit $rc ($(cat "$T/plan.err"))"
+python3 - "$T/plan.json" >"$T/qm.args" <<'EOF' || fail "new VM: no qm create command"
 import json, sys
 for c in json.load(open(sys.argv[1]))["commands"]:
     if c["argv"][:3] == ["qm", "create", "120"]:
@@ -205,70 +200,66 @@ for c in json.load(open(sys.argv[1]))["commands"]:
         sys.exit(0)
 sys.exit(1)
 EOF
-mapfile -t qm_args <"$tmp/qm.args"
-"${CHECK[@]}" qm-create "${qm_args[@]}" >"$tmp/check.out" || fail "new VM: checker: $(cat "$tmp/check.out")"
+mapfile -t qm_args <"$T/qm.args"
+"${CHECK[@]}" qm-create "${qm_args[@]}" >"$T/check.out" || fail "new VM: checker: $(cat "$T/check.out")"
 for want in "--hostpci3" "0000:82:00,pcie=1" "--efidisk0" "local-lvm:1,efitype=4m,pre-enrolled-keys=0" "--machine" "q35" "--balloon"; do
   printf '%s\n' "${qm_args[@]}" | grep -qx -- "$want" || fail "new VM: qm create lacks $want"
 done
-content_of "$tmp/plan.json" /etc/pve/qemu-server/120.conf >/dev/null && fail "new VM: a config file is planned besides qm create"
+content_of "$T/plan.json" /etc/pve/qemu-server/120.conf >/dev/null && fail "new VM: a config file is planned besides qm create"
 
 # The Windows profile: hidden=1 and a vendor id; Linux never gets them.
 fresh
-plan "$tmp/r" --vm 101 --gpus all --profile windows
-content_of "$tmp/plan.json" /etc/pve/qemu-server/101.conf >"$tmp/after.conf"
-grep -q '^cpu: host,hidden=1,hv-vendor-id=passthru$' "$tmp/after.conf" || fail "windows: cpu line $(grep ^cpu "$tmp/after.conf")"
-"${CHECK[@]}" vm "$tmp/after.conf" >"$tmp/check.out" || fail "windows: checker: $(cat "$tmp/check.out")"
-plan "$tmp/r" --vm 101 --gpus all --profile nosuch
-[ "$rc" = 2 ] && grep -q "no VM profile 'nosuch'" "$tmp/plan.err" || fail "unknown profile: exit $rc"
+plan "$T/r" --vm 101 --gpus all --profile windows
+content_of "$T/plan.json" /etc/pve/qemu-server/101.conf >"$T/after.conf"
+grep -q '^cpu: host,hidden=1,hv-vendor-id=passthru$' "$T/after.conf" || fail "windows: cpu line $(grep ^cpu "$T/after.conf")"
+"${CHECK[@]}" vm "$T/after.conf" >"$T/check.out" || fail "windows: checker: $(cat "$T/check.out")"
+plan "$T/r" --vm 101 --gpus all --profile nosuch
+[ "$rc" = 2 ] && grep -q "no VM profile 'nosuch'" "$T/plan.err" || fail "unknown profile: exit $rc"
 
 # Hugepages need numa and a memory size that is a multiple of the page.
 fresh
-plan "$tmp/r" --vm 101 --gpus all --profile linux-ml-hugepages
-content_of "$tmp/plan.json" /etc/pve/qemu-server/101.conf >"$tmp/after.conf"
-grep -q '^hugepages: 2$' "$tmp/after.conf" || fail "hugepages not planned"
-"${CHECK[@]}" vm "$tmp/after.conf" >"$tmp/check.out" || fail "hugepages: checker: $(cat "$tmp/check.out")"
+plan "$T/r" --vm 101 --gpus all --profile linux-ml-hugepages
+content_of "$T/plan.json" /etc/pve/qemu-server/101.conf >"$T/after.conf"
+grep -q '^hugepages: 2$' "$T/after.conf" || fail "hugepages not planned"
+"${CHECK[@]}" vm "$T/after.conf" >"$T/check.out" || fail "hugepages: checker: $(cat "$T/check.out")"
 
 # NUMA affinity: both cards on node 1 of a two-node host.
 fresh
-for n in 0 1; do mkdir -p "$tmp/r/sys/devices/system/node/node$n"; done
-echo "0-23,48-71" >"$tmp/r/sys/devices/system/node/node0/cpulist"
-echo "24-47,72-95" >"$tmp/r/sys/devices/system/node/node1/cpulist"
+for n in 0 1; do mkdir -p "$T/r/sys/devices/system/node/node$n"; done
+echo "0-23,48-71" >"$T/r/sys/devices/system/node/node0/cpulist"
+echo "24-47,72-95" >"$T/r/sys/devices/system/node/node1/cpulist"
 for f in 0 1 2 3; do
   for slot in 81 82; do
-    d=$(readlink -f "$tmp/r/sys/bus/pci/devices/0000:$slot:00.$f")
+    d=$(readlink -f "$T/r/sys/bus/pci/devices/0000:$slot:00.$f")
     echo 1 >"$d/numa_node"
   done
 done
-plan "$tmp/r" --vm 101 --gpus 0000:81:00,0000:82:00
-content_of "$tmp/plan.json" /etc/pve/qemu-server/101.conf >"$tmp/after.conf"
-grep -q '^affinity: 24-47,72-95$' "$tmp/after.conf" || fail "affinity: $(grep ^affinity "$tmp/after.conf" || echo none) ($(grep -i affinity "$tmp/plan.err" || true))"
-"${CHECK[@]}" vm "$tmp/after.conf" >"$tmp/check.out" || fail "affinity: checker: $(cat "$tmp/check.out")"
+plan "$T/r" --vm 101 --gpus 0000:81:00,0000:82:00
+content_of "$T/plan.json" /etc/pve/qemu-server/101.conf >"$T/after.conf"
+grep -q '^affinity: 24-47,72-95$' "$T/after.conf" || fail "affinity: $(grep ^affinity "$T/after.conf" || echo none) ($(grep -i affinity "$T/plan.err" || true))"
+"${CHECK[@]}" vm "$T/after.conf" >"$T/check.out" || fail "affinity: checker: $(cat "$T/check.out")"
 
 # --mapping: pci.cfg in PVE's format; existing mappings kept byte for byte.
 fresh
-mkdir -p "$tmp/r/etc/pve/mapping"
-printf 'nic0\n\tmap id=8086:1521,node=pve2,path=0000:03:00.0,iommugroup=30,subsystem-id=8086:0001\n\tdescription uplink\n\ngpu\n\tmap id=10de:1e07,node=pve2,path=0000:41:00,iommugroup=40,subsystem-id=10de:12fa\n\n' >"$tmp/r/etc/pve/mapping/pci.cfg"
-cp "$tmp/r/etc/pve/mapping/pci.cfg" "$tmp/pci.before"
-plan "$tmp/r" --vm 101 --gpus 0000:01:00,0000:41:00 --mapping gpu
-[ "$rc" = 0 ] || fail "mapping: exit $rc ($(cat "$tmp/plan.err"))"
-content_of "$tmp/plan.json" /etc/pve/mapping/pci.cfg >"$tmp/pci.after" || fail "mapping: pci.cfg not planned"
-content_of "$tmp/plan.json" /etc/pve/qemu-server/101.conf >"$tmp/after.conf"
-"${CHECK[@]}" mapping "$tmp/pci.after" >"$tmp/check.out" || fail "mapping: checker: $(cat "$tmp/check.out")"
-"${CHECK[@]}" vm "$tmp/after.conf" >"$tmp/check.out" || fail "mapping vm: checker: $(cat "$tmp/check.out")"
-grep -q '^hostpci0: mapping=gpu,pcie=1$' "$tmp/after.conf" || fail "mapping: hostpci0 is $(grep ^hostpci0 "$tmp/after.conf")"
-grep -q '^hostpci1: mapping=gpu-1,pcie=1$' "$tmp/after.conf" || fail "mapping: hostpci1 is $(grep ^hostpci1 "$tmp/after.conf")"
-python3 - "$tmp/pci.before" "$tmp/pci.after" <<'EOF' || fail "mapping: existing lines not kept"
+mkdir -p "$T/r/etc/pve/mapping"
+printf 'nic0\n\tmap id=8086:1521,node=pve2,path=0000:03:00.0,iommugroup=30,subsystem-id=8086:0001\n\tdescription uplink\n\ngpu\n\tmap id=10de:1e07,node=pve2,path=0000:41:00,iommugroup=40,subsystem-id=10de:12fa\n\n' >"$T/r/etc/pve/mapping/pci.cfg"
+cp "$T/r/etc/pve/mapping/pci.cfg" "$T/pci.before"
+plan "$T/r" --vm 101 --gpus 0000:01:00,0000:41:00 --mapping gpu
+[ "$rc" = 0 ] || fail "mapping: exit $rc ($(cat "$T/plan.err"))"
+content_of "$T/plan.json" /etc/pve/mapping/pci.cfg >"$T/pci.after" || fail "mapping: pci.cfg not planned"
+content_of "$T/plan.json" /etc/pve/qemu-server/101.conf >"$T/after.conf"
+"${CHECK[@]}" mapping "$T/pci.after" >"$T/check.out" || fail "mapping: checker: $(cat "$T/check.out")"
+"${CHECK[@]}" vm "$T/after.conf" >"$T/check.out" || fail "mapping vm: checker: $(cat "$T/check.out")"
+grep -q '^hostpci0: mapping=gpu,pcie=1$' "$T/after.conf" || fail "mapping: hostpci0 is $(grep ^hostpci0 "$T/after.conf")"
+grep -q '^hostpci1: mapping=gpu-1,pcie=1$' "$T/after.conf" || fail "mapping: hostpci1 is $(grep ^hostpci1 "$T/after.conf")"
+python3 - "$T/pci.before" "$T/pci.after" <<'EOF' || fail "mapping: existing lines not kept"
 import sys
 before, after = open(sys.argv[1]).read().split("\n"), open(sys.argv[2]).read().split("\n")
 it = iter(after)
 sys.exit(0 if all(any(line == a for a in it) for line in before) else 1)
 EOF
-golden "mapping/pci.cfg" "$tmp/pci.after"
-plan "$tmp/r" --vm 101 --gpus all --mapping 9bad
+golden "mapping/pci.cfg" "$T/pci.after"
+plan "$T/r" --vm 101 --gpus all --mapping 9bad
 [ "$rc" = 2 ] || fail "bad mapping id: exit $rc"
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failure(s)" >&2
-  exit 1
-fi
-echo "vm_proxmox: $checked configs checked, refusals, qm create, profiles, affinity and mappings ok"
+finish "vm_proxmox: $checked configs checked, refusals, qm create, profiles, affinity and mappings ok"

@@ -5,7 +5,9 @@
 # then `passthru apply --yes`. A pending plan made stale by a hand edit is
 # refused with one line and nothing is written; history and scan show a
 # pending plan; a request on the command line still wins, with a note.
-source "$(dirname "$0")/apply_common.inc"
+FAIL_FAST=1
+source "$(dirname "$0")/lib.inc"
+need_binary
 PENDING=var/lib/passthru/pending-plan.json
 
 for host in "${VARIANTS[@]}"; do

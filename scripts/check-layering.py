@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Checks the two rules that keep passthru's layers honest (docs/ARCHITECTURE.md):
+
+1. Includes point down only: cli -> apply -> plan -> scan -> format -> util.
+   Inside plan/, a room (plan/host, plan/vm, plan/network) includes the top of
+   plan/ (PLAN_TOP below) and its own room, never another room.
+2. Only HostFs (src/util/host_fs.*) opens host paths and only CommandRunner
+   (src/util/command_runner.*) runs programs. Everything else that touches the
+   file system or another process outside those two is listed in EXCEPTIONS,
+   the one place that says where it may happen and why.
+
+Usage: check-layering.py [SRC_DIR]   (default: src/ beside this script)
+Exit 0 when the tree follows both rules, 1 with one line per violation.
+"""
+import re
+import sys
+from pathlib import Path
+
+LAYERS = ["util", "format", "scan", "plan", "apply", "cli"]  # bottom to top
+PLAN_ROOMS = ["host", "vm", "network"]
+PLAN_TOP = {"plan.hpp", "planner.hpp", "plan_json.hpp", "common.hpp"}
+
+# The two doors to the host: these files may do anything below.
+DOORS = ("util/host_fs.", "util/command_runner.")
+
+# Calls that open, inspect or change a path, or start a program.
+# A member (x.open, p->remove, HostFs::open) is not the C library; ::open and
+# std::remove are.
+FORBIDDEN_CALLS = re.compile(
+    r"(?:(?<![\w:])::|\bstd::|(?<![\w.>:]))\b("
+    r"open|openat|openat2|creat|fopen|freopen|fdopen|opendir|fdopendir|scandir|nftw|ftw|glob|"
+    r"stat|lstat|fstatat|statx|access|faccessat|readlink|readlinkat|realpath|"
+    r"mkdir|mkdirat|rmdir|unlink|unlinkat|rename|renameat|renameat2|remove|link|linkat|symlink|symlinkat|"
+    r"chmod|fchmodat|chown|lchown|fchownat|truncate|mkstemp|mkostemp|mkdtemp|tmpfile|mknod|mkfifo|"
+    r"popen|system|execl|execlp|execle|execv|execvp|execvpe|execve|fexecve|posix_spawn|posix_spawnp|fork|vfork|clone|"
+    r"dlopen|dlmopen"
+    r")\s*\(")
+FORBIDDEN_STD = re.compile(
+    r"\bstd::(?:[io]?fstream|basic_[io]?fstream|filebuf)\b"
+    r"|\b(?:std::filesystem|fs)::(?!path\b|filesystem_error\b|perms\b|file_type\b)(\w+)\s*[({]"
+    r"|\b(?:std::filesystem|fs)::(?:directory_iterator|recursive_directory_iterator)\b")
+
+# Every allowed use outside the doors: (what, regex of the call, files it may
+# appear in (prefixes under src/), why).
+EXCEPTIONS = [
+    ("libpci", r"\bpci_(?:alloc|init|cleanup|scan_bus|fill_info|get_dev|free_dev|read_\w+|write_\w+|lookup_name|"
+               r"find_cap|set_param|setup_cache|load_name_list)\s*\(|\bpcie_\w+\s*\(",
+     ["scan/libpci."],
+     "libpci reads sysfs and pci.ids through its own access method; passthru points its sysfs.path and "
+     "the names file under --root before pci_init, so it reads the same tree HostFs does"),
+    ("libkmod", r"\bkmod_\w+\s*\(",
+     ["plan/host/", "scan/"],
+     "libkmod reads the module indexes (modules.dep.bin, modules.alias.bin ...) and modprobe.d "
+     "configuration itself; passthru hands kmod_new() directories under --root only"),
+    ("libvirt", r"\bvir[A-Z]\w*\s*\(|(?<![\w.>])(?:::)?\bdl(?:open|sym|close|error)\s*\(",
+     ["scan/libvirt_dl.", "scan/libvirt_domain.", "apply/libvirt_apply."],
+     "libvirt is dlopen()ed on first use of --backend libvirt and talks to libvirtd over its socket; "
+     "the domain XML it returns is edited as text, never read from disk"),
+    ("libxml2", r"\bxml(?:ReadMemory|ParseInNodeContext|CtxtReadMemory)\s*\(",
+     ["plan/vm/libvirt_xml.", "scan/libvirt_domain."],
+     "libxml2 parses XML already held in memory, with XML_PARSE_NONET and no entity loading; its file "
+     "readers (xmlReadFile, xmlParseFile, xmlSaveFile ...) are not allowed anywhere"),
+    ("shipped data", r"\bstd::ifstream\b|\bstd::filesystem::(?:is_regular_file|directory_iterator)\b",
+     ["plan/data_dir.cpp"],
+     "templates and profiles ship with the binary (the install or source data directory, or --data-dir) "
+     "and are not part of the host under --root; only /etc/passthru overrides come through HostFs"),
+    ("operator's files", r"\bstd::[io]fstream\b|\bstd::filesystem::(?:is_directory|rename|remove)\b",
+     ["cli/cmd_plan.cpp", "cli/cmd_apply.cpp"],
+     "'plan --out FILE' writes and 'apply --plan FILE' reads a saved plan on the operator's machine, a "
+     "path the operator named, not a path of the host under --root"),
+]
+# libxml2 file I/O is never allowed, not even in the files above.
+XML_FILE_IO = re.compile(r"\bxml\w*(?:File|Fd|IO|Filename|URL|Url)\w*\s*\(")
+
+
+def strip_comments_and_strings(text):
+    """Blanks comments and string/char literals, keeping line numbers."""
+    out = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append("\n" * text.count("\n", i, j))
+            i = j
+        elif c == "R" and text.startswith('R"', i) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            m = re.match(r'R"([^(\s]*)\(', text[i:])
+            if not m:
+                out.append(c)
+                i += 1
+                continue
+            end = ")" + m.group(1) + '"'
+            j = text.find(end, i + m.end())
+            j = n if j < 0 else j + len(end)
+            out.append('""' + "\n" * text.count("\n", i, j))
+            i = j
+        elif c in "\"'":
+            if c == "'" and i > 0 and text[i - 1].isalnum():  # digit separator 1'000
+                out.append(c)
+                i += 1
+                continue
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            out.append(c + c)
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def layer_of(rel):
+    top = rel.split("/", 1)[0]
+    return top if top in LAYERS else None
+
+
+def room_of(rel):
+    parts = rel.split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "plan" and parts[1] in PLAN_ROOMS else None
+
+
+def check_includes(rel, text, problems):
+    layer = layer_of(rel)
+    room = room_of(rel)
+    for lineno, line in enumerate(text.splitlines(), 1):
+        m = re.match(r'\s*#\s*include\s*"([^"]+)"', line)
+        if not m:
+            continue
+        inc = m.group(1)
+        target = layer_of(inc)
+        if target is None:
+            continue
+        if layer and LAYERS.index(target) > LAYERS.index(layer):
+            problems.append(f"{rel}:{lineno}: {layer}/ includes {inc}, a layer above it")
+        if room:
+            target_room = room_of(inc)
+            if target_room and target_room != room:
+                problems.append(f"{rel}:{lineno}: plan/{room}/ includes {inc} from another room")
+            elif target == "plan" and target_room is None and inc.count("/") == 1 \
+                    and inc.split("/")[1] not in PLAN_TOP:
+                problems.append(f"{rel}:{lineno}: plan/{room}/ includes {inc}, which is not the top of plan/ "
+                                f"({', '.join(sorted(PLAN_TOP))})")
+
+
+def allowed(rel, line):
+    """Masks the exceptions that apply to this file out of the line."""
+    for _, pattern, files, _ in EXCEPTIONS:
+        if any(rel.startswith(f) for f in files):
+            line = re.sub(pattern, "ALLOWED(", line)
+    return line
+
+
+def declares(line, start):
+    """True when the name at start is declared (bool remove(...), std::string glob(...)), not called."""
+    before = line[:start]
+    m = re.search(r"([\w>&*]+)\s+$", before)
+    return bool(m) and m.group(1) not in ("return", "co_return", "throw", "else", "do", "case", "not", "and", "or")
+
+
+def check_host_access(rel, text, problems):
+    if rel.startswith(DOORS):
+        return
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if XML_FILE_IO.search(line):
+            problems.append(f"{rel}:{lineno}: libxml2 file I/O ({XML_FILE_IO.search(line).group(0).strip()}); "
+                            "read the file through HostFs and parse it from memory")
+        masked = allowed(rel, line)
+        for name, pattern, files, _ in EXCEPTIONS:
+            m = re.search(pattern, masked)
+            if m and name not in ("shipped data", "operator's files"):
+                problems.append(f"{rel}:{lineno}: {name} call {m.group(0).strip()} outside "
+                                f"{', '.join(files)} (see EXCEPTIONS in scripts/check-layering.py)")
+        m = next((c for c in FORBIDDEN_CALLS.finditer(masked) if not declares(masked, c.start())), None) \
+            or FORBIDDEN_STD.search(masked)
+        if m:
+            problems.append(f"{rel}:{lineno}: {m.group(0).strip()} touches the host outside HostFs/CommandRunner "
+                            "(src/util/host_fs.*, src/util/command_runner.*)")
+
+
+def main():
+    src = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent / "src"
+    files = sorted(p for p in src.rglob("*") if p.suffix in (".cpp", ".hpp"))
+    if not files:
+        print(f"layering: no C++ files under {src}", file=sys.stderr)
+        return 1
+    problems = []
+    for path in files:
+        rel = path.relative_to(src).as_posix()
+        raw = path.read_text(encoding="utf-8")
+        check_includes(rel, raw, problems)  # an #include inside a comment does not count: the regex anchors at #
+        check_host_access(rel, strip_comments_and_strings(raw), problems)
+    for p in problems:
+        print(f"layering: {p}")
+    print(f"layering: {len(files)} files, {len(problems)} violation(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
