@@ -51,7 +51,7 @@ mkdir -p "$D/profiles/host"
 with_gpuzilla "$D/profiles/host/drivers.json"
 copy_host epyc-4x2080ti "$R"
 "$P" --root "$R" --data-dir "$D" plan --vm 101 --gpus all --json > "$T/dd.json" 2> /dev/null
-softdeps "$T/dd.json" | grep -q '^softdep gpuzilla pre: vfio-pci$' || fail "--data-dir's driver got no softdep"
+softdeps "$T/dd.json" > "$T/dd.softdeps" && grep -q "^softdep gpuzilla pre: vfio-pci$" "$T/dd.softdeps" || fail "--data-dir's driver got no softdep"
 ok "the same through --data-dir"
 
 # A broken data file: one line naming the file and the field, exit 2, nothing written.

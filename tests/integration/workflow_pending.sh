@@ -33,7 +33,8 @@ for host in "${VARIANTS[@]}"; do
     grep -q '^Pending plan: made .* ago .*passthru plan --vm 101 --gpus all' "$T/hist.out" || fail "$host: history does not show the pending plan"
     "$P" --root "$R" history --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["pending_plan"]["request"]["gpus"] == "all"' \
         || fail "$host: history --json has no pending_plan"
-    "$P" --root "$R" scan | grep -q '^Pending plan: made' || fail "$host: scan does not show the pending plan"
+    "$P" --root "$R" scan > "$T/scan.out"
+    grep -q '^Pending plan: made' "$T/scan.out" || fail "$host: scan does not show the pending plan"
     ok "$host: plan then apply --dry-run prints the same diffs; history and scan show the pending plan"
 
     expect_rc 0 "$P" --root "$R" apply --yes > /dev/null 2>&1
