@@ -14,6 +14,8 @@ packages=(
   qemu-system-x86 cpio
   # packaging
   dpkg-dev fakeroot lintian man-db bash-completion zsh
+  # Debian roots for the Debian 13 half and the package tests (scripts/debian-root.sh)
+  mmdebstrap
 )
 
 missing=()
