@@ -437,507 +437,686 @@ std::optional<std::string> pve_node_name(const util::HostFs& fs)
     return text ? format::pve::node_name_from_hostname(*text) : std::nullopt;
 }
 
-void plan_proxmox_vm(const PlanContext& ctx, const VmProfile& profile, Plan& plan)
+namespace {
+
+// What the steps of plan_proxmox_vm share: the request, the VM config as read
+// and as edited, and the reasons of its changes. The create path (no config:
+// one qm create) and the edit path (the config edited in place) run the same
+// refusals, slots and mapping steps, and build their cpu, memory and EFI disk
+// values with the same functions.
+struct VmJob
 {
-    const auto vmid = ctx.request.vmid;
+    VmJob(const PlanContext& c, const VmProfile& p, Plan& out) : ctx(c), profile(p), plan(out) {}
+
+    const PlanContext& ctx;
+    const VmProfile& profile;
+    Plan& plan;
+    std::uint64_t vmid = 0;
+    std::string id;
+    std::vector<Card> cards;
+    std::string conf_path;
+    bool exists = false;
+    std::optional<std::string> before;
+    VmConfig config;
+    MappingContext mctx;
+    std::vector<std::string> reasons;
+    std::vector<CardSlot> slots;
+
+    // Keys [PENDING] sets or deletes win at the next start (qemu-server
+    // applies pending changes then): refuse rather than plan a change that
+    // would be overridden. False when refused.
+    bool guard_pending(std::string_view key)
+    {
+        const auto pending = config.pending_keys();
+        if (std::find(pending.begin(), pending.end(), key) == pending.end()) {
+            return true;
+        }
+        plan.refusals.push_back({"VM " + id + " has a pending change of " + std::string(key) + " ([PENDING])",
+                                 {"apply or revert the pending changes first (qm pending " + id + ")"}});
+        return false;
+    }
+};
+
+// --- refusals --------------------------------------------------------------
+
+// The VMID range and the selection; false when there is nothing to plan.
+bool start_job(VmJob& job)
+{
+    const auto vmid = job.ctx.request.vmid;
     if (!vmid || *vmid < k_min_vmid || *vmid > k_max_vmid) {
-        plan.refusals.push_back({"VMID " + ctx.request.vm + " is outside 100-999999999 (Proxmox VE's VMID range)",
-                                 {"pick a VMID from 100 to 999999999, e.g. pvesh get /cluster/nextid"}});
-        return;
+        job.plan.refusals.push_back({"VMID " + job.ctx.request.vm + " is outside 100-999999999 (Proxmox VE's VMID range)",
+                                     {"pick a VMID from 100 to 999999999, e.g. pvesh get /cluster/nextid"}});
+        return false;
     }
-    const std::string id = std::to_string(*vmid);
-    const std::vector<Card> cards = describe_cards(ctx, plan);
-    if (cards.empty()) {
-        plan.warnings.push_back("no GPU selected: VM " + id + " is not changed");
-        return;
+    job.vmid = *vmid;
+    job.id = std::to_string(*vmid);
+    job.cards = describe_cards(job.ctx, job.plan);
+    if (job.cards.empty()) {
+        job.plan.warnings.push_back("no GPU selected: VM " + job.id + " is not changed");
+        return false;
     }
-    // A card whose group holds another GPU must travel with it (make_plan's
-    // group check ensures that; checked again because PVE binds whole groups).
-    for (const auto& card : cards) {
+    job.conf_path = vm_conf_path(*vmid);
+    return true;
+}
+
+// A card whose group holds another GPU must travel with it (make_plan's group
+// check ensures that; checked again because PVE binds whole groups).
+void refuse_split_groups(VmJob& job)
+{
+    for (const auto& card : job.cards) {
         for (const auto& other : card.card->shares_with) {
-            const bool selected = std::any_of(cards.begin(), cards.end(), [&](const Card& c) {
+            const bool selected = std::any_of(job.cards.begin(), job.cards.end(), [&](const Card& c) {
                 return other.slot() == c.card->slot;
             });
             if (!selected) {
-                plan.refusals.push_back({card.label + " shares its IOMMU group with " + other.str()
-                                             + ", which is not selected; Proxmox VE binds the whole group at VM start",
-                                         {"select both cards"}});
+                job.plan.refusals.push_back({card.label + " shares its IOMMU group with " + other.str()
+                                                 + ", which is not selected; Proxmox VE binds the whole group at VM start",
+                                             {"select both cards"}});
             }
         }
     }
+}
 
-    if (ctx.fs.exists("/etc/pve/lxc/" + id + ".conf")) {
-        plan.refusals.push_back({"VMID " + id + " belongs to a container (/etc/pve/lxc/" + id + ".conf)",
-                                 {"pick a free VMID (pvesh get /cluster/nextid)"}});
+// A VMID that is not this node's VM: a container, or a VM of another node
+// (the cluster-wide .vmlist). False when refused.
+bool refuse_foreign_vmid(VmJob& job)
+{
+    const std::string& id = job.id;
+    if (job.ctx.fs.exists("/etc/pve/lxc/" + id + ".conf")) {
+        job.plan.refusals.push_back({"VMID " + id + " belongs to a container (/etc/pve/lxc/" + id + ".conf)",
+                                     {"pick a free VMID (pvesh get /cluster/nextid)"}});
+        return false;
+    }
+    if (job.exists) {
+        return true;
+    }
+    const auto vmlist = job.ctx.fs.read_file("/etc/pve/.vmlist");
+    if (!vmlist) {
+        return true;
+    }
+    try {
+        const auto j = nlohmann::json::parse(*vmlist);
+        if (j.contains("ids") && j["ids"].contains(id)) {
+            const std::string node = j["ids"][id].value("node", std::string("another node"));
+            job.plan.refusals.push_back({"VMID " + id + " is already used on cluster node " + node,
+                                         {"run passthru on " + node + ", or pick a free VMID"}});
+            return false;
+        }
+    } catch (const nlohmann::json::exception&) {
+        job.plan.warnings.push_back("/etc/pve/.vmlist is not valid JSON: cannot check the VMID across the cluster");
+    }
+    return true;
+}
+
+// The VM's config when it exists; false when it cannot be read (refused).
+bool read_vm_config(VmJob& job)
+{
+    if (job.exists) {
+        job.before = read_current(job.ctx, job.plan, job.conf_path);
+        if (!job.before) {
+            return false; // refused by read_current
+        }
+    }
+    job.config = VmConfig::parse(job.before.value_or(""));
+    return true;
+}
+
+// An existing VM must be neither locked nor running.
+void refuse_busy_vm(VmJob& job)
+{
+    if (!job.exists) {
         return;
     }
-
-    const std::string conf_path = vm_conf_path(*vmid);
-    const auto refusals_before = plan.refusals.size();
-    const bool exists = ctx.fs.exists(conf_path);
-    std::optional<std::string> before;
-    if (exists) {
-        before = read_current(ctx, plan, conf_path);
-        if (!before) {
-            return; // refused by read_current
-        }
-    } else if (const auto vmlist = ctx.fs.read_file("/etc/pve/.vmlist")) {
-        // The cluster-wide VMID list: a VM of another node has no file here.
-        try {
-            const auto j = nlohmann::json::parse(*vmlist);
-            if (j.contains("ids") && j["ids"].contains(id)) {
-                const std::string node = j["ids"][id].value("node", std::string("another node"));
-                plan.refusals.push_back({"VMID " + id + " is already used on cluster node " + node,
-                                         {"run passthru on " + node + ", or pick a free VMID"}});
-                return;
-            }
-        } catch (const nlohmann::json::exception&) {
-            plan.warnings.push_back("/etc/pve/.vmlist is not valid JSON: cannot check the VMID across the cluster");
-        }
-    }
-
-    VmConfig config = VmConfig::parse(before.value_or(""));
-    if (exists) {
-        if (const auto lock = config.get("lock")) {
-            plan.refusals.push_back({"VM " + id + " is locked (lock: " + *lock + ")",
+    const std::string& id = job.id;
+    if (const auto lock = job.config.get("lock")) {
+        job.plan.refusals.push_back({"VM " + id + " is locked (lock: " + *lock + ")",
                                      {"wait for the " + *lock + " to finish; if the lock is stale: qm unlock " + id}});
-        }
-        std::string evidence;
-        switch (vm_run_state(ctx.fs, *vmid, evidence)) {
-        case RunState::running:
-            plan.refusals.push_back({"VM " + id + " is running (" + evidence + ")", {"shut it down first: qm shutdown " + id}});
-            break;
-        case RunState::unknown_pidfile:
-            plan.refusals.push_back({"VM " + id + " may be running: " + evidence,
-                                     {"under --root a pid file counts as running; remove the stale pid file from the tree"}});
-            break;
-        case RunState::stopped:
-            break;
-        }
     }
+    std::string evidence;
+    switch (vm_run_state(job.ctx.fs, job.vmid, evidence)) {
+    case RunState::running:
+        job.plan.refusals.push_back({"VM " + id + " is running (" + evidence + ")", {"shut it down first: qm shutdown " + id}});
+        break;
+    case RunState::unknown_pidfile:
+        job.plan.refusals.push_back({"VM " + id + " may be running: " + evidence,
+                                     {"under --root a pid file counts as running; remove the stale pid file from the tree"}});
+        break;
+    case RunState::stopped:
+        break;
+    }
+}
 
-    MappingContext mctx;
-    mctx.node = pve_node_name(ctx.fs);
-    if (ctx.fs.exists(k_pci_mapping_file)) {
-        mctx.before = read_current(ctx, plan, k_pci_mapping_file);
+// This node's name and the cluster mappings; --mapping checked against them.
+void read_mappings(VmJob& job)
+{
+    MappingContext& mctx = job.mctx;
+    mctx.node = pve_node_name(job.ctx.fs);
+    if (job.ctx.fs.exists(k_pci_mapping_file)) {
+        mctx.before = read_current(job.ctx, job.plan, k_pci_mapping_file);
         if (mctx.before) {
             mctx.file = format::pve::PciMappingFile::parse(*mctx.before);
         }
     }
-    if (ctx.request.mapping) {
-        if (!format::pve::valid_config_id(*ctx.request.mapping) || !format::pve::valid_config_id(mapping_id_for(*ctx.request.mapping, cards.size()))) {
-            throw Error(Errc::usage, "--mapping: '" + *ctx.request.mapping + "' is not a valid mapping id")
-                .with_hint("a letter, then letters, digits, '-' or '_' (at least 2 characters)");
-        }
-        if (!mctx.node) {
-            plan.refusals.push_back({"cannot tell this node's name (/etc/hostname is missing or empty): a mapping needs it", {}});
-        }
-    }
-    check_other_vms(ctx, *vmid, cards, mctx, plan);
-    if (plan.refusals.size() != refusals_before) {
+    const auto& mapping = job.ctx.request.mapping;
+    if (!mapping) {
         return;
     }
+    if (!format::pve::valid_config_id(*mapping) || !format::pve::valid_config_id(mapping_id_for(*mapping, job.cards.size()))) {
+        throw Error(Errc::usage, "--mapping: '" + *mapping + "' is not a valid mapping id")
+            .with_hint("a letter, then letters, digits, '-' or '_' (at least 2 characters)");
+    }
+    if (!mctx.node) {
+        job.plan.refusals.push_back({"cannot tell this node's name (/etc/hostname is missing or empty): a mapping needs it", {}});
+    }
+}
 
-    // Keys [PENDING] sets or deletes win at the next start (qemu-server
-    // applies pending changes then): refuse rather than plan a change that
-    // would be overridden.
-    const auto pending = config.pending_keys();
-    auto pending_has = [&](std::string_view key) { return std::find(pending.begin(), pending.end(), key) != pending.end(); };
+// --- slots: one hostpciN per card ------------------------------------------
 
-    // 1. hostpciN per card.
-    std::vector<std::string> reasons;
-    std::set<int> used = used_hostpci(config);
-    std::vector<CardSlot> slots;
-    std::set<std::string> claimed;
-    for (std::size_t k = 0; k < cards.size(); ++k) {
-        const Card& card = cards[k];
-        const std::optional<std::string> map_id =
-            ctx.request.mapping ? std::optional<std::string>(mapping_id_for(*ctx.request.mapping, k)) : std::nullopt;
-        CardSlot slot;
-        for (const auto& [key, value, ids] : format::pve::passed_ids(config, "", mctx.file ? &*mctx.file : nullptr, mctx.node)) {
-            if (claimed.count(key) != 0U || !covers_card(ids, card)) {
-                continue;
-            }
-            const HostPci hp = HostPci::parse(value);
-            // The entry must be about this card only.
-            for (const auto& hid : hp.host_ids) {
-                const bool own = std::any_of(card.functions.begin(), card.functions.end(),
-                                             [&](const std::string& fn) { return format::pve::hostpci_id_covers(hid, fn); });
-                if (!own) {
-                    plan.refusals.push_back({key + " of VM " + id + " (" + value + ") mixes " + card.label
+// The entry of the config that already passes CARD, if any; false when that
+// entry also passes other devices (refused).
+bool reuse_slot(VmJob& job, const Card& card, const std::set<std::string>& claimed, CardSlot& slot)
+{
+    const auto* mappings = job.mctx.file ? &*job.mctx.file : nullptr;
+    for (const auto& [key, value, ids] : format::pve::passed_ids(job.config, "", mappings, job.mctx.node)) {
+        if (claimed.count(key) != 0U || !covers_card(ids, card)) {
+            continue;
+        }
+        const HostPci hp = HostPci::parse(value);
+        // The entry must be about this card only.
+        for (const auto& hid : hp.host_ids) {
+            const bool own = std::any_of(card.functions.begin(), card.functions.end(),
+                                         [&](const std::string& fn) { return format::pve::hostpci_id_covers(hid, fn); });
+            if (!own) {
+                job.plan.refusals.push_back({key + " of VM " + job.id + " (" + value + ") mixes " + card.label
                                                  + " with other devices; passthru does not split it",
-                                             {"edit " + key + " by hand (qm set " + id + " --" + key + " ...)"}});
-                    return;
-                }
+                                             {"edit " + key + " by hand (qm set " + job.id + " --" + key + " ...)"}});
+                return false;
             }
-            slot.key = key;
-            slot.before = value;
-            slot.value = hp.options;
-            break;
         }
-        if (slot.key.empty()) {
-            int free = -1;
-            for (int n = 0; n < k_max_hostpci; ++n) {
-                if (used.count(n) == 0U) {
-                    free = n;
-                    break;
-                }
-            }
-            if (free < 0) {
-                plan.refusals.push_back({"VM " + id + " has no free hostpciN (hostpci0-hostpci15 are all in use) for "
-                                             + card.label,
-                                         {"remove an unused hostpci entry first"}});
-                return;
-            }
-            used.insert(free);
-            slot.key = "hostpci" + std::to_string(free);
+        slot.key = key;
+        slot.before = value;
+        slot.value = hp.options;
+        return true;
+    }
+    return true;
+}
+
+// The lowest free hostpciN; false when all are taken (refused).
+bool free_slot(VmJob& job, const Card& card, std::set<int>& used, CardSlot& slot)
+{
+    for (int n = 0; n < k_max_hostpci; ++n) {
+        if (used.count(n) == 0U) {
+            used.insert(n);
+            slot.key = "hostpci" + std::to_string(n);
+            return true;
         }
-        claimed.insert(slot.key);
-        if (pending_has(slot.key)) {
-            plan.refusals.push_back({"VM " + id + " has a pending change of " + slot.key + " ([PENDING])",
-                                     {"apply or revert the pending changes first (qm pending " + id + ")"}});
-            return;
-        }
-        slot.value.remove("");
-        slot.value.remove("host");
-        slot.value.remove("mapping");
-        if (map_id) {
-            slot.value.set("mapping", *map_id);
-        } else {
-            // The function-less id: every function, one multifunction guest device.
-            slot.value.parts.insert(slot.value.parts.begin(), {"", card.slot});
-        }
-        slot.value.set("pcie", "1");
-        const std::string after = slot.value.str();
-        if (slot.before != after) {
-            config.set(slot.key, after);
-            reasons.push_back(change_line(slot.key, slot.before, after,
+    }
+    job.plan.refusals.push_back({"VM " + job.id + " has no free hostpciN (hostpci0-hostpci15 are all in use) for " + card.label,
+                                 {"remove an unused hostpci entry first"}});
+    return false;
+}
+
+// The slot's value: the function-less id (every function, one multifunction
+// guest device) or the mapping, and pcie=1; other options kept.
+void fill_slot(VmJob& job, const Card& card, const std::optional<std::string>& map_id, CardSlot& slot)
+{
+    slot.value.remove("");
+    slot.value.remove("host");
+    slot.value.remove("mapping");
+    if (map_id) {
+        slot.value.set("mapping", *map_id);
+    } else {
+        slot.value.parts.insert(slot.value.parts.begin(), {"", card.slot});
+    }
+    slot.value.set("pcie", "1");
+    const std::string after = slot.value.str();
+    if (slot.before != after) {
+        job.config.set(slot.key, after);
+        job.reasons.push_back(change_line(slot.key, slot.before, after,
                                           card.label + ", all " + std::to_string(card.functions.size())
                                               + " functions as one multifunction PCIe device"
                                               + (map_id ? " through mapping " + *map_id : "")));
-        }
-        slots.push_back(std::move(slot));
     }
+}
 
-    // 2. Mappings.
-    if (ctx.request.mapping) {
-        format::pve::PciMappingFile file = mctx.file ? *mctx.file : format::pve::PciMappingFile::parse("");
-        std::vector<std::string> map_reasons;
-        for (std::size_t k = 0; k < cards.size(); ++k) {
-            const Card& card = cards[k];
-            const std::string map_id = mapping_id_for(*ctx.request.mapping, k);
-            if (card.fn0 == nullptr || !card.fn0->vendor || !card.fn0->device) {
-                plan.refusals.push_back({"cannot map " + card.label + ": its vendor/device id is unknown", {}});
-                return;
-            }
-            format::pve::MapEntry entry;
-            entry.node = *mctx.node;
-            entry.paths = {card.slot};
-            entry.id = card.fn0->vendor_device();
-            if (card.fn0->subsystem_vendor && card.fn0->subsystem_device) {
-                entry.subsystem_id = util::hex(*card.fn0->subsystem_vendor, 4) + ":" + util::hex(*card.fn0->subsystem_device, 4);
-            }
-            entry.iommu_group = card.fn0->iommu_group;
-            const auto* section = file.find(map_id);
-            if (section == nullptr) {
-                const std::string description = card.label.substr(4) + ", added by passthru";
-                file.add_section(map_id, {entry}, description);
-                map_reasons.push_back("new mapping " + map_id + ": " + entry.str());
-                continue;
-            }
-            const format::pve::MapEntry* local = nullptr;
-            for (const auto& map : section->maps) {
-                if (map.node == entry.node) {
-                    local = &map;
-                    break;
-                }
-            }
-            if (local == nullptr) {
-                for (const auto& map : section->maps) {
-                    if (map.id != entry.id) {
-                        plan.warnings.push_back("mapping " + map_id + " maps node " + map.node + " to a " + map.id
-                                                + " device, this node's card is " + entry.id
-                                                + ": a VM moved between them sees a different GPU model");
-                        break;
-                    }
-                }
-                file.add_map(map_id, entry);
-                map_reasons.push_back("mapping " + map_id + ": add node " + entry.node + ": " + entry.str());
-                continue;
-            }
-            const bool same = std::any_of(local->paths.begin(), local->paths.end(),
-                                          [&](const std::string& p) { return util::to_lower(p) == card.slot || util::to_lower(p) == card.functions.front(); });
-            if (!same) {
-                plan.refusals.push_back({"mapping " + map_id + " already maps node " + entry.node + " to "
-                                             + util::join(local->paths, ";") + ", not " + card.slot,
-                                         {"choose another --mapping name"}});
-                return;
-            }
-            if (local->paths.size() == 1 && local->paths.front() == card.functions.front() && card.functions.size() > 1) {
-                plan.warnings.push_back("mapping " + map_id + " names only function 0 (" + local->paths.front()
-                                        + "): the other functions of " + card.label + " stay on the host side");
-            }
-            plan.notes.push_back("mapping " + map_id + " already maps " + card.slot + " on node " + entry.node);
-        }
-        const std::string after = file.str();
-        if (!mctx.before || *mctx.before != after) {
-            stage_file(ctx, plan, k_pci_mapping_file, after, map_reasons);
-            for (auto& f : plan.files) {
-                if (f.path == k_pci_mapping_file && f.action == FileAction::create) {
-                    f.mode = 0640; // pmxcfs shows every file as root:www-data 0640
-                }
-            }
-        }
-    }
-
-    if (!exists) {
-        // 3a. A new VM: one qm create with everything, so PVE allocates the
-        // disks and checks the VMID cluster-wide itself.
-        const auto storage = images_storage(ctx.fs);
-        const auto vram = total_vram_mib(ctx, cards);
-        std::uint64_t memory = profile.create_memory_mib;
-        if (const auto advice = memory_advice(profile, vram); advice && *advice > memory) {
-            memory = *advice;
-        }
-        if (ctx.inventory.host.mem_total_kib) {
-            const std::uint64_t host_mib = *ctx.inventory.host.mem_total_kib / 1024;
-            const std::uint64_t reserve = std::max<std::uint64_t>(4096, host_mib / 8);
-            if (memory + reserve > host_mib) {
-                const std::uint64_t capped = host_mib > reserve + 1024 ? round_up(host_mib - reserve, 1024) - 1024 : 1024;
-                plan.warnings.push_back("VM " + id + " gets " + std::to_string(capped) + " MiB instead of "
-                                        + std::to_string(memory) + " MiB: the host has " + std::to_string(host_mib)
-                                        + " MiB and passthrough pins all guest memory");
-                memory = capped;
-            }
-        }
-        std::vector<std::string> argv{"qm", "create", id, "--name", "gpu-" + id, "--ostype", profile.ostype,
-                                      "--machine", profile.machine, "--bios", profile.bios};
-        PropertyString cpu;
-        cpu.parts.emplace_back("", profile.cpu_type);
-        if (!profile.cpu_flags.empty()) {
-            cpu.set("flags", util::join(profile.cpu_flags, ";"));
-        }
-        if (profile.cpu_hidden) {
-            cpu.set("hidden", "1");
-        }
-        if (profile.hv_vendor_id) {
-            cpu.set("hv-vendor-id", *profile.hv_vendor_id);
-        }
-        argv.insert(argv.end(), {"--cpu", cpu.str(), "--cores", std::to_string(profile.create_cores), "--sockets",
-                                 std::to_string(profile.create_sockets)});
-        if (profile.numa) {
-            argv.insert(argv.end(), {"--numa", "1"});
-        }
-        if (profile.hugepages) {
-            const auto page = hugepage_mib(*profile.hugepages);
-            memory = round_up(memory, page);
-        }
-        argv.insert(argv.end(), {"--memory", std::to_string(memory)});
-        if (profile.balloon) {
-            argv.insert(argv.end(), {"--balloon", std::to_string(*profile.balloon)});
-        }
-        if (profile.hugepages) {
-            argv.insert(argv.end(), {"--hugepages", *profile.hugepages});
-        }
-        if (profile.affinity) {
-            const Affinity aff = plan_affinity(ctx, cards);
-            if (aff.cpulist) {
-                argv.insert(argv.end(), {"--affinity", *aff.cpulist});
-            }
-            plan.notes.push_back("VM " + id + ": " + aff.note);
-        }
-        argv.insert(argv.end(), {"--scsihw", profile.create_scsihw, "--net0", profile.create_net0});
-        if (storage) {
-            argv.insert(argv.end(), {"--scsi0", *storage + ":" + std::to_string(profile.create_disk_gib)
-                                                    + (profile.create_disk_options.empty() ? "" : "," + profile.create_disk_options)});
-            if (profile.bios == "ovmf") {
-                argv.insert(argv.end(), {"--efidisk0", *storage + ":1,efitype=" + profile.efitype + ",pre-enrolled-keys="
-                                                           + (profile.pre_enrolled_keys ? "1" : "0")});
-            }
-            if (profile.create_tpmstate) {
-                argv.insert(argv.end(), {"--tpmstate0", *storage + ":1,version=v2.0"});
-            }
-        } else {
-            plan.warnings.push_back("no storage for VM images found in /etc/pve/storage.cfg: VM " + id
-                                    + " is created without a disk and without an EFI vars disk");
-        }
-        for (const auto& slot : slots) {
-            argv.insert(argv.end(), {"--" + slot.key, slot.value.str()});
-        }
-        plan.commands.push_back({argv, "create VM " + id + " (profile " + profile.name + ") with "
-                                           + std::to_string(cards.size()) + " GPU(s); qm create checks the VMID cluster-wide"});
-        if (!vram) {
-            plan.notes.push_back("no VRAM figure in the GPU profiles for every card: memory " + std::to_string(memory)
-                                 + " MiB comes from the VM profile");
-        }
-        return;
-    }
-
-    // 3b. An existing VM: edit its config in place.
-    auto guard_pending = [&](std::string_view key) {
-        if (pending_has(key)) {
-            plan.refusals.push_back({"VM " + id + " has a pending change of " + std::string(key) + " ([PENDING])",
-                                     {"apply or revert the pending changes first (qm pending " + id + ")"}});
+// hostpciN per card: the entry that already names it, else the lowest free one.
+bool assign_slots(VmJob& job)
+{
+    std::set<int> used = used_hostpci(job.config);
+    std::set<std::string> claimed;
+    for (std::size_t k = 0; k < job.cards.size(); ++k) {
+        const Card& card = job.cards[k];
+        const auto& mapping = job.ctx.request.mapping;
+        const std::optional<std::string> map_id = mapping ? std::optional<std::string>(mapping_id_for(*mapping, k)) : std::nullopt;
+        CardSlot slot;
+        if (!reuse_slot(job, card, claimed, slot)) {
             return false;
         }
-        return true;
-    };
+        if (slot.key.empty() && !free_slot(job, card, used, slot)) {
+            return false;
+        }
+        claimed.insert(slot.key);
+        if (!job.guard_pending(slot.key)) {
+            return false;
+        }
+        fill_slot(job, card, map_id, slot);
+        job.slots.push_back(std::move(slot));
+    }
+    return true;
+}
 
-    // machine: q35 keeps any sub-options (viommu=...).
-    {
-        const auto current = config.get("machine");
-        PropertyString machine = PropertyString::parse(current.value_or(""));
-        auto type = machine.get("");
-        if (!type) {
-            type = machine.get("type");
+// --- mapping: /etc/pve/mapping/pci.cfg ---------------------------------------
+
+// This node's entry for CARD in mapping MAP_ID of FILE; false when refused.
+bool map_card(VmJob& job, const Card& card, const std::string& map_id, format::pve::PciMappingFile& file,
+              std::vector<std::string>& map_reasons)
+{
+    if (card.fn0 == nullptr || !card.fn0->vendor || !card.fn0->device) {
+        job.plan.refusals.push_back({"cannot map " + card.label + ": its vendor/device id is unknown", {}});
+        return false;
+    }
+    format::pve::MapEntry entry;
+    entry.node = *job.mctx.node;
+    entry.paths = {card.slot};
+    entry.id = card.fn0->vendor_device();
+    if (card.fn0->subsystem_vendor && card.fn0->subsystem_device) {
+        entry.subsystem_id = util::hex(*card.fn0->subsystem_vendor, 4) + ":" + util::hex(*card.fn0->subsystem_device, 4);
+    }
+    entry.iommu_group = card.fn0->iommu_group;
+    const auto* section = file.find(map_id);
+    if (section == nullptr) {
+        const std::string description = card.label.substr(4) + ", added by passthru";
+        file.add_section(map_id, {entry}, description);
+        map_reasons.push_back("new mapping " + map_id + ": " + entry.str());
+        return true;
+    }
+    const auto local = std::find_if(section->maps.begin(), section->maps.end(),
+                                    [&](const format::pve::MapEntry& map) { return map.node == entry.node; });
+    if (local == section->maps.end()) {
+        const auto other = std::find_if(section->maps.begin(), section->maps.end(),
+                                        [&](const format::pve::MapEntry& map) { return map.id != entry.id; });
+        if (other != section->maps.end()) {
+            job.plan.warnings.push_back("mapping " + map_id + " maps node " + other->node + " to a " + other->id
+                                        + " device, this node's card is " + entry.id
+                                        + ": a VM moved between them sees a different GPU model");
         }
-        if (!type || !std::regex_match(*type, k_q35)) {
-            if (!guard_pending("machine")) {
-                return;
-            }
-            machine.remove("type");
-            machine.remove("");
-            machine.parts.insert(machine.parts.begin(), {"", profile.machine});
-            set_key(config, reasons, "machine", machine.str(), "pcie=1 needs the q35 machine");
-            plan.warnings.push_back("VM " + id + " moves from " + type.value_or("i440fx (default)")
-                                    + " to q35: the guest sees a new chipset; Windows may need to re-detect devices");
+        file.add_map(map_id, entry);
+        map_reasons.push_back("mapping " + map_id + ": add node " + entry.node + ": " + entry.str());
+        return true;
+    }
+    const bool same = std::any_of(local->paths.begin(), local->paths.end(), [&](const std::string& p) {
+        return util::to_lower(p) == card.slot || util::to_lower(p) == card.functions.front();
+    });
+    if (!same) {
+        job.plan.refusals.push_back({"mapping " + map_id + " already maps node " + entry.node + " to "
+                                         + util::join(local->paths, ";") + ", not " + card.slot,
+                                     {"choose another --mapping name"}});
+        return false;
+    }
+    if (local->paths.size() == 1 && local->paths.front() == card.functions.front() && card.functions.size() > 1) {
+        job.plan.warnings.push_back("mapping " + map_id + " names only function 0 (" + local->paths.front()
+                                    + "): the other functions of " + card.label + " stay on the host side");
+    }
+    job.plan.notes.push_back("mapping " + map_id + " already maps " + card.slot + " on node " + entry.node);
+    return true;
+}
+
+// With --mapping: one mapping per card in pci.cfg; false when refused.
+bool plan_mappings(VmJob& job)
+{
+    if (!job.ctx.request.mapping) {
+        return true;
+    }
+    format::pve::PciMappingFile file = job.mctx.file ? *job.mctx.file : format::pve::PciMappingFile::parse("");
+    std::vector<std::string> map_reasons;
+    for (std::size_t k = 0; k < job.cards.size(); ++k) {
+        if (!map_card(job, job.cards[k], mapping_id_for(*job.ctx.request.mapping, k), file, map_reasons)) {
+            return false;
         }
     }
-    // bios + efidisk0
-    {
-        const auto current = config.get("bios").value_or("seabios");
-        if (current != profile.bios) {
-            if (!guard_pending("bios")) {
-                return;
-            }
-            set_key(config, reasons, "bios", profile.bios, "UEFI firmware, the most compatible setup for GPU passthrough");
-            if (profile.bios == "ovmf") {
-                plan.warnings.push_back("VM " + id + " switches from SeaBIOS to OVMF (UEFI): a guest installed in BIOS/MBR "
-                                        "mode will not boot until it is converted to UEFI/GPT");
-            }
-        }
-        if (profile.bios == "ovmf" && !config.get("efidisk0")) {
-            const auto storage = vm_disk_storage(config) ? vm_disk_storage(config) : images_storage(ctx.fs);
-            if (storage) {
-                plan.commands.push_back({{"qm", "set", id, "--efidisk0",
-                                          *storage + ":1,efitype=" + profile.efitype
-                                              + ",pre-enrolled-keys=" + (profile.pre_enrolled_keys ? "1" : "0")},
-                                         "VM " + id + " has no efidisk0: OVMF would keep its settings in a temporary "
-                                         "EFI vars disk and forget boot entries at every start"});
-            } else {
-                plan.warnings.push_back("VM " + id + " has no efidisk0 and no storage for one was found: OVMF uses a "
-                                        "temporary EFI vars disk; add one with qm set " + id + " --efidisk0 STORAGE:1,efitype=4m");
+    const std::string after = file.str();
+    if (!job.mctx.before || *job.mctx.before != after) {
+        stage_file(job.ctx, job.plan, k_pci_mapping_file, after, map_reasons);
+        for (auto& f : job.plan.files) {
+            if (f.path == k_pci_mapping_file && f.action == FileAction::create) {
+                f.mode = 0640; // pmxcfs shows every file as root:www-data 0640
             }
         }
     }
-    // cpu
-    {
-        const auto current = config.get("cpu");
-        PropertyString cpu = PropertyString::parse(current.value_or(""));
-        auto type = cpu.get("");
-        if (!type) {
-            type = cpu.get("cputype");
-            cpu.remove("cputype");
-        }
-        cpu.remove("");
-        cpu.parts.insert(cpu.parts.begin(), {"", profile.cpu_type});
-        std::vector<std::string> flags = util::split(cpu.get("flags").value_or(""), ";");
-        const auto& allowed = vm_cpu_flag_allow_list();
-        for (const auto& flag : flags) {
-            if (flag.size() < 2 || std::find(allowed.begin(), allowed.end(), flag.substr(1)) == allowed.end()) {
-                plan.warnings.push_back("VM " + id + ": cpu flag " + flag + " is not allowed in a VM config; PVE ignores "
-                                        "the whole cpu line (kept as it is)");
-            }
-        }
-        for (const auto& flag : profile.cpu_flags) {
-            const auto same_name = std::find_if(flags.begin(), flags.end(), [&](const std::string& f) { return f.substr(1) == flag.substr(1); });
-            if (same_name == flags.end()) {
-                flags.push_back(flag);
-            }
-        }
-        if (!flags.empty()) {
-            cpu.set("flags", util::join(flags, ";"));
-        }
-        if (profile.cpu_hidden && format::pve::parse_boolean(cpu.get("hidden").value_or("0")) != true) {
-            cpu.set("hidden", "1");
-        }
-        if (profile.hv_vendor_id && !cpu.get("hv-vendor-id")) {
-            cpu.set("hv-vendor-id", *profile.hv_vendor_id);
-        }
-        if (current != cpu.str()) {
-            if (!guard_pending("cpu")) {
-                return;
-            }
-            set_key(config, reasons, "cpu", cpu.str(),
-                    profile.cpu_hidden ? "host CPU model; hidden=1 and hv-vendor-id for NVIDIA drivers before R465 (Code 43)"
-                                       : "the host CPU model: full instruction set for CUDA and data loading");
+    return true;
+}
+
+// --- values both paths build -------------------------------------------------
+
+// The profile's cpu on top of CURRENT: its model, its flags added to those
+// set (a flag of the same name kept as it is), hidden and hv-vendor-id.
+// BAD_FLAGS gets the flags PVE would not accept in a VM config.
+PropertyString wanted_cpu(const std::optional<std::string>& current, const VmProfile& profile,
+                          std::vector<std::string>& bad_flags)
+{
+    PropertyString cpu = PropertyString::parse(current.value_or(""));
+    if (!cpu.get("")) {
+        cpu.remove("cputype");
+    }
+    cpu.remove("");
+    cpu.parts.insert(cpu.parts.begin(), {"", profile.cpu_type});
+    std::vector<std::string> flags = util::split(cpu.get("flags").value_or(""), ";");
+    const auto& allowed = vm_cpu_flag_allow_list();
+    for (const auto& flag : flags) {
+        if (flag.size() < 2 || std::find(allowed.begin(), allowed.end(), flag.substr(1)) == allowed.end()) {
+            bad_flags.push_back(flag);
         }
     }
-    // numa, affinity, balloon, hugepages, memory advice
-    if (profile.numa && format::pve::parse_boolean(config.get("numa").value_or("0")) != true) {
-        if (!guard_pending("numa")) {
-            return;
+    for (const auto& flag : profile.cpu_flags) {
+        const auto same_name = std::find_if(flags.begin(), flags.end(), [&](const std::string& f) { return f.substr(1) == flag.substr(1); });
+        if (same_name == flags.end()) {
+            flags.push_back(flag);
         }
-        set_key(config, reasons, "numa", "1", "guest NUMA topology; hugepages need it");
+    }
+    if (!flags.empty()) {
+        cpu.set("flags", util::join(flags, ";"));
+    }
+    if (profile.cpu_hidden && format::pve::parse_boolean(cpu.get("hidden").value_or("0")) != true) {
+        cpu.set("hidden", "1");
+    }
+    if (profile.hv_vendor_id && !cpu.get("hv-vendor-id")) {
+        cpu.set("hv-vendor-id", *profile.hv_vendor_id);
+    }
+    return cpu;
+}
+
+// The efidisk0 volume to allocate on STORAGE.
+std::string efidisk_volume(const std::string& storage, const VmProfile& profile)
+{
+    return storage + ":1,efitype=" + profile.efitype + ",pre-enrolled-keys=" + (profile.pre_enrolled_keys ? "1" : "0");
+}
+
+// Memory of a new VM (MiB): the profile's, raised to the advice for the cards,
+// capped to what the host can pin, rounded to the huge page.
+std::uint64_t new_vm_memory(VmJob& job, std::optional<std::uint64_t> vram)
+{
+    const VmProfile& profile = job.profile;
+    std::uint64_t memory = profile.create_memory_mib;
+    if (const auto advice = memory_advice(profile, vram); advice && *advice > memory) {
+        memory = *advice;
+    }
+    if (job.ctx.inventory.host.mem_total_kib) {
+        const std::uint64_t host_mib = *job.ctx.inventory.host.mem_total_kib / 1024;
+        const std::uint64_t reserve = std::max<std::uint64_t>(4096, host_mib / 8);
+        if (memory + reserve > host_mib) {
+            const std::uint64_t capped = host_mib > reserve + 1024 ? round_up(host_mib - reserve, 1024) - 1024 : 1024;
+            job.plan.warnings.push_back("VM " + job.id + " gets " + std::to_string(capped) + " MiB instead of "
+                                        + std::to_string(memory) + " MiB: the host has " + std::to_string(host_mib)
+                                        + " MiB and passthrough pins all guest memory");
+            memory = capped;
+        }
+    }
+    if (profile.hugepages) {
+        memory = round_up(memory, hugepage_mib(*profile.hugepages));
+    }
+    return memory;
+}
+
+// --- the create path: one qm create ----------------------------------------
+
+// The disks of a new VM on the first storage for images: system disk, EFI
+// vars, TPM state.
+void add_new_vm_disks(VmJob& job, std::vector<std::string>& argv)
+{
+    const VmProfile& profile = job.profile;
+    const auto storage = images_storage(job.ctx.fs);
+    if (!storage) {
+        job.plan.warnings.push_back("no storage for VM images found in /etc/pve/storage.cfg: VM " + job.id
+                                    + " is created without a disk and without an EFI vars disk");
+        return;
+    }
+    argv.insert(argv.end(), {"--scsi0", *storage + ":" + std::to_string(profile.create_disk_gib)
+                                            + (profile.create_disk_options.empty() ? "" : "," + profile.create_disk_options)});
+    if (profile.bios == "ovmf") {
+        argv.insert(argv.end(), {"--efidisk0", efidisk_volume(*storage, profile)});
+    }
+    if (profile.create_tpmstate) {
+        argv.insert(argv.end(), {"--tpmstate0", *storage + ":1,version=v2.0"});
+    }
+}
+
+// A new VM: one qm create with everything, so PVE allocates the disks and
+// checks the VMID cluster-wide itself.
+void plan_qm_create(VmJob& job)
+{
+    const VmProfile& profile = job.profile;
+    const std::string& id = job.id;
+    const auto vram = total_vram_mib(job.ctx, job.cards);
+    std::uint64_t memory = new_vm_memory(job, vram);
+    std::vector<std::string> argv{"qm", "create", id, "--name", "gpu-" + id, "--ostype", profile.ostype,
+                                  "--machine", profile.machine, "--bios", profile.bios};
+    std::vector<std::string> bad_flags; // none: a new VM has no flags of its own
+    argv.insert(argv.end(), {"--cpu", wanted_cpu(std::nullopt, profile, bad_flags).str(), "--cores",
+                             std::to_string(profile.create_cores), "--sockets", std::to_string(profile.create_sockets)});
+    if (profile.numa) {
+        argv.insert(argv.end(), {"--numa", "1"});
+    }
+    argv.insert(argv.end(), {"--memory", std::to_string(memory)});
+    if (profile.balloon) {
+        argv.insert(argv.end(), {"--balloon", std::to_string(*profile.balloon)});
+    }
+    if (profile.hugepages) {
+        argv.insert(argv.end(), {"--hugepages", *profile.hugepages});
     }
     if (profile.affinity) {
-        const Affinity aff = plan_affinity(ctx, cards);
+        const Affinity aff = plan_affinity(job.ctx, job.cards);
         if (aff.cpulist) {
-            if (const auto current = config.get("affinity"); current && *current != *aff.cpulist) {
-                plan.notes.push_back("VM " + id + " keeps its affinity " + *current + " (the GPUs' node has CPUs "
+            argv.insert(argv.end(), {"--affinity", *aff.cpulist});
+        }
+        job.plan.notes.push_back("VM " + id + ": " + aff.note);
+    }
+    argv.insert(argv.end(), {"--scsihw", profile.create_scsihw, "--net0", profile.create_net0});
+    add_new_vm_disks(job, argv);
+    for (const auto& slot : job.slots) {
+        argv.insert(argv.end(), {"--" + slot.key, slot.value.str()});
+    }
+    job.plan.commands.push_back({argv, "create VM " + id + " (profile " + profile.name + ") with "
+                                           + std::to_string(job.cards.size())
+                                           + " GPU(s); qm create checks the VMID cluster-wide"});
+    if (!vram) {
+        job.plan.notes.push_back("no VRAM figure in the GPU profiles for every card: memory " + std::to_string(memory)
+                                 + " MiB comes from the VM profile");
+    }
+}
+
+// --- the edit path: the config edited in place ---------------------------------
+// Each step returns false when it refused (the plan stops there).
+
+// machine: q35 (pcie=1 needs it), keeping any sub-options (viommu=...).
+bool edit_machine(VmJob& job)
+{
+    PropertyString machine = PropertyString::parse(job.config.get("machine").value_or(""));
+    auto type = machine.get("");
+    if (!type) {
+        type = machine.get("type");
+    }
+    if (type && std::regex_match(*type, k_q35)) {
+        return true;
+    }
+    if (!job.guard_pending("machine")) {
+        return false;
+    }
+    machine.remove("type");
+    machine.remove("");
+    machine.parts.insert(machine.parts.begin(), {"", job.profile.machine});
+    set_key(job.config, job.reasons, "machine", machine.str(), "pcie=1 needs the q35 machine");
+    job.plan.warnings.push_back("VM " + job.id + " moves from " + type.value_or("i440fx (default)")
+                                + " to q35: the guest sees a new chipset; Windows may need to re-detect devices");
+    return true;
+}
+
+// bios, and for OVMF an efidisk0 on the storage of the VM's disks.
+bool edit_bios(VmJob& job)
+{
+    const VmProfile& profile = job.profile;
+    const std::string& id = job.id;
+    if (job.config.get("bios").value_or("seabios") != profile.bios) {
+        if (!job.guard_pending("bios")) {
+            return false;
+        }
+        set_key(job.config, job.reasons, "bios", profile.bios, "UEFI firmware, the most compatible setup for GPU passthrough");
+        if (profile.bios == "ovmf") {
+            job.plan.warnings.push_back("VM " + id + " switches from SeaBIOS to OVMF (UEFI): a guest installed in BIOS/MBR "
+                                        "mode will not boot until it is converted to UEFI/GPT");
+        }
+    }
+    if (profile.bios != "ovmf" || job.config.get("efidisk0")) {
+        return true;
+    }
+    const auto storage = vm_disk_storage(job.config) ? vm_disk_storage(job.config) : images_storage(job.ctx.fs);
+    if (storage) {
+        job.plan.commands.push_back({{"qm", "set", id, "--efidisk0", efidisk_volume(*storage, profile)},
+                                     "VM " + id + " has no efidisk0: OVMF would keep its settings in a temporary "
+                                     "EFI vars disk and forget boot entries at every start"});
+    } else {
+        job.plan.warnings.push_back("VM " + id + " has no efidisk0 and no storage for one was found: OVMF uses a "
+                                    "temporary EFI vars disk; add one with qm set " + id + " --efidisk0 STORAGE:1,efitype=4m");
+    }
+    return true;
+}
+
+// cpu: the profile's model and flags on top of what the VM has.
+bool edit_cpu(VmJob& job)
+{
+    const auto current = job.config.get("cpu");
+    std::vector<std::string> bad_flags;
+    const PropertyString cpu = wanted_cpu(current, job.profile, bad_flags);
+    for (const auto& flag : bad_flags) {
+        job.plan.warnings.push_back("VM " + job.id + ": cpu flag " + flag + " is not allowed in a VM config; PVE ignores "
+                                    "the whole cpu line (kept as it is)");
+    }
+    if (current == cpu.str()) {
+        return true;
+    }
+    if (!job.guard_pending("cpu")) {
+        return false;
+    }
+    set_key(job.config, job.reasons, "cpu", cpu.str(),
+            job.profile.cpu_hidden ? "host CPU model; hidden=1 and hv-vendor-id for NVIDIA drivers before R465 (Code 43)"
+                                   : "the host CPU model: full instruction set for CUDA and data loading");
+    return true;
+}
+
+// numa: 1 and the vCPU affinity to the GPUs' NUMA node (an affinity set by
+// hand is kept).
+bool edit_numa_affinity(VmJob& job)
+{
+    const std::string& id = job.id;
+    if (job.profile.numa && format::pve::parse_boolean(job.config.get("numa").value_or("0")) != true) {
+        if (!job.guard_pending("numa")) {
+            return false;
+        }
+        set_key(job.config, job.reasons, "numa", "1", "guest NUMA topology; hugepages need it");
+    }
+    if (!job.profile.affinity) {
+        return true;
+    }
+    const Affinity aff = plan_affinity(job.ctx, job.cards);
+    if (!aff.cpulist) {
+        job.plan.notes.push_back("VM " + id + ": " + aff.note);
+        return true;
+    }
+    if (const auto current = job.config.get("affinity")) {
+        if (*current != *aff.cpulist) {
+            job.plan.notes.push_back("VM " + id + " keeps its affinity " + *current + " (the GPUs' node has CPUs "
                                      + *aff.cpulist + ")");
-            } else if (!current) {
-                if (!guard_pending("affinity")) {
-                    return;
-                }
-                set_key(config, reasons, "affinity", *aff.cpulist, aff.note);
-                const int vcpus = static_cast<int>(util::parse_int(config.get("cores").value_or("1")).value_or(1)
-                                                   * util::parse_int(config.get("sockets").value_or("1")).value_or(1));
-                if (const auto n = cpulist_count(*aff.cpulist); n && vcpus > *n) {
-                    plan.warnings.push_back("VM " + id + " has " + std::to_string(vcpus) + " vCPUs but the GPUs' NUMA node has "
-                                            + std::to_string(*n) + " CPUs");
-                }
-            }
-        } else {
-            plan.notes.push_back("VM " + id + ": " + aff.note);
         }
+        return true;
     }
-    if (profile.balloon) {
-        const auto current = config.get("balloon");
-        if (current != std::to_string(*profile.balloon)) {
-            if (!guard_pending("balloon")) {
-                return;
-            }
-            set_key(config, reasons, "balloon", std::to_string(*profile.balloon),
-                    "passthrough pins all guest memory, so the balloon cannot give any back");
+    if (!job.guard_pending("affinity")) {
+        return false;
+    }
+    set_key(job.config, job.reasons, "affinity", *aff.cpulist, aff.note);
+    const int vcpus = static_cast<int>(util::parse_int(job.config.get("cores").value_or("1")).value_or(1)
+                                       * util::parse_int(job.config.get("sockets").value_or("1")).value_or(1));
+    if (const auto n = cpulist_count(*aff.cpulist); n && vcpus > *n) {
+        job.plan.warnings.push_back("VM " + id + " has " + std::to_string(vcpus) + " vCPUs but the GPUs' NUMA node has "
+                                    + std::to_string(*n) + " CPUs");
+    }
+    return true;
+}
+
+// balloon, hugepages, and advice on the memory size (never changed).
+bool edit_memory(VmJob& job)
+{
+    const VmProfile& profile = job.profile;
+    const std::string& id = job.id;
+    if (profile.balloon && job.config.get("balloon") != std::to_string(*profile.balloon)) {
+        if (!job.guard_pending("balloon")) {
+            return false;
         }
+        set_key(job.config, job.reasons, "balloon", std::to_string(*profile.balloon),
+                "passthrough pins all guest memory, so the balloon cannot give any back");
     }
-    const std::uint64_t memory = vm_memory_mib(config);
-    if (profile.hugepages && config.get("hugepages") != *profile.hugepages) {
+    const std::uint64_t memory = vm_memory_mib(job.config);
+    if (profile.hugepages && job.config.get("hugepages") != *profile.hugepages) {
         const auto page = hugepage_mib(*profile.hugepages);
         if (memory % page != 0 || memory % 2 != 0) {
-            plan.warnings.push_back("hugepages not set: VM " + id + " has " + std::to_string(memory) + " MiB, not a multiple of the "
-                                    + std::to_string(page) + " MiB page size");
-        } else if (guard_pending("hugepages")) {
-            set_key(config, reasons, "hugepages", *profile.hugepages, "huge pages back the guest memory (needs numa: 1)");
+            job.plan.warnings.push_back("hugepages not set: VM " + id + " has " + std::to_string(memory)
+                                        + " MiB, not a multiple of the " + std::to_string(page) + " MiB page size");
+        } else if (job.guard_pending("hugepages")) {
+            set_key(job.config, job.reasons, "hugepages", *profile.hugepages, "huge pages back the guest memory (needs numa: 1)");
         } else {
-            return;
+            return false;
         }
     }
-    if (const auto advice = memory_advice(profile, total_vram_mib(ctx, cards)); advice && memory < *advice) {
-        plan.warnings.push_back("VM " + id + " has " + std::to_string(memory) + " MiB of memory; for these GPUs the " + profile.name
-                                + " profile advises at least " + std::to_string(*advice) + " MiB (qm set " + id + " --memory "
-                                + std::to_string(*advice) + ")");
+    if (const auto advice = memory_advice(profile, total_vram_mib(job.ctx, job.cards)); advice && memory < *advice) {
+        job.plan.warnings.push_back("VM " + id + " has " + std::to_string(memory) + " MiB of memory; for these GPUs the "
+                                    + profile.name + " profile advises at least " + std::to_string(*advice) + " MiB (qm set "
+                                    + id + " --memory " + std::to_string(*advice) + ")");
     }
-    if (ctx.inventory.host.mem_total_kib && memory > *ctx.inventory.host.mem_total_kib / 1024) {
-        plan.warnings.push_back("VM " + id + " has more memory (" + std::to_string(memory) + " MiB) than the host ("
-                                + std::to_string(*ctx.inventory.host.mem_total_kib / 1024)
-                                + " MiB); with passthrough all of it is pinned, so it will not start");
+    const auto host_kib = job.ctx.inventory.host.mem_total_kib;
+    if (host_kib && memory > *host_kib / 1024) {
+        job.plan.warnings.push_back("VM " + id + " has more memory (" + std::to_string(memory) + " MiB) than the host ("
+                                    + std::to_string(*host_kib / 1024)
+                                    + " MiB); with passthrough all of it is pinned, so it will not start");
     }
-    if (!config.section_names().empty()) {
-        plan.notes.push_back("VM " + id + ": sections kept unchanged: [" + util::join(config.section_names(), "], [") + "]");
+    return true;
+}
+
+// An existing VM: every edit step, then the config staged with its reasons.
+void plan_config_edit(VmJob& job)
+{
+    if (!edit_machine(job) || !edit_bios(job) || !edit_cpu(job) || !edit_numa_affinity(job) || !edit_memory(job)) {
+        return;
     }
-    stage_file(ctx, plan, conf_path, config.str(), reasons);
+    if (!job.config.section_names().empty()) {
+        job.plan.notes.push_back("VM " + job.id + ": sections kept unchanged: ["
+                                 + util::join(job.config.section_names(), "], [") + "]");
+    }
+    stage_file(job.ctx, job.plan, job.conf_path, job.config.str(), job.reasons);
+}
+
+} // namespace
+
+void plan_proxmox_vm(const PlanContext& ctx, const VmProfile& profile, Plan& plan)
+{
+    VmJob job(ctx, profile, plan);
+    if (!start_job(job)) {
+        return;
+    }
+    refuse_split_groups(job);
+    const auto refusals_before = plan.refusals.size();
+    job.exists = ctx.fs.exists(job.conf_path);
+    if (!refuse_foreign_vmid(job) || !read_vm_config(job)) {
+        return;
+    }
+    refuse_busy_vm(job);
+    read_mappings(job);
+    check_other_vms(ctx, job.vmid, job.cards, job.mctx, plan);
+    if (plan.refusals.size() != refusals_before || !assign_slots(job) || !plan_mappings(job)) {
+        return;
+    }
+    if (job.exists) {
+        plan_config_edit(job);
+    } else {
+        plan_qm_create(job);
+    }
 }
 
 } // namespace passthru::plan::detail
