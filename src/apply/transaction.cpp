@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "scan/boot_loader.hpp"
 #include "util/fault.hpp"
 #include "util/sha256.hpp"
 #include "util/strings.hpp"
@@ -86,7 +87,7 @@ bool rerun_after_restore(const std::vector<std::string>& argv)
         return false;
     }
     const std::string_view tool = util::base_name(argv.front());
-    return tool == "update-initramfs" || tool == "update-grub" || tool == "proxmox-boot-tool" || tool == "ifreload";
+    return tool == "update-initramfs" || tool == "ifreload" || scan::is_boot_refresh(tool);
 }
 
 TransactionSpec spec_from_plan(const plan::Plan& plan, nlohmann::json request)

@@ -6,6 +6,7 @@
 
 #include "format/pve_config.hpp"
 #include "format/pve_mapping.hpp"
+#include "scan/boot_loader.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::apply {
@@ -93,8 +94,7 @@ VerifyReport verify_host(const scan::Inventory& inventory, const util::HostFs& f
             add(true, "the kernel command line carries " + util::join(target.kernel_args, " "));
         } else {
             add(false, "the running kernel's command line lacks " + util::join(missing, " "),
-                "the boot loader was not refreshed or the host was not rebooted: run update-grub (GRUB) or proxmox-boot-tool refresh "
-                "(systemd-boot), then reboot");
+                scan::explain_missing_args(scan::boot_loader(inventory.host.bootloader), fs, missing).fix);
         }
     }
 

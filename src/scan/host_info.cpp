@@ -136,66 +136,44 @@ std::optional<std::string> dpkg_version(const util::HostFs& fs, std::string_view
     return std::nullopt;
 }
 
-// Which boot loader (docs/facts.md: boot-loader): proxmox-boot-tool status on a live host; files otherwise.
+// Which boot loader (docs/facts.md: boot-loader): proxmox-boot-tool status on a live host; files
+// otherwise. The table in boot_loader.cpp turns the evidence into a boot loader.
+BootProbe probe_proxmox_boot_tool(const util::CommandRunner& runner)
+{
+    auto status = runner.query({"proxmox-boot-tool", "status"});
+    if (!status) {
+        return BootProbe::not_installed;
+    }
+    if (status->exit_code == 2) {
+        return BootProbe::no_esp;
+    }
+    if (status->exit_code == 0) {
+        // Per ESP: "<uuid> is configured with: uefi (versions: ...)" or "grub (versions: ...)";
+        // PVE 9's pve8to9 also accepts "systemd-boot" there.
+        const bool sd = status->output.find("configured with: uefi") != std::string::npos
+                        || status->output.find("configured with: systemd-boot") != std::string::npos;
+        return sd ? BootProbe::esp_uefi : BootProbe::esp_grub;
+    }
+    return BootProbe::not_run; // any other exit: decide from the files
+}
+
 void detect_bootloader(const util::HostFs& fs, const util::CommandRunner& runner, HostInfo& host)
 {
-    host.uefi = fs.is_dir("/sys/firmware/efi");
-    std::vector<std::string> esps;
+    BootEvidence e;
+    e.uefi = host.uefi = fs.is_dir("/sys/firmware/efi");
     if (auto uuids = fs.read_file("/etc/kernel/proxmox-boot-uuids")) {
-        for (const auto& line : util::split_lines(*uuids)) {
-            if (!util::trim(line).empty()) {
-                esps.emplace_back(util::trim(line));
-            }
-        }
+        const auto lines = util::split_lines(*uuids);
+        e.esps = std::any_of(lines.begin(), lines.end(), [](const std::string& l) { return !util::trim(l).empty(); });
     }
-    host.proxmox_boot_tool = !esps.empty();
-
+    e.kernel_cmdline = fs.exists("/etc/kernel/cmdline");
+    e.grub_config = fs.exists("/etc/default/grub") || fs.is_dir("/boot/grub");
     if (fs.is_live()) {
-        auto status = runner.query({"proxmox-boot-tool", "status"});
-        if (!status) {
-            host.bootloader = Bootloader::grub;
-            host.bootloader_evidence = "proxmox-boot-tool is not installed: plain GRUB";
-            return;
-        }
-        if (status->exit_code == 2) {
-            host.bootloader = Bootloader::grub;
-            host.bootloader_evidence = "proxmox-boot-tool status exited 2 (no ESP configured): plain GRUB";
-            return;
-        }
-        if (status->exit_code == 0) {
-            host.proxmox_boot_tool = true;
-            if (status->output.find("configured with: uefi") != std::string::npos) {
-                host.bootloader = Bootloader::systemd_boot;
-                host.bootloader_evidence = "proxmox-boot-tool status: an ESP is configured with uefi (systemd-boot)";
-            } else {
-                host.bootloader = Bootloader::grub;
-                host.bootloader_evidence = "proxmox-boot-tool status: ESPs configured with grub";
-            }
-            return;
-        }
-        // Any other exit: fall through to the file evidence.
+        e.probe = probe_proxmox_boot_tool(runner);
     }
-
-    if (host.proxmox_boot_tool) {
-        if (host.uefi && fs.exists("/etc/kernel/cmdline")) {
-            host.bootloader = Bootloader::systemd_boot;
-            host.bootloader_evidence = "/etc/kernel/proxmox-boot-uuids lists an ESP, /sys/firmware/efi exists and "
-                                       "/etc/kernel/cmdline exists: systemd-boot via proxmox-boot-tool";
-        } else {
-            host.bootloader = Bootloader::grub;
-            host.bootloader_evidence = std::string("/etc/kernel/proxmox-boot-uuids lists an ESP but ")
-                                       + (host.uefi ? "/etc/kernel/cmdline is missing" : "the host booted in legacy BIOS mode")
-                                       + ": GRUB via proxmox-boot-tool";
-        }
-        return;
-    }
-    if (fs.exists("/etc/default/grub") || fs.is_dir("/boot/grub")) {
-        host.bootloader = Bootloader::grub;
-        host.bootloader_evidence = "no /etc/kernel/proxmox-boot-uuids; /etc/default/grub exists: plain GRUB";
-        return;
-    }
-    host.bootloader = Bootloader::unknown;
-    host.bootloader_evidence = "neither /etc/kernel/proxmox-boot-uuids nor /etc/default/grub found";
+    host.proxmox_boot_tool = e.esps || e.probe == BootProbe::esp_uefi || e.probe == BootProbe::esp_grub;
+    auto [spec, why] = detect_boot_loader(e);
+    host.bootloader = spec->id;
+    host.bootloader_evidence = std::move(why);
 }
 
 } // namespace

@@ -80,15 +80,7 @@ std::string_view to_string(Isolation isolation)
 
 std::string_view to_string(Bootloader bootloader)
 {
-    switch (bootloader) {
-    case Bootloader::grub:
-        return "grub";
-    case Bootloader::systemd_boot:
-        return "systemd-boot";
-    case Bootloader::unknown:
-        return "unknown";
-    }
-    return "unknown";
+    return boot_loader(bootloader).name;
 }
 
 std::string_view to_string(Severity severity)

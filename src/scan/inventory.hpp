@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "scan/boot_loader.hpp"
 #include "scan/pci_address.hpp"
 
 namespace passthru::scan {
@@ -125,13 +126,6 @@ struct GpuCard
     bool is_nvidia() const { return vendor == k_vendor_nvidia; }
 };
 
-enum class Bootloader
-{
-    grub,
-    systemd_boot,
-    unknown,
-};
-
 struct IommuState
 {
     bool enabled = false; // groups exist
@@ -148,7 +142,7 @@ struct HostInfo
     std::optional<bool> virtualization; // vmx/svm flag present
     std::optional<std::string> kernel;  // /proc/sys/kernel/osrelease
     std::optional<std::string> cmdline; // /proc/cmdline
-    Bootloader bootloader = Bootloader::unknown;
+    Bootloader bootloader = Bootloader::unknown; // its description: boot_loader(bootloader)
     std::string bootloader_evidence;
     bool uefi = false;
     bool proxmox_boot_tool = false; // ESPs listed in /etc/kernel/proxmox-boot-uuids

@@ -13,17 +13,7 @@ namespace {
 // "<what> on the kernel command line", placed where this boot loader reads it.
 std::string cmdline_howto(const HostInfo& host, const std::string& what)
 {
-    switch (host.bootloader) {
-    case Bootloader::systemd_boot:
-        return what + " in /etc/kernel/cmdline (one line, keep root=), then run 'proxmox-boot-tool refresh' and reboot";
-    case Bootloader::grub:
-        return what + " in GRUB_CMDLINE_LINUX_DEFAULT (/etc/default/grub or a /etc/default/grub.d/*.cfg drop-in), then run '"
-               + (host.proxmox_boot_tool ? std::string("proxmox-boot-tool refresh") : std::string("update-grub"))
-               + "' and reboot";
-    case Bootloader::unknown:
-        return what + " on the kernel command line of your boot loader and reboot";
-    }
-    return what;
+    return scan::cmdline_howto(boot_loader(host.bootloader), what);
 }
 
 bool intel_iommu_default_on(const HostInfo& host)

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The kernel command line: which arguments passthrough needs on this CPU and
-// kernel, where the boot loader keeps them (docs/facts.md: boot-loader), and the edits that
-// add them without ever duplicating an argument.
+// kernel, where the boot loader keeps them (its entry in scan/boot_loader.hpp;
+// docs/facts.md: boot-loader), and the edits that add them without ever
+// duplicating an argument. Each edit style of the table has its planner here:
 //
-// GRUB: a drop-in /etc/default/grub.d/passthru.cfg appends to
+// grub_default (GRUB): a drop-in /etc/default/grub.d/passthru.cfg appends to
 // GRUB_CMDLINE_LINUX_DEFAULT (Debian's grub-mkconfig sources grub.d/*.cfg
 // after /etc/default/grub). Arguments that must go (amd_iommu=on, an old
 // vfio-pci.ids=, a conflicting iommu=) are removed from the file that carries
 // them, because a later append cannot take an argument away.
-// systemd-boot: /etc/kernel/cmdline is edited in place and stays one line
+// first_line (systemd-boot): /etc/kernel/cmdline is edited in place and stays one line
 // with root= (proxmox-boot-tool reads only the first line and needs root=).
 #include <algorithm>
 #include <map>
@@ -16,6 +17,7 @@
 
 #include "plan/host/common.hpp"
 #include "format/kernel_cmdline.hpp"
+#include "scan/boot_loader.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan::detail {
@@ -295,12 +297,13 @@ bool is_variable_reference(std::string_view token)
     return !token.empty() && token.front() == '$';
 }
 
-void plan_grub(const PlanContext& ctx, Plan& plan, HostInputs& in, const std::vector<WantedArg>& wanted,
+void plan_grub(const PlanContext& ctx, Plan& plan, HostInputs& in, const scan::BootLoaderSpec& loader, const std::vector<WantedArg>& wanted,
                const std::vector<UnwantedArg>& unwanted)
 {
     std::vector<GrubFile> files;
-    if (auto text = read_current(ctx, plan, "/etc/default/grub")) {
-        files.push_back(parse_grub_file("/etc/default/grub", std::move(*text)));
+    const std::string main_file(loader.cmdline_file);
+    if (auto text = read_current(ctx, plan, main_file)) {
+        files.push_back(parse_grub_file(main_file, std::move(*text)));
     }
     std::vector<std::string> later_dropins; // after ours in glob order
     if (auto names = ctx.fs.list_dir("/etc/default/grub.d")) {
@@ -417,29 +420,30 @@ void plan_grub(const PlanContext& ctx, Plan& plan, HostInputs& in, const std::ve
     plan.kernel_args.add = d.add;
 }
 
-// --- systemd-boot ----------------------------------------------------------
+// --- one-line command-line file (systemd-boot through proxmox-boot-tool) -----
 
-void plan_systemd_boot(const PlanContext& ctx, Plan& plan, HostInputs& in, const std::vector<WantedArg>& wanted,
-                       const std::vector<UnwantedArg>& unwanted)
+void plan_first_line(const PlanContext& ctx, Plan& plan, HostInputs& in, const scan::BootLoaderSpec& loader, const std::vector<WantedArg>& wanted,
+                     const std::vector<UnwantedArg>& unwanted)
 {
-    const std::string path = "/etc/kernel/cmdline";
+    const std::string path(loader.cmdline_file);
+    const std::string refresh = util::join(loader.refresh, " ");
     const auto text = read_current(ctx, plan, path);
     if (plan.refused()) {
         return;
     }
     if (!text) {
-        plan.refusals.push_back({"this host boots with systemd-boot (" + ctx.inventory.host.bootloader_evidence + ") but " + path
-                                     + " does not exist, so passthru cannot place the kernel arguments",
+        plan.refusals.push_back({"this host boots with " + std::string(loader.name) + " (" + ctx.inventory.host.bootloader_evidence + ") but "
+                                     + path + " does not exist, so passthru cannot place the kernel arguments",
                                  {"create " + path + " with the current command line (one line, with root=, e.g. from /proc/cmdline "
-                                  "without BOOT_IMAGE= and initrd=), run 'proxmox-boot-tool refresh', and plan again"}});
+                                  "without BOOT_IMAGE= and initrd=), run '" + refresh + "', and plan again"}});
         return;
     }
     const auto lines = util::split_lines(*text);
     const std::string first = lines.empty() ? std::string() : lines.front();
     format::KernelCmdline cmdline(first);
     if (!cmdline.has_key("root")) {
-        plan.refusals.push_back({path + " has no root= argument: proxmox-boot-tool refresh would fail (\"No root= parameter in "
-                                     "/etc/kernel/cmdline found!\") and passthru will not guess the root file system",
+        plan.refusals.push_back({path + " has no root= argument: " + refresh + " would fail (\"No root= parameter in " + path
+                                     + " found!\") and passthru will not guess the root file system",
                                  {"put the root= argument of /proc/cmdline into the first line of " + path + " and plan again"}});
         return;
     }
@@ -464,7 +468,7 @@ void plan_systemd_boot(const PlanContext& ctx, Plan& plan, HostInputs& in, const
         }
     }
     if (extra > 0 && (!d.add.empty() || !d.remove.empty())) {
-        reasons.push_back("keeps the file to one line: proxmox-boot-tool reads only the first line, so the other "
+        reasons.push_back("keeps the file to one line: " + loader.refresh.front() + " reads only the first line, so the other "
                           + std::to_string(extra) + " line(s) were ignored anyway");
     }
     std::string after = util::join(tokens, " ") + "\n";
@@ -487,19 +491,26 @@ void plan_cmdline(const PlanContext& ctx, Plan& plan, HostInputs& in)
     std::vector<WantedArg> wanted;
     std::vector<UnwantedArg> unwanted;
     compute_wanted(ctx, in, wanted, unwanted);
-    switch (ctx.inventory.host.bootloader) {
-    case scan::Bootloader::grub:
-        plan_grub(ctx, plan, in, wanted, unwanted);
+    const scan::BootLoaderSpec& loader = scan::boot_loader(ctx.inventory.host.bootloader);
+    switch (loader.edit) {
+    case scan::CmdlineEdit::grub_default:
+        plan_grub(ctx, plan, in, loader, wanted, unwanted);
         break;
-    case scan::Bootloader::systemd_boot:
-        plan_systemd_boot(ctx, plan, in, wanted, unwanted);
+    case scan::CmdlineEdit::first_line:
+        plan_first_line(ctx, plan, in, loader, wanted, unwanted);
         break;
-    case scan::Bootloader::unknown:
+    case scan::CmdlineEdit::none: {
+        std::vector<std::string> needs;
+        for (const auto& spec : scan::boot_loaders()) {
+            if (!spec.needs.empty()) {
+                needs.emplace_back(spec.needs);
+            }
+        }
         plan.refusals.push_back({"cannot tell which boot loader this host uses (" + ctx.inventory.host.bootloader_evidence
                                      + "), so passthru cannot place the kernel arguments",
-                                 {"run 'proxmox-boot-tool status' and 'efibootmgr -v' on the host; GRUB needs /etc/default/grub, "
-                                  "systemd-boot needs /etc/kernel/proxmox-boot-uuids and /etc/kernel/cmdline"}});
+                                 {"run 'proxmox-boot-tool status' and 'efibootmgr -v' on the host; " + util::join(needs, ", ")}});
         break;
+    }
     }
     // An ACS override the user set earlier stays, but say so.
     const format::KernelCmdline running(ctx.inventory.host.cmdline.value_or(""));

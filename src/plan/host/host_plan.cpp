@@ -8,6 +8,7 @@
 #include <set>
 
 #include "plan/host/common.hpp"
+#include "scan/boot_loader.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan {
@@ -140,11 +141,9 @@ void plan_host(const PlanContext& ctx, Plan& plan)
                                  "the early binding only works once they are rebuilt"});
     }
     if (in.cmdline_changed) {
-        if (inv.host.bootloader == scan::Bootloader::systemd_boot || inv.host.proxmox_boot_tool) {
-            plan.commands.push_back({{"proxmox-boot-tool", "refresh"},
-                                     "copies the new kernel command line to every ESP that proxmox-boot-tool manages"});
-        } else {
-            plan.commands.push_back({{"update-grub"}, "regenerates /boot/grub/grub.cfg with the new kernel command line"});
+        const scan::BootLoaderSpec& loader = scan::boot_loader(inv.host.bootloader);
+        if (!loader.refresh.empty()) {
+            plan.commands.push_back({loader.refresh, std::string(loader.refresh_reason)});
         }
     }
     if (!plan.files.empty()) {
