@@ -2,6 +2,7 @@
 #include "plan/plan_json.hpp"
 
 #include <cstdio>
+#include <string_view>
 
 #include "plan/request.hpp"
 #include "util/sha256.hpp"
@@ -30,10 +31,13 @@ struct ParseError
     std::string message;
 };
 
-const json& field(const json& obj, const char* key, const std::string& where)
+// The context is a string_view: GCC 14's -Wdangling-reference takes a reference
+// returned from a call with a std::string temporary argument ("plan") for one
+// into that temporary; a string_view argument is not taken for an owner.
+const json& field(const json& obj, const char* key, std::string_view where)
 {
     if (!obj.is_object() || !obj.contains(key)) {
-        throw ParseError{where + "." + key + " is missing"};
+        throw ParseError{std::string{where} + "." + key + " is missing"};
     }
     return obj.at(key);
 }
@@ -86,11 +90,11 @@ bool get_bool(const json& obj, const char* key, const std::string& where, bool f
     return v.get<bool>();
 }
 
-const json& get_array(const json& obj, const char* key, const std::string& where)
+const json& get_array(const json& obj, const char* key, std::string_view where)
 {
     const auto& v = field(obj, key, where);
     if (!v.is_array()) {
-        throw ParseError{where + "." + key + " must be an array"};
+        throw ParseError{std::string{where} + "." + key + " must be an array"};
     }
     return v;
 }
