@@ -1,22 +1,50 @@
 #!/usr/bin/env bash
-# Installs everything passthru needs to build and test, from Debian 12's
-# packages. Non-interactive and idempotent: packages already present are kept.
+# Installs everything passthru needs to build and test, from Debian's own
+# packages (Debian 12 bookworm or Debian 13 trixie: every name below exists in
+# both). Non-interactive and idempotent: packages already present are kept.
+#
+#   scripts/deps.sh                  install what is missing on this machine
+#   scripts/deps.sh --list GROUP...  print the packages of the groups, one a line
+#                                    (build, test, docs, vm, package, roots, all);
+#                                    the Debian roots of the tests are made from these
 set -euo pipefail
 
-packages=(
-  # build
+# build: compiler, CMake and the libraries
+build=(
   cmake g++ make pkg-config
   libpci-dev pci.ids libboost-program-options-dev doctest-dev nlohmann-json3-dev
   libexpected-dev libkmod-dev libkainjow-mustache-dev libvirt-dev libxml2-dev libdtl-dev libssl-dev
-  # tests: the real parsers and tools the generated files must satisfy
-  python3 pciutils kmod patch time libxml2-utils libvirt-clients strace
-  # real-kernel test (the kernel itself is downloaded, never installed)
-  qemu-system-x86 cpio
-  # packaging
-  dpkg-dev fakeroot lintian man-db bash-completion zsh
-  # Debian roots for the Debian 13 half and the package tests (scripts/debian-root.sh)
-  mmdebstrap
 )
+# test: the real parsers and tools the generated files must satisfy
+test=(python3 pciutils kmod patch time libxml2-utils libvirt-clients strace jq)
+# docs: the man page and the shell completions are checked with these
+docs=(man-db bash-completion zsh)
+# vm: the real-kernel test (the kernel itself is downloaded, never installed)
+vm=(qemu-system-x86 cpio)
+# package: building and checking the .deb
+package=(dpkg-dev fakeroot lintian)
+# roots: the Debian roots of the Debian 13 half and the package tests (scripts/debian-root.sh)
+roots=(mmdebstrap)
+
+if [[ ${1:-} == --list ]]; then
+  shift
+  (($#)) || set -- all
+  for group in "$@"; do
+    case $group in
+      build) printf '%s\n' "${build[@]}" ;;
+      test) printf '%s\n' "${test[@]}" ;;
+      docs) printf '%s\n' "${docs[@]}" ;;
+      vm) printf '%s\n' "${vm[@]}" ;;
+      package) printf '%s\n' "${package[@]}" ;;
+      roots) printf '%s\n' "${roots[@]}" ;;
+      all) printf '%s\n' "${build[@]}" "${test[@]}" "${docs[@]}" "${vm[@]}" "${package[@]}" "${roots[@]}" ;;
+      *) echo "deps: unknown group '$group' (build, test, docs, vm, package, roots, all)" >&2; exit 2 ;;
+    esac
+  done
+  exit 0
+fi
+
+packages=("${build[@]}" "${test[@]}" "${docs[@]}" "${vm[@]}" "${package[@]}" "${roots[@]}")
 
 missing=()
 for p in "${packages[@]}"; do

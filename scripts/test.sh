@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs the dependencies, builds passthru with warnings as errors, and runs
 # the whole test suite: unit tests, integration tests on fixture hosts, the
-# real-kernel boots under QEMU and the package build.
+# real-kernel boots under QEMU and the package builds on this machine; then the
+# Debian 13 half (scripts/test-debian13.sh): the same build and the unit and
+# integration tests inside a Debian 13 root. Arguments go to both ctest runs.
+# PASSTHRU_SKIP_DEBIAN13=1 leaves the Debian 13 half out.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${PASSTHRU_BUILD_DIR:-$here/build}
@@ -9,5 +12,11 @@ build=${PASSTHRU_BUILD_DIR:-$here/build}
 bash "$here/scripts/deps.sh"
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DPASSTHRU_WARNINGS_AS_ERRORS=ON >/dev/null
 cmake --build "$build" -j"$(nproc)"
-cd "$build"
-ctest --output-on-failure -j"$(nproc)" "$@"
+rc=0
+(cd "$build" && ctest --output-on-failure -j"$(nproc)" "$@") || rc=$?
+
+if [[ ${PASSTHRU_SKIP_DEBIAN13:-} != 1 ]]; then
+    echo "== the Debian 13 half (scripts/test-debian13.sh)"
+    PASSTHRU_BUILD_DIR=$build bash "$here/scripts/test-debian13.sh" "$@" || rc=1
+fi
+exit "$rc"

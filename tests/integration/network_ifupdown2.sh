@@ -2,8 +2,10 @@
 # Bond/bridge plans (issue 6) on a copy of the EPYC fixture host:
 #  - the seed's request, applied under --root, stages interfaces.new equal to
 #    the hand-written golden file;
-#  - every generated file passes Debian 12's ifupdown2 parser (ifquery -i FILE -a,
-#    never installed: unpacked with apt-get download + dpkg -x into .cache/) with
+#  - every generated file passes Debian's ifupdown2 parser (ifquery -i FILE -a,
+#    never installed on this machine: unpacked with apt-get download + dpkg -x into
+#    .cache/, or PASSTHRU_TEST_CACHE; inside a test root of its own (the Debian 13
+#    half) the root's installed ifupdown2, whose files are only read) with
 #    addon_syntax_check=1, and the independent PVE rules check (network_pve_rules.py);
 #  - bad input exits 2 and writes nothing; --apply-network over the default route
 #    without --confirm-timeout exits 3;
@@ -17,8 +19,11 @@ host="$src/tests/fixtures/hosts/epyc-4x2080ti"
 [[ -f "$host/etc/network/interfaces" ]] || skip "$host has no etc/network/interfaces"
 
 # --- Debian's ifupdown2, unpacked (never installed: it replaces the machine's networking) ---
-cache="$src/.cache/ifupdown2"
-if [[ ! -f "$cache/root/usr/share/ifupdown2/__main__.py" ]]; then
+cache="${PASSTHRU_TEST_CACHE:-$src/.cache}/ifupdown2"
+pkg=$cache/root
+if [[ -n ${PASSTHRU_TEST_IN_ROOT:-} && -f /usr/share/ifupdown2/__main__.py ]]; then
+    pkg=""
+elif [[ ! -f "$cache/root/usr/share/ifupdown2/__main__.py" ]]; then
     mkdir -p "$cache"
     if ! (cd "$cache" && apt-get download ifupdown2 >/dev/null 2>&1 && dpkg -x ifupdown2_*.deb root); then
         skip "cannot fetch ifupdown2 with apt-get download"
@@ -27,18 +32,18 @@ fi
 python=/usr/bin/python3
 [[ -x $python ]] || python=$(command -v python3)
 mkdir -p "$cache/bin"
-sed 's/^addon_syntax_check=0/addon_syntax_check=1/' "$cache/root/etc/network/ifupdown2/ifupdown2.conf" > "$cache/ifupdown2.conf"
+sed 's/^addon_syntax_check=0/addon_syntax_check=1/' "$pkg/etc/network/ifupdown2/ifupdown2.conf" > "$cache/ifupdown2.conf"
 grep -q '^addon_syntax_check=1' "$cache/ifupdown2.conf"
 # ifupdown2 picks its mode from argv[0] and reads its config from a fixed
 # path: the launcher sets both, so nothing under /etc is read or written.
 cat > "$cache/bin/ifquery" <<EOF
 #!$python
 import sys
-PKG = "$cache/root/usr/share/ifupdown2"
+PKG = "$pkg/usr/share/ifupdown2"
 sys.path.insert(0, PKG)
 import ifupdown.config as config
 config.IFUPDOWN2_CONF_PATH = "$cache/ifupdown2.conf"
-config.ADDONS_CONF_PATH = "$cache/root/etc/network/ifupdown2/addons.conf"
+config.ADDONS_CONF_PATH = "$pkg/etc/network/ifupdown2/addons.conf"
 sys.argv[0] = "ifquery"
 with open(PKG + "/__main__.py") as f:
     code = compile(f.read(), PKG + "/__main__.py", "exec")
