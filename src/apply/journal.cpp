@@ -95,6 +95,18 @@ std::string utc_now()
     return buf;
 }
 
+JournalCommand journal_command(const std::vector<std::string>& argv, std::string reason)
+{
+    JournalCommand jc;
+    jc.argv = argv;
+    jc.reason = std::move(reason);
+    const auto effects = plan::after_step_effects(argv);
+    jc.undo = effects.undo;
+    jc.edits = effects.edits;
+    jc.manual_undo = effects.manual;
+    return jc;
+}
+
 json to_json(const Manifest& m)
 {
     json files = json::array();
@@ -110,6 +122,17 @@ json to_json(const Manifest& m)
     for (const auto& c : m.commands) {
         json cmd{{"argv", c.argv}, {"reason", c.reason}, {"status", c.status}};
         cmd["exit_code"] = c.exit_code ? json(*c.exit_code) : json(nullptr);
+        cmd["undo"] = plan::to_string(c.undo);
+        cmd["edits"] = c.edits;
+        json created = json::array();
+        for (const auto& r : c.created) {
+            created.push_back({{"kind", r.kind}, {"id", r.id}, {"vm", r.vm}, {"config_key", r.config_key}});
+        }
+        cmd["created"] = std::move(created);
+        cmd["manual_undo"] = c.manual_undo;
+        if (!c.output.empty()) {
+            cmd["output"] = c.output;
+        }
         commands.push_back(std::move(cmd));
     }
     json domains = json::array();
@@ -182,9 +205,14 @@ Result<Manifest> manifest_from_json(const json& doc)
         }
         m.created_dirs = doc.value("created_dirs", std::vector<std::string>{});
         for (const auto& c : doc.at("commands")) {
-            JournalCommand jc;
-            jc.argv = c.at("argv").get<std::vector<std::string>>();
-            jc.reason = c.value("reason", "");
+            // Effects come from the table; journals written before they
+            // were recorded get the same answer from their argv.
+            JournalCommand jc = journal_command(c.at("argv").get<std::vector<std::string>>(), c.value("reason", ""));
+            for (const auto& r : c.value("created", json::array())) {
+                jc.created.push_back(JournalResource{r.at("kind").get<std::string>(), r.at("id").get<std::string>(),
+                                                     r.value("vm", ""), r.value("config_key", "")});
+            }
+            jc.output = c.value("output", std::vector<std::string>{});
             jc.status = c.value("status", "planned");
             if (c.contains("exit_code") && !c.at("exit_code").is_null()) {
                 jc.exit_code = c.at("exit_code").get<int>();

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plan/after_step.hpp"
 #include "plan/plan.hpp"
 #include "util/error.hpp"
 #include "util/host_fs.hpp"
@@ -60,14 +61,33 @@ struct JournalFile
     gid_t gid = 0;
 };
 
-// One after-step (update-initramfs, proxmox-boot-tool refresh, ...).
+// A resource an after-step allocated (found after it ran), e.g. the EFI
+// vars volume of `qm set N --efidisk0 ...`.
+struct JournalResource
+{
+    std::string kind;   // "volume"
+    std::string id;     // the volume ID ("local:101/vm-101-disk-0.raw")
+    std::string vm;     // the VMID it belongs to
+    std::string config_key; // the VM config key that named it ("efidisk0")
+};
+
+// One after-step (update-initramfs, proxmox-boot-tool refresh, ...), with
+// what it changes and how it is undone (plan/after_step.hpp).
 struct JournalCommand
 {
     std::vector<std::string> argv;
     std::string reason;
     std::string status = "planned"; // planned | recorded (under --root) | ran | failed
     std::optional<int> exit_code;
+    plan::StepUndo undo = plan::StepUndo::manual;
+    std::vector<std::string> edits;         // journaled files it rewrites
+    std::vector<JournalResource> created;   // what it allocated (status "ran")
+    std::vector<std::string> manual_undo;   // undo == manual: the commands to run by hand
+    std::vector<std::string> output;        // status "failed": the last lines it printed
 };
+
+// A journal command for argv with its effects from plan/after_step's table.
+JournalCommand journal_command(const std::vector<std::string>& argv, std::string reason);
 
 // A libvirt domain definition the generation changes (libvirt backend).
 struct JournalDomain

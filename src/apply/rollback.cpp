@@ -42,7 +42,74 @@ std::vector<Manifest> active_generations(const std::vector<Manifest>& all)
     return out;
 }
 
-RollbackPlan plan_rollback(const Journal& journal, std::optional<std::uint64_t> to, Force force)
+std::optional<std::uint64_t> steps_already_recorded(const std::vector<Manifest>& all,
+                                                    const std::vector<plan::PlannedCommand>& commands)
+{
+    if (commands.empty()) {
+        return std::nullopt;
+    }
+    const auto active = active_generations(all);
+    std::uint64_t newest = 0;
+    for (const auto& want : commands) {
+        std::optional<std::uint64_t> found;
+        for (auto it = active.rbegin(); it != active.rend() && !found; ++it) {
+            for (const auto& c : it->commands) {
+                if (c.argv == want.argv && c.status == "recorded") {
+                    found = it->id;
+                    break;
+                }
+            }
+        }
+        if (!found) {
+            return std::nullopt;
+        }
+        newest = std::max(newest, *found);
+    }
+    return newest;
+}
+
+namespace {
+
+// What rollback does about each after-step of the undone generations:
+// re-run the regenerators (once each), leave file edits to the file restore,
+// delete or report the volumes they allocated, and list manual undos.
+void plan_step_undo(const std::vector<const Manifest*>& undone, RemoveVolumes remove_volumes, RollbackPlan& out)
+{
+    std::set<std::vector<std::string>> seen_cmds;
+    for (const auto* m : undone) {
+        const std::string gen = " (generation " + std::to_string(m->id) + ")";
+        for (const auto& cmd : m->commands) {
+            if (cmd.undo == plan::StepUndo::rerun) {
+                if (seen_cmds.insert(cmd.argv).second) {
+                    out.spec.commands.push_back(plan::PlannedCommand{cmd.argv, "re-run after restoring generation " + std::to_string(m->id)});
+                }
+                continue;
+            }
+            if (cmd.status != "ran") {
+                continue; // recorded under --root or never run: it changed nothing
+            }
+            for (const auto& r : cmd.created) {
+                const auto free = plan::free_volume_argv(r.id);
+                const std::string what = "volume " + r.id + " (VM " + r.vm + "'s " + r.config_key + ", allocated by "
+                                         + util::shell_quote(cmd.argv) + gen + ")";
+                if (remove_volumes == RemoveVolumes::yes) {
+                    out.spec.commands.push_back(plan::PlannedCommand{free, "delete " + what});
+                } else {
+                    out.kept.push_back(what + " is kept; once the VM config is restored it is no longer used: delete it with: "
+                                       + util::shell_quote(free) + " (or roll back with --remove-volumes)");
+                }
+            }
+            if (cmd.undo == plan::StepUndo::manual) {
+                out.not_undone.push_back(util::shell_quote(cmd.argv) + gen
+                                         + (cmd.manual_undo.empty() ? ": no known undo" : "; undo it by hand: " + util::join(cmd.manual_undo, "; ")));
+            }
+        }
+    }
+}
+
+} // namespace
+
+RollbackPlan plan_rollback(const Journal& journal, std::optional<std::uint64_t> to, Force force, RemoveVolumes remove_volumes)
 {
     const util::HostFs& fs = journal.fs();
     std::vector<std::string> errors;
@@ -82,6 +149,9 @@ RollbackPlan plan_rollback(const Journal& journal, std::optional<std::uint64_t> 
     }
 
     RollbackPlan out;
+    for (const auto& a : active) {
+        out.active.push_back(a.id);
+    }
     out.spec.kind = GenerationKind::rollback;
     out.spec.request = nlohmann::json{{"rollback_to_before", undone.back()->id}};
     for (const auto* m : undone) {
@@ -160,18 +230,8 @@ RollbackPlan plan_rollback(const Journal& journal, std::optional<std::uint64_t> 
         throw err;
     }
 
-    std::set<std::vector<std::string>> seen_cmds;
+    plan_step_undo(undone, remove_volumes, out);
     for (const auto* m : undone) {
-        for (const auto& cmd : m->commands) {
-            if (!seen_cmds.insert(cmd.argv).second) {
-                continue;
-            }
-            if (rerun_after_restore(cmd.argv)) {
-                out.spec.commands.push_back(plan::PlannedCommand{cmd.argv, "re-run after restoring generation " + std::to_string(m->id)});
-            } else {
-                out.not_undone.push_back(util::shell_quote(cmd.argv) + " (generation " + std::to_string(m->id) + ")");
-            }
-        }
         for (auto it = m->created_dirs.rbegin(); it != m->created_dirs.rend(); ++it) {
             out.spec.remove_dirs.push_back(*it);
         }

@@ -32,6 +32,14 @@ enum class Force
     yes,
 };
 
+// Whether rollback deletes the volumes the undone after-steps allocated
+// (`pvesm free`), or keeps them and says how to delete them.
+enum class RemoveVolumes
+{
+    no,
+    yes,
+};
+
 enum class LockHeld
 {
     by_other_or_nobody, // a held lock means a running apply: not interrupted
@@ -45,6 +53,13 @@ std::optional<Manifest> find_interrupted(const Journal& journal, LockHeld lock =
 // Apply generations that are committed and not undone by a committed rollback.
 std::vector<Manifest> active_generations(const std::vector<Manifest>& all);
 
+// The newest active generation that recorded (under --root: listed, not
+// run) every one of these after-steps, when each of them was; nullopt
+// otherwise. A plan whose only work is such steps is already applied as far
+// as passthru can tell: applying it again would record them again.
+std::optional<std::uint64_t> steps_already_recorded(const std::vector<Manifest>& all,
+                                                    const std::vector<plan::PlannedCommand>& commands);
+
 // What `rollback [--to N]` will do: the files to put back (content from the
 // earliest undone generation's pre-images), the after-steps to re-run, the
 // directories created by the undone generations. Drift (a file that no
@@ -55,9 +70,12 @@ struct RollbackPlan
     std::vector<std::uint64_t> undoes; // newest first
     TransactionSpec spec;
     std::vector<std::string> drifted;  // files changed since (only with --force)
-    std::vector<std::string> not_undone; // after-steps that are not re-run
+    std::vector<std::string> not_undone; // after-steps with no automatic undo, and the commands that undo them by hand
+    std::vector<std::string> kept;       // volumes the undone steps allocated, kept: what they are and how to delete them
+    std::vector<std::uint64_t> active;   // every active apply generation, ascending (before this rollback)
 };
 
-RollbackPlan plan_rollback(const Journal& journal, std::optional<std::uint64_t> to, Force force);
+RollbackPlan plan_rollback(const Journal& journal, std::optional<std::uint64_t> to, Force force,
+                           RemoveVolumes remove_volumes = RemoveVolumes::no);
 
 } // namespace passthru::apply

@@ -4,7 +4,8 @@
 #include <algorithm>
 #include <set>
 
-#include "scan/boot_loader.hpp"
+#include "format/pve_config.hpp"
+#include "plan/after_step.hpp"
 #include "util/fault.hpp"
 #include "util/sha256.hpp"
 #include "util/strings.hpp"
@@ -79,15 +80,100 @@ Error replan_error(std::string message)
         .with_hint("the host changed since the plan was made; run 'passthru plan' again and review the new plan");
 }
 
+// The value of a VM config key naming a volume ("local:101/vm-101-disk-0.raw").
+std::optional<std::string> config_volume(const util::HostFs& fs, const plan::StepCreates& c)
+{
+    auto text = fs.read_file(c.config_path);
+    if (!text) {
+        return std::nullopt;
+    }
+    const auto value = format::pve::VmConfig::parse(*text).get(c.config_key);
+    if (!value) {
+        return std::nullopt;
+    }
+    return format::pve::PropertyString::parse(*value).get("");
+}
+
+// Runs after-step i and records its outcome: status, exit code, what it
+// allocated, and on failure its last output lines.
+void run_after_step(const util::HostFs& fs, util::CommandRunner& runner, std::vector<JournalCommand>& commands, std::size_t i,
+                    const Progress& progress)
+{
+    auto& cmd = commands[i];
+    const std::string which = "after-step " + std::to_string(i + 1) + "/" + std::to_string(commands.size());
+    emit(progress, "[" + std::to_string(i + 1) + "/" + std::to_string(commands.size()) + "] " + util::shell_quote(cmd.argv));
+    const auto creates = plan::after_step_effects(cmd.argv).creates;
+    std::vector<std::optional<std::string>> before;
+    for (const auto& c : creates) {
+        before.push_back(config_volume(fs, c));
+    }
+    auto result = runner.run(cmd.argv);
+    if (!result) {
+        cmd.status = "failed";
+        Error err(result.error().code(), which + " " + util::shell_quote(cmd.argv) + " failed: " + result.error().what());
+        throw err;
+    }
+    cmd.exit_code = result->exit_code;
+    cmd.status = runner.mode() == util::RunMode::record ? "recorded" : "ran";
+    if (runner.mode() != util::RunMode::record) {
+        for (std::size_t k = 0; k < creates.size(); ++k) {
+            auto now = config_volume(fs, creates[k]);
+            if (now && now != before[k]) {
+                cmd.created.push_back(JournalResource{creates[k].kind, *now, creates[k].vm, creates[k].config_key});
+            }
+        }
+    }
+    if (result->exit_code != 0) {
+        cmd.status = "failed";
+        Error err(Errc::io, which + " " + util::shell_quote(cmd.argv) + " failed with exit code " + std::to_string(result->exit_code));
+        auto lines = util::split_lines(result->output);
+        const std::size_t from = lines.size() > 5 ? lines.size() - 5 : 0;
+        for (std::size_t l = from; l < lines.size(); ++l) {
+            err.with_hint("output: " + lines[l]);
+            cmd.output.push_back(lines[l]);
+        }
+        throw err;
+    }
+}
+
+// The generation records each journaled file as it is after the
+// after-steps ran (qm rewrites the VM config it edits), so a later rollback
+// compares against what is really on disk.
+void record_after_state(const util::HostFs& fs, Manifest& m)
+{
+    for (auto& f : m.files) {
+        const auto info = fs.stat(f.path);
+        if (info.type == util::FileType::missing) {
+            f.after_sha256 = std::nullopt;
+        } else if (info.type == util::FileType::regular) {
+            auto text = fs.read_file(f.path);
+            if (text) {
+                f.after_sha256 = util::sha256_hex(*text);
+            }
+        }
+    }
+}
+
 } // namespace
 
 bool rerun_after_restore(const std::vector<std::string>& argv)
 {
-    if (argv.empty()) {
-        return false;
+    return !argv.empty() && plan::after_step_effects(argv).undo == plan::StepUndo::rerun;
+}
+
+std::string volume_text(const JournalResource& r, const JournalCommand& by)
+{
+    return "volume " + r.id + " (VM " + r.vm + "'s " + r.config_key + ", allocated by " + util::shell_quote(by.argv) + ")";
+}
+
+std::vector<std::string> kept_resources(const JournalCommand& cmd)
+{
+    std::vector<std::string> out;
+    for (const auto& r : cmd.created) {
+        out.push_back(volume_text(r, cmd) + " is kept and no longer in the VM config; remove it with: "
+                      + util::shell_quote(plan::free_volume_argv(r.id)));
     }
-    const std::string_view tool = util::base_name(argv.front());
-    return tool == "update-initramfs" || tool == "ifreload" || scan::is_boot_refresh(tool);
+    return out;
 }
 
 TransactionSpec spec_from_plan(const plan::Plan& plan, nlohmann::json request)
@@ -199,7 +285,32 @@ TransactionReport run_transaction(const Journal& journal,
         current.push_back(std::move(cur));
     }
     for (const auto& cmd : spec.commands) {
-        m.commands.push_back(JournalCommand{cmd.argv, cmd.reason, "planned", std::nullopt});
+        m.commands.push_back(journal_command(cmd.argv, cmd.reason));
+    }
+    // Files an after-step edits that the plan does not write are journaled
+    // too (pre-image now, state after the steps later), so a rollback puts
+    // them back and sees no drift that passthru itself caused.
+    std::vector<std::pair<std::string, std::string>> step_pre_images;
+    for (const auto& cmd : m.commands) {
+        for (const auto& path : cmd.edits) {
+            if (std::any_of(m.files.begin(), m.files.end(), [&](const JournalFile& f) { return f.path == path; })) {
+                continue;
+            }
+            CurrentFile cur = read_current(fs, path);
+            if (!cur.content) {
+                continue; // nothing to keep; the step itself will fail and say why
+            }
+            JournalFile jf;
+            jf.path = path;
+            jf.action = FileAction::modify;
+            jf.before_sha256 = util::sha256_hex(*cur.content);
+            jf.after_sha256 = jf.before_sha256;
+            jf.mode = cur.info.mode;
+            jf.uid = cur.info.uid;
+            jf.gid = cur.info.gid;
+            m.files.push_back(std::move(jf));
+            step_pre_images.emplace_back(path, std::move(*cur.content));
+        }
     }
     for (const auto& d : spec.domains) {
         m.domains.push_back(JournalDomain{d.uri, d.name, d.before_xml.has_value(), util::sha256_hex(d.after_xml)});
@@ -212,6 +323,9 @@ TransactionReport run_transaction(const Journal& journal,
             if (current[i].content) {
                 check(journal.write_pre_image(m.id, spec.files[i].path, *current[i].content));
             }
+        }
+        for (const auto& [path, content] : step_pre_images) {
+            check(journal.write_pre_image(m.id, path, content));
         }
         for (const auto& d : spec.domains) {
             if (d.before_xml) {
@@ -269,33 +383,15 @@ TransactionReport run_transaction(const Journal& journal,
         }
         runner.set_line_sink(sink);
         for (std::size_t i = 0; i < m.commands.size(); ++i) {
-            auto& cmd = m.commands[i];
-            emit(progress, "[" + std::to_string(i + 1) + "/" + std::to_string(m.commands.size()) + "] "
-                               + util::shell_quote(cmd.argv));
-            auto result = runner.run(cmd.argv);
-            if (!result) {
-                cmd.status = "failed";
-                throw result.error();
-            }
-            cmd.exit_code = result->exit_code;
-            cmd.status = runner.mode() == util::RunMode::record ? "recorded" : "ran";
-            if (result->exit_code != 0) {
-                cmd.status = "failed";
-                Error err(Errc::io, util::shell_quote(cmd.argv) + " failed with exit code " + std::to_string(result->exit_code));
-                auto lines = util::split_lines(result->output);
-                const std::size_t from = lines.size() > 5 ? lines.size() - 5 : 0;
-                for (std::size_t l = from; l < lines.size(); ++l) {
-                    err.with_hint("output: " + lines[l]);
-                }
-                throw err;
-            }
+            run_after_step(fs, runner, m.commands, i, progress);
         }
         runner.set_line_sink({});
         if (spec.before_commit) {
             check(util::fault::check("before-commit", "guard"));
             check(spec.before_commit());
         }
-        // 6. Commit.
+        // 6. Commit, with the files as the after-steps left them.
+        record_after_state(fs, m);
         m.state = GenerationState::committed;
         m.finished = utc_now();
         check(journal.save(m));
@@ -425,17 +521,25 @@ RestoreReport restore_generation(const Journal& journal,
     if (m.commands_started) {
         std::size_t n = 0;
         for (const auto& cmd : m.commands) {
-            if (!rerun_after_restore(cmd.argv)) {
-                rep.not_undone.push_back(util::shell_quote(cmd.argv));
+            if (cmd.undo == plan::StepUndo::rerun) {
+                ++n;
+                emit(progress, "re-running " + util::shell_quote(cmd.argv));
+                auto result = runner.run(cmd.argv);
+                if (!result || result->exit_code != 0) {
+                    rep.failures.push_back(util::shell_quote(cmd.argv) + ": "
+                                           + (result ? "exit code " + std::to_string(result->exit_code) : std::string(result.error().what()))
+                                           + "; run it by hand once the files above are restored");
+                }
                 continue;
             }
-            ++n;
-            emit(progress, "re-running " + util::shell_quote(cmd.argv));
-            auto result = runner.run(cmd.argv);
-            if (!result || result->exit_code != 0) {
-                rep.failures.push_back(util::shell_quote(cmd.argv) + ": "
-                                       + (result ? "exit code " + std::to_string(result->exit_code) : std::string(result.error().what()))
-                                       + "; run it by hand once the files above are restored");
+            if (cmd.status != "ran" && cmd.status != "failed") {
+                continue; // never run (or only recorded): nothing to undo
+            }
+            for (auto& k : kept_resources(cmd)) {
+                rep.not_undone.push_back(std::move(k));
+            }
+            if (cmd.undo == plan::StepUndo::manual) {
+                rep.not_undone.push_back(util::shell_quote(cmd.argv) + (cmd.manual_undo.empty() ? "" : "; undo it by hand: " + util::join(cmd.manual_undo, "; ")));
             }
         }
         rep.commands_rerun = n > 0;

@@ -7,7 +7,10 @@
 //   3. each file replaced atomically (HostFs::write_file_atomic), in order;
 //   4. libvirt domains defined (libvirt backend);
 //   5. the after-steps run through the CommandRunner (recorded under --root);
-//   6. manifest rewritten with state "committed".
+//      each is journaled with its effects (plan/after_step.hpp): files it
+//      edits get pre-images too, volumes it allocates are recorded;
+//   6. manifest rewritten with state "committed" and every journaled file's
+//      checksum as the after-steps left it.
 // Any failure in 3-6 restores the pre-images in reverse order; a kill -9
 // leaves a "pending" generation that restore_generation() undoes.
 #pragma once
@@ -117,8 +120,8 @@ RestoreReport restore_generation(const Journal& journal,
                                  const DomainHooks* domains);
 
 // After-steps that make the boot files match /etc again and are therefore
-// re-run after a restore (update-initramfs, update-grub, proxmox-boot-tool,
-// ifreload). Others (qm ...) are listed as not undone.
+// re-run after a restore (StepUndo::rerun in plan/after_step.cpp). For the
+// others the restore lists what they allocated and their manual undo.
 bool rerun_after_restore(const std::vector<std::string>& argv);
 
 // Error for an exit-4 situation, listing every failure as a hint.

@@ -103,6 +103,28 @@ Answer ask_confirmation(const Context& ctx)
     return (line == "y" || line == "Y" || line == "yes") ? Answer::yes : Answer::no;
 }
 
+// Under --root after-steps are only recorded, so the host never shows their
+// effect and the same request plans them again: when they are all the plan
+// has left and an active generation recorded them, applying is a no-op.
+bool only_recorded_steps_left(const Context& ctx, const apply::Journal& journal, const plan::Plan& p, bool dry_run)
+{
+    if (!p.files.empty() || !p.domains.empty()) {
+        return false;
+    }
+    const auto gen = apply::steps_already_recorded(journal.load_all(), p.commands);
+    if (!gen) {
+        return false;
+    }
+    const std::string text = "Nothing to do: the only work left is " + std::to_string(p.commands.size()) + " after-step(s) that generation "
+                             + std::to_string(*gen) + " already recorded (commands are recorded, not run, under --root); no generation created.";
+    if (dry_run) {
+        print_note(ctx, text); // stderr, so that stdout stays byte for byte what `plan` printed
+    } else {
+        std::printf("%s\n", text.c_str());
+    }
+    return true;
+}
+
 } // namespace
 
 void apply_options(po::options_description& options)
@@ -196,6 +218,12 @@ int run_apply(Context& ctx, const po::variables_map& vm)
     }
     if (p.empty()) {
         std::printf("Nothing to do: the host already matches the plan (no generation created).\n");
+        return exit_code::ok;
+    }
+    if (only_recorded_steps_left(ctx, journal, p, dry_run)) {
+        if (!dry_run && from_saved && !saved) {
+            (void)apply::clear_pending(ctx.fs);
+        }
         return exit_code::ok;
     }
     if (dry_run) {

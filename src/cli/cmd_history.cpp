@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // passthru history [--json]: the generations under <root>/var/lib/passthru.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -78,6 +79,10 @@ int run_history(Context& ctx, const po::variables_map& vm)
         }
     }
     const bool running = journal.locked_by_other();
+    std::vector<std::uint64_t> active;
+    for (const auto& m : apply::active_generations(all)) {
+        active.push_back(m.id);
+    }
     if (vm.count("json") != 0U) {
         nlohmann::json gens = nlohmann::json::array();
         for (const auto& m : all) {
@@ -85,7 +90,7 @@ int run_history(Context& ctx, const po::variables_map& vm)
             j["undone_by"] = undone_by.count(m.id) != 0U ? nlohmann::json(undone_by[m.id]) : nlohmann::json(nullptr);
             gens.push_back(std::move(j));
         }
-        nlohmann::json doc{{"schema", "passthru.history/1"}, {"generations", std::move(gens)}, {"errors", errors}};
+        nlohmann::json doc{{"schema", "passthru.history/1"}, {"generations", std::move(gens)}, {"errors", errors}, {"active", active}};
         doc["pending_plan"] = pending ? nlohmann::json{{"created", pending->created},
                                                        {"request", plan::request_to_json(pending->plan.request)}}
                                       : nlohmann::json(nullptr);
@@ -111,6 +116,9 @@ int run_history(Context& ctx, const po::variables_map& vm)
         if (m.state == apply::GenerationState::pending) {
             state += running ? " (running)" : " (interrupted)";
         }
+        if (std::find(active.begin(), active.end(), m.id) != active.end()) {
+            state += " (active)";
+        }
         std::string kind(apply::to_string(m.kind));
         table.add_row({std::to_string(m.id), m.created, kind, state, std::to_string(m.files.size()), request_text(m.request)});
     }
@@ -122,10 +130,29 @@ int run_history(Context& ctx, const po::variables_map& vm)
         }
         for (const auto& c : m.commands) {
             std::printf("  run    %s  [%s]\n", util::shell_quote(c.argv).c_str(), c.status.c_str());
+            for (const auto& r : c.created) {
+                std::printf("         created %s %s (VM %s's %s)\n", r.kind.c_str(), r.id.c_str(), r.vm.c_str(), r.config_key.c_str());
+            }
+            for (const auto& line : c.output) {
+                std::printf("         | %s\n", line.c_str());
+            }
         }
         if (!m.error.empty()) {
             std::printf("  error: %s\n", m.error.c_str());
         }
+    }
+    if (!active.empty()) {
+        std::vector<std::string> ids;
+        for (auto id : active) {
+            ids.push_back(std::to_string(id));
+        }
+        std::printf("\nApplied now: generation%s %s. 'passthru%s rollback' undoes %llu", ids.size() == 1 ? "" : "s",
+                    util::join(ids, ", ").c_str(), root_option(ctx).c_str(), static_cast<unsigned long long>(active.back()));
+        if (active.size() > 1) {
+            std::printf(" only; 'passthru%s rollback --to %llu' undoes all of them", root_option(ctx).c_str(),
+                        static_cast<unsigned long long>(active.front()));
+        }
+        std::printf(".\n");
     }
     for (const auto& e : errors) {
         print_warning(ctx, e);

@@ -19,6 +19,7 @@ void rollback_options(po::options_description& options)
     options.add_options()
         ("to", po::value<std::uint64_t>(), "restore the host to how it was before generation N (undoes N and every later one)")
         ("force", "roll back even files that were changed by hand since they were applied (the edits are kept in the new generation)")
+        ("remove-volumes", "also delete the volumes the undone after-steps allocated (pvesm free); without it they are kept and named")
         ("dry-run", "show what would be restored and write nothing")
         ("yes,y", "accepted for symmetry with apply; rollback does not ask");
 }
@@ -77,12 +78,23 @@ int run_rollback(Context& ctx, const po::variables_map& vm)
         to = vm["to"].as<std::uint64_t>();
     }
     const auto force = vm.count("force") != 0U ? apply::Force::yes : apply::Force::no;
-    auto rb = apply::plan_rollback(journal, to, force);
+    const auto remove_volumes = vm.count("remove-volumes") != 0U ? apply::RemoveVolumes::yes : apply::RemoveVolumes::no;
+    auto rb = apply::plan_rollback(journal, to, force, remove_volumes);
     std::vector<std::string> ids;
     for (auto id : rb.undoes) {
         ids.push_back(std::to_string(id));
     }
     std::printf("Rolling back generation%s %s:\n", ids.size() == 1 ? "" : "s", util::join(ids, ", ").c_str());
+    if (!to && rb.active.size() > 1) {
+        // Several generations are active: say that this undoes only the newest.
+        std::vector<std::string> active;
+        for (auto id : rb.active) {
+            active.push_back(std::to_string(id));
+        }
+        print_note(ctx, "generations " + util::join(active, ", ") + " are applied; this undoes only the newest, " + ids.front()
+                            + "; 'passthru" + root_option(ctx) + " rollback --to " + active.front()
+                            + "' undoes all of them (the host as before generation " + active.front() + ")");
+    }
     for (const auto& c : rb.spec.files) {
         std::printf("  %s %s\n", c.action == apply::FileAction::remove ? "remove " : "restore", c.path.c_str());
     }
@@ -95,6 +107,9 @@ int run_rollback(Context& ctx, const po::variables_map& vm)
     for (const auto& n : rb.not_undone) {
         print_warning(ctx, "not undone automatically: " + n);
     }
+    for (const auto& k : rb.kept) {
+        print_warning(ctx, k);
+    }
     if (dry_run) {
         std::printf("Dry run: nothing was written.\n");
         return exit_code::ok;
@@ -103,6 +118,9 @@ int run_rollback(Context& ctx, const po::variables_map& vm)
     print_recorded_commands(ctx);
     std::printf("Rolled back as generation %llu: %zu file(s) restored.\n", static_cast<unsigned long long>(report.generation),
                 report.written.size());
+    for (const auto& k : rb.kept) {
+        std::printf("kept: %s\n", k.c_str());
+    }
     if (!report.written.empty()) {
         std::printf("note: reboot so the restored kernel command line and initramfs take effect\n");
     }

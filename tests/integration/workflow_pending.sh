@@ -78,3 +78,50 @@ echo '{"schema": "passthru.pending/1", "plan": {"schema": "passthru.plan/1"}}' >
 expect_rc 2 "$P" --root "$T/shared" apply --dry-run > /dev/null 2> "$T/bad.err"
 grep -q '^passthru: error: the pending plan cannot be read' "$T/bad.err" || fail "a broken pending plan not explained: $(cat "$T/bad.err")"
 ok "consumer-shared: a refused plan is not recorded; a broken pending file is one line, exit 2"
+
+# Idempotence under --root: the after-step `qm set 101 --efidisk0 ...` is only
+# recorded, so the VM config never shows efidisk0 and the same request plans
+# the step again. A second apply says so and records no new generation.
+for host in "${VARIANTS[@]}"; do
+    R=$T/$host-efi
+    copy_host "$host" "$R"
+    own_copy "$R/etc/pve/qemu-server/101.conf"
+    sed -i '/^efidisk0:/d' "$R/etc/pve/qemu-server/101.conf"
+    expect_rc 0 "$P" --root "$R" apply --vm 101 --gpus all --yes > "$T/efi1.out" 2>&1
+    grep -q "qm set 101 --efidisk0 local-[a-z]*:1" "$T/efi1.out" || fail "$host: no efidisk0 step recorded: $(cat "$T/efi1.out")"
+    after=$(tree_sum --with-journal "$R")
+    expect_rc 0 "$P" --root "$R" plan --vm 101 --gpus all > "$T/efi-plan.out" 2> /dev/null
+    expect_rc 0 "$P" --root "$R" apply --dry-run > "$T/efi-dry.out" 2> "$T/efi-dry.err"
+    cmp -s "$T/efi-plan.out" "$T/efi-dry.out" || fail "$host: the dry run of the pending plan differs from plan"
+    grep -q 'Nothing to do: the only work left is 1 after-step(s) that generation 1 already recorded' "$T/efi-dry.err" ||
+        fail "$host: the dry run does not say the step is already recorded: $(cat "$T/efi-dry.err")"
+    expect_rc 0 "$P" --root "$R" apply --yes > "$T/efi2.out" 2>&1
+    grep -q '^Nothing to do: the only work left is 1 after-step(s) that generation 1 already recorded' "$T/efi2.out" ||
+        fail "$host: re-apply is not a no-op: $(cat "$T/efi2.out")"
+    [[ $(generations "$R") == 1 ]] || fail "$host: re-apply recorded a new generation"
+    [[ ! -e $R/$PENDING ]] || fail "$host: the pending plan is still pending after the no-op apply"
+    expect_rc 0 "$P" --root "$R" apply --vm 101 --gpus all --yes > /dev/null 2>&1
+    [[ $(generations "$R") == 1 ]] || fail "$host: a third apply recorded a new generation"
+    rm -f "$R/$PENDING"
+    [[ $(tree_sum --with-journal "$R") == "$after" ]] || fail "$host: a no-op apply changed the tree or the journal"
+    ok "$host: re-applying when only recorded after-steps are left is a no-op (no new generation)"
+done
+
+# Several generations: rollback without --to says which one it undoes and how
+# to undo all; history says the same.
+R=$T/several
+copy_host epyc-4x2080ti "$R"
+expect_rc 0 "$P" --root "$R" apply --vm 101 --gpus 0 --yes > /dev/null 2>&1
+expect_rc 0 "$P" --root "$R" apply --vm 101 --gpus all --yes > /dev/null 2>&1
+[[ $(generations "$R") == 2 ]] || fail "several: expected two generations"
+"$P" --root "$R" history > "$T/several.hist"
+grep -q "^Applied now: generations 1, 2. 'passthru --root .* rollback' undoes 2 only; 'passthru --root .* rollback --to 1' undoes all of them.$" "$T/several.hist" ||
+    fail "several: history does not say what rollback undoes: $(tail -3 "$T/several.hist")"
+grep -q '^2 .*committed (active)' "$T/several.hist" || fail "several: history does not mark active generations"
+expect_rc 0 "$P" --root "$R" rollback > "$T/several.out" 2> "$T/several.err"
+grep -q '^Rolling back generation 2:' "$T/several.out" || fail "several: rollback did not undo generation 2"
+grep -q "generations 1, 2 are applied; this undoes only the newest, 2; 'passthru --root .* rollback --to 1' undoes all of them" "$T/several.err" ||
+    fail "several: rollback does not say how to undo all: $(cat "$T/several.err")"
+"$P" --root "$R" history > "$T/several.hist"
+grep -q "^Applied now: generation 1. 'passthru --root .* rollback' undoes 1.$" "$T/several.hist" || fail "several: history after one rollback: $(tail -2 "$T/several.hist")"
+ok "several generations: rollback names the one it undoes and 'rollback --to 1'; history says the same"

@@ -26,7 +26,14 @@ TEST_SUITE("apply::journal")
         m.created = "2025-01-01T00:00:00Z";
         m.undoes = {5, 6};
         m.files.push_back(JournalFile{"/etc/x", FileAction::create, std::nullopt, "ab", 0640, 1, 2});
-        m.commands.push_back(JournalCommand{{"update-grub"}, "why", "ran", 0});
+        JournalCommand cmd = journal_command({"update-grub"}, "why");
+        cmd.status = "ran";
+        cmd.exit_code = 0;
+        m.commands.push_back(cmd);
+        JournalCommand qm = journal_command({"qm", "set", "101", "--efidisk0", "local:1,efitype=4m"}, "efi");
+        qm.status = "ran";
+        qm.created.push_back(JournalResource{"volume", "local:101/vm-101-disk-0.raw", "101", "efidisk0"});
+        m.commands.push_back(qm);
         m.manual_steps = {"do this"};
         auto back = manifest_from_json(to_json(m));
         REQUIRE(back);
@@ -36,6 +43,12 @@ TEST_SUITE("apply::journal")
         CHECK(back->files[0].mode == 0640);
         CHECK(back->files[0].gid == 2);
         CHECK(back->commands[0].exit_code == 0);
+        CHECK(back->commands[0].undo == plan::StepUndo::rerun);
+        CHECK(back->commands[1].undo == plan::StepUndo::files);
+        CHECK(back->commands[1].edits == std::vector<std::string>{"/etc/pve/qemu-server/101.conf"});
+        REQUIRE(back->commands[1].created.size() == 1);
+        CHECK(back->commands[1].created[0].id == "local:101/vm-101-disk-0.raw");
+        CHECK(back->commands[1].created[0].config_key == "efidisk0");
         CHECK(back->undoes == std::vector<std::uint64_t>{5, 6});
         CHECK_FALSE(manifest_from_json(nlohmann::json{{"schema", "other"}}));
     }
