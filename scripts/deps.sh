@@ -16,7 +16,8 @@ build=(
   libexpected-dev libkmod-dev libkainjow-mustache-dev libvirt-dev libxml2-dev libdtl-dev libssl-dev
 )
 # test: the real parsers and tools the generated files must satisfy
-test=(python3 pciutils kmod patch time libxml2-utils libvirt-clients strace jq)
+test=(python3 pciutils kmod patch time libxml2-utils libvirt-clients strace jq
+  grub2-common) # grub2-common: Debian's update-grub inside the live-path test's chroot
 # docs: the man page and the shell completions are checked with these
 docs=(man-db bash-completion zsh)
 # vm: the real-kernel test (the kernel itself is downloaded, never installed)
