@@ -7,6 +7,7 @@
 
 #include "apply/libvirt_apply.hpp"
 #include "apply/rollback.hpp"
+#include "scan/scanner.hpp"
 #include "util/command_runner.hpp"
 
 namespace passthru::cli {
@@ -61,6 +62,19 @@ void notice_interrupted(const Context& ctx, std::string_view command)
         }
         std::fputs("hint: then run 'passthru rollback' to check and finish the restore\n", stderr);
     }
+}
+
+scan::Inventory scan_with_data(const Context& ctx, const plan::DataDir& data)
+{
+    auto cutoffs = plan::load_kernel_cutoffs(data);
+    if (!cutoffs) {
+        throw cutoffs.error();
+    }
+    auto inventory = scan::scan_host(ctx.fs, ctx.runner, *cutoffs);
+    if (!inventory) {
+        throw inventory.error();
+    }
+    return std::move(*inventory);
 }
 
 const apply::DomainHooks& libvirt_hooks()

@@ -8,6 +8,8 @@
 
 #include "apply/transaction.hpp"
 #include "cli/commands.hpp"
+#include "plan/planner.hpp"
+#include "scan/inventory.hpp"
 
 namespace passthru::cli {
 
@@ -23,6 +25,10 @@ apply::Progress cli_progress(const Context& ctx);
 // kill -9, a power cut) and nobody is working on it, say so and how to undo
 // it. apply and rollback handle it themselves, so they are skipped.
 void notice_interrupted(const Context& ctx, std::string_view command);
+
+// scan_host with the kernel cut-offs of the data directory (profiles/host/kernel.json,
+// read once through `data`); throws the error of a broken data file (exit 2) or of the scan.
+scan::Inventory scan_with_data(const Context& ctx, const plan::DataDir& data);
 
 // The libvirt seam for the transaction (apply/libvirt_apply.*).
 const apply::DomainHooks& libvirt_hooks();

@@ -194,12 +194,9 @@ int run_apply(Context& ctx, const po::variables_map& vm)
             print_note(ctx, "the pending plan (passthru plan " + request_to_options((*pending)->plan.request)
                                 + ") differs from this request: applying the request given here");
         }
-        auto inventory = scan::scan_host(ctx.fs, ctx.runner);
-        if (!inventory) {
-            throw inventory.error();
-        }
         const plan::DataDir data(ctx.fs, ctx.global.data_dir);
-        auto made = plan::make_plan(*inventory, ctx.fs, data, request);
+        const scan::Inventory inventory = scan_with_data(ctx, data);
+        auto made = plan::make_plan(inventory, ctx.fs, data, request);
         if (!made) {
             throw made.error();
         }

@@ -82,12 +82,9 @@ int run_plan(Context& ctx, const po::variables_map& vm)
     // make_plan checks what the request must contain (--vm and --gpus, or a
     // network-only request).
     const plan::Request request = parse_request(vm);
-    auto inventory = scan::scan_host(ctx.fs, ctx.runner);
-    if (!inventory) {
-        throw inventory.error();
-    }
     const plan::DataDir data(ctx.fs, ctx.global.data_dir);
-    auto result = plan::make_plan(*inventory, ctx.fs, data, request);
+    const scan::Inventory inventory = scan_with_data(ctx, data);
+    auto result = plan::make_plan(inventory, ctx.fs, data, request);
     if (!result) {
         throw result.error();
     }

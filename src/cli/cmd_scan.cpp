@@ -157,14 +157,12 @@ void scan_options(po::options_description& options)
 
 int run_scan(Context& ctx, const po::variables_map& vm)
 {
-    auto inv = scan::scan_host(ctx.fs, ctx.runner);
-    if (!inv) {
-        throw inv.error();
-    }
+    const plan::DataDir data(ctx.fs, ctx.global.data_dir);
+    const scan::Inventory inv = scan_with_data(ctx, data);
     if (vm.count("json") != 0U) {
-        write_scan_json(stdout, *inv);
+        write_scan_json(stdout, inv);
     } else {
-        std::fputs(render_human(*inv, ctx.color_out).c_str(), stdout);
+        std::fputs(render_human(inv, ctx.color_out).c_str(), stdout);
         if (auto pending = apply::load_pending(ctx.fs); pending && *pending) {
             std::printf("\nPending plan: made %s ago: passthru plan %s ('passthru%s apply --dry-run' shows it)\n",
                         apply::age_text((*pending)->created_epoch).c_str(), request_to_options((*pending)->plan.request).c_str(),

@@ -12,6 +12,7 @@
 #include "apply/rollback.hpp"
 #include "apply/verify.hpp"
 #include "cli/commands.hpp"
+#include "cli/apply_common.hpp"
 #include "plan/planner.hpp"
 #include "scan/scanner.hpp"
 #include "util/strings.hpp"
@@ -44,10 +45,8 @@ void verify_options(po::options_description& options)
 
 int run_verify(Context& ctx, const po::variables_map& vm)
 {
-    auto inventory = scan::scan_host(ctx.fs, ctx.runner);
-    if (!inventory) {
-        throw inventory.error();
-    }
+    const plan::DataDir data(ctx.fs, ctx.global.data_dir);
+    const scan::Inventory inventory = scan_with_data(ctx, data);
     apply::VerifyTarget target;
     std::set<scan::PciAddress> seen;
     auto add = [&](const std::vector<scan::PciAddress>& fns) {
@@ -61,7 +60,7 @@ int run_verify(Context& ctx, const po::variables_map& vm)
         target.vmid = vm["vm"].as<std::uint64_t>();
         target.source = "VM " + std::to_string(*target.vmid);
         if (vm.count("gpus") == 0U) {
-            auto fns = apply::vm_config_functions(*inventory, ctx.fs, *target.vmid);
+            auto fns = apply::vm_config_functions(inventory, ctx.fs, *target.vmid);
             if (!fns) {
                 throw Error(Errc::not_found, fns.error().what()).with_hint("give --gpus to check cards without a VM config");
             }
@@ -70,7 +69,7 @@ int run_verify(Context& ctx, const po::variables_map& vm)
         }
     }
     if (vm.count("gpus") != 0U) {
-        add(select_gpus(*inventory, vm["gpus"].as<std::string>()));
+        add(select_gpus(inventory, vm["gpus"].as<std::string>()));
         target.source += std::string(target.source.empty() ? "" : ", ") + "--gpus " + vm["gpus"].as<std::string>();
     }
     if (target.source.empty()) {
@@ -97,7 +96,7 @@ int run_verify(Context& ctx, const po::variables_map& vm)
         }
     }
 
-    const auto report = apply::verify_host(*inventory, ctx.fs, target);
+    const auto report = apply::verify_host(inventory, ctx.fs, target);
     std::printf("Verifying %s\n", target.source.c_str());
     std::size_t failed = 0;
     for (const auto& c : report.checks) {

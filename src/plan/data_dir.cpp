@@ -187,6 +187,16 @@ std::optional<std::string> DataDir::origin(std::string_view kind, std::string_vi
     return std::nullopt;
 }
 
+Result<scan::KernelCutoffs> load_kernel_cutoffs(const DataDir& data)
+{
+    constexpr std::string_view name = "host/kernel.json";
+    auto text = data.read("profiles", name);
+    if (!text) {
+        return tl::unexpected(text.error());
+    }
+    return scan::parse_kernel_cutoffs(*text, data.origin("profiles", name).value_or("profiles/" + std::string(name)));
+}
+
 Result<std::string> render_template(const DataDir& data, std::string_view name, const nlohmann::json& values)
 {
     auto text = data.read("templates", name);

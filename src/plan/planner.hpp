@@ -42,6 +42,11 @@ private:
     mutable std::map<std::string, Result<std::string>> m_read_cache;
 };
 
+// profiles/host/kernel.json: the kernel releases scan and plan judge by
+// (schema in docs/data.md). Errc::usage naming the file and the field when it
+// breaks the schema; callers stop before anything is written.
+Result<scan::KernelCutoffs> load_kernel_cutoffs(const DataDir& data);
+
 // Renders a mustache template (kainjow::mustache) with JSON data.
 Result<std::string> render_template(const DataDir& data, std::string_view name, const nlohmann::json& values);
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "scan/boot_loader.hpp"
+#include "scan/kernel_cutoffs.hpp"
 #include "scan/pci_address.hpp"
 
 namespace passthru::scan {
@@ -178,6 +179,7 @@ struct Inventory
     std::map<int, IommuGroup> groups;
     std::vector<GpuCard> gpus; // sorted by slot
     std::vector<Problem> problems;
+    KernelCutoffs kernel_cutoffs; // the kernel facts scan judged with (profiles/host/kernel.json); plan uses the same
 
     const PciDevice* find(const PciAddress& addr) const;
     const GpuCard* find_gpu(std::string_view slot) const;

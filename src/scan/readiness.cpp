@@ -16,12 +16,11 @@ std::string cmdline_howto(const HostInfo& host, const std::string& what)
     return scan::cmdline_howto(boot_loader(host.bootloader), what);
 }
 
-bool intel_iommu_default_on(const HostInfo& host)
+bool intel_iommu_default_on(const Inventory& inv)
 {
-    // PVE/Ubuntu-config kernels enable the Intel IOMMU by default from 6.8
-    // (pve-docs qm-pci-passthrough.adoc; CONFIG_INTEL_IOMMU_DEFAULT_ON).
-    const auto version = host.kernel ? util::major_minor(*host.kernel) : std::nullopt;
-    return version && *version >= std::pair<int, int>{6, 8};
+    // docs/facts.md: iommu; the release is data (profiles/host/kernel.json).
+    const auto version = inv.host.kernel ? util::major_minor(*inv.host.kernel) : std::nullopt;
+    return KernelCutoffs::at_least(version, inv.kernel_cutoffs.intel_iommu_default_on);
 }
 
 std::string names_of(const Inventory& inv, const std::vector<PciAddress>& addrs)
@@ -61,12 +60,12 @@ void assess_readiness(Inventory& inv)
             fix += "Enable the IOMMU (AMD-Vi, often 'IOMMU' or 'SVM' under NBIO/AMD CBS) in the firmware setup and reboot; "
                    "AMD-Vi is on by default in the kernel, and there is no amd_iommu=on option";
         } else if (host.is_intel()) {
-            if (intel_iommu_default_on(host)) {
+            if (intel_iommu_default_on(inv)) {
                 fix += "Enable VT-d in the firmware setup and reboot (kernel " + host.kernel.value_or("?")
                        + " enables the Intel IOMMU by default)";
             } else {
-                fix += "Enable VT-d in the firmware setup, and " + cmdline_howto(host, "set intel_iommu=on")
-                       + " (kernels before 6.8 leave the Intel IOMMU off by default)";
+                fix += "Enable VT-d in the firmware setup, and " + cmdline_howto(host, "set intel_iommu=on") + " (kernels before "
+                       + KernelCutoffs::text(inv.kernel_cutoffs.intel_iommu_default_on) + " leave the Intel IOMMU off by default)";
             }
         } else {
             fix += "Enable the IOMMU in the firmware setup and on the kernel command line for this platform";

@@ -359,9 +359,10 @@ std::map<int, IommuGroup> scan_iommu_groups(const util::HostFs& fs)
     return groups;
 }
 
-Result<Inventory> scan_host(const util::HostFs& fs, const util::CommandRunner& runner)
+Result<Inventory> scan_host(const util::HostFs& fs, const util::CommandRunner& runner, const KernelCutoffs& cutoffs)
 {
     Inventory inv;
+    inv.kernel_cutoffs = cutoffs;
     auto devices = scan_pci_devices(fs, inv.problems);
     if (!devices) {
         return tl::unexpected(devices.error());

@@ -14,8 +14,10 @@ namespace passthru::scan {
 // host facts, and the problems with their fixes. Missing or garbled
 // attributes leave that field empty and add a warning; only a root without
 // sysfs is an error (Errc::usage). Runs external commands only through
-// runner.query() (live host: proxmox-boot-tool status).
-Result<Inventory> scan_host(const util::HostFs& fs, const util::CommandRunner& runner);
+// runner.query() (live host: proxmox-boot-tool status). `cutoffs` are the
+// kernel versions from profiles/host/kernel.json (plan::load_kernel_cutoffs);
+// the inventory keeps them for plan.
+Result<Inventory> scan_host(const util::HostFs& fs, const util::CommandRunner& runner, const KernelCutoffs& cutoffs);
 
 // Parts of scan_host, exposed for tests.
 Result<std::vector<PciDevice>> scan_pci_devices(const util::HostFs& fs, std::vector<Problem>& problems);

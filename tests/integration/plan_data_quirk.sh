@@ -70,3 +70,39 @@ grep -q '^passthru: error: /etc/passthru/profiles/host/drivers.json (under the r
 [[ $(grep -c '^passthru: error' "$T/bad.err") == 1 ]] || fail "more than one error line"
 [[ $(tree_sum "$R") == "$before" && ! -e $R/var/lib/passthru ]] || fail "a broken data file let plan write"
 ok "a broken data file is one line naming file and field, exit 2, nothing written"
+
+# Kernel releases are data too (profiles/host/kernel.json): on an Intel host with a 6.8 kernel
+# the shipped file needs no intel_iommu=on; an override that moves the release past 6.8 does.
+KSHIPPED=$SRC/profiles/host/kernel.json
+kernel_override() { # ROOT FIELD VALUE: the shipped kernel.json with one field changed, as the root's override
+    mkdir -p "$1/etc/passthru/profiles/host"
+    python3 - "$KSHIPPED" "$1/etc/passthru/profiles/host/kernel.json" "$2" "$3" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc[sys.argv[3]] = sys.argv[4]
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+}
+adds() { python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["kernel_args"]["add"]))' "$1"; }
+copy_host turing-4fn "$R"
+"$P" --root "$R" plan --vm 101 --gpus all --json > "$T/k0.json" 2> /dev/null
+[[ " $(adds "$T/k0.json") " != *" intel_iommu=on "* ]] || fail "the shipped data adds intel_iommu=on on a 6.8 kernel"
+copy_host turing-4fn "$R"
+kernel_override "$R" intel_iommu_default_on 6.9
+"$P" --root "$R" plan --vm 101 --gpus all --json > "$T/k1.json" 2> /dev/null
+[[ " $(adds "$T/k1.json") " == *" intel_iommu=on "* ]] || fail "intel_iommu_default_on 6.9 did not add intel_iommu=on: $(adds "$T/k1.json")"
+grep -q 'kernels before 6.9 leave off by default' "$T/k1.json" || fail "the reason does not name the release from the data"
+"$P" --root "$R" scan > /dev/null 2>&1 || fail "scan with a valid kernel.json override failed"
+ok "the Intel IOMMU release comes from profiles/host/kernel.json"
+
+copy_host turing-4fn "$R"
+kernel_override "$R" sysfb_simple_framebuffer 5.x
+before=$(tree_sum "$R")
+for cmd in "plan --vm 101 --gpus all" "scan" "verify --gpus all"; do
+    expect_rc 2 "$P" --root "$R" $cmd > /dev/null 2> "$T/kbad.err"
+    grep -q '^passthru: error: /etc/passthru/profiles/host/kernel.json (under the root): sysfb_simple_framebuffer must be a kernel release' "$T/kbad.err" \
+        || fail "$cmd: broken kernel.json not reported with file and field: $(cat "$T/kbad.err")"
+    [[ $(grep -c '^passthru: error' "$T/kbad.err") == 1 ]] || fail "$cmd: more than one error line"
+done
+[[ $(tree_sum "$R") == "$before" && ! -e $R/var/lib/passthru ]] || fail "a broken kernel.json let a command write"
+ok "a broken kernel.json stops plan, scan and verify with one line naming file and field, exit 2"

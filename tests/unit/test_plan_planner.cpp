@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "../support/shipped_data.hpp"
 #include "plan/planner.hpp"
 #include "scan/scanner.hpp"
 #include "util/command_runner.hpp"
@@ -18,7 +19,7 @@ scan::Inventory fixture(const std::string& name)
     auto fs = util::HostFs::open(std::filesystem::path(PASSTHRU_FIXTURES_DIR) / "hosts" / name);
     REQUIRE(fs);
     util::CommandRunner runner(util::RunMode::record);
-    auto inv = scan::scan_host(*fs, runner);
+    auto inv = scan::scan_host(*fs, runner, test::shipped_cutoffs(*fs));
     REQUIRE(inv);
     return std::move(*inv);
 }

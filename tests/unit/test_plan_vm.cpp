@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "../support/shipped_data.hpp"
 #include "../support/temp_dir.hpp"
 #include "apply/libvirt_apply.hpp"
 #include "plan/planner.hpp"
@@ -52,7 +53,7 @@ struct Host
     {
         auto fs = util::HostFs::open(dir.path()).value();
         util::CommandRunner runner(util::RunMode::record);
-        auto inv = scan::scan_host(fs, runner).value();
+        auto inv = scan::scan_host(fs, runner, test::shipped_cutoffs(fs)).value();
         plan::DataDir data(fs, std::nullopt);
         return plan::make_plan(inv, fs, data, req);
     }

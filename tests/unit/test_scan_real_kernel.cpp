@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "../support/shipped_data.hpp"
 #include "scan/scanner.hpp"
 
 using namespace passthru;
@@ -18,7 +19,7 @@ scan::Inventory scan_fixture(const std::string& name)
     auto fs = util::HostFs::open(std::string(PASSTHRU_FIXTURES_DIR) + "/hosts/" + name);
     REQUIRE(fs);
     util::CommandRunner runner(util::RunMode::record);
-    auto inv = scan::scan_host(*fs, runner);
+    auto inv = scan::scan_host(*fs, runner, test::shipped_cutoffs(*fs));
     REQUIRE(inv);
     return std::move(*inv);
 }

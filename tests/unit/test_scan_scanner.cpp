@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "../support/fake_host.hpp"
+#include "../support/shipped_data.hpp"
 #include "scan/scanner.hpp"
 #include "util/strings.hpp"
 
@@ -17,7 +18,7 @@ scan::Inventory scan_of(const FakeHost& host)
     auto fs = util::HostFs::open(host.dir.path());
     REQUIRE(fs);
     util::CommandRunner runner(util::RunMode::record);
-    auto inv = scan::scan_host(*fs, runner);
+    auto inv = scan::scan_host(*fs, runner, test::shipped_cutoffs(*fs));
     REQUIRE(inv);
     return std::move(*inv);
 }
@@ -171,7 +172,7 @@ TEST_SUITE("scan::scanner")
         auto fs = util::HostFs::open(empty.path());
         REQUIRE(fs);
         util::CommandRunner runner(util::RunMode::record);
-        auto inv = scan::scan_host(*fs, runner);
+        auto inv = scan::scan_host(*fs, runner, test::shipped_cutoffs(*fs));
         REQUIRE_FALSE(inv);
         CHECK(inv.error().code() == Errc::usage);
     }

@@ -56,34 +56,34 @@ std::string value_of(std::string_view token)
     return eq == std::string_view::npos ? std::string() : std::string(token.substr(eq + 1));
 }
 
-bool version_below(const HostInputs& in, int major, int minor)
-{
-    return in.kernel_version && *in.kernel_version < std::pair<int, int>{major, minor};
-}
-
 void compute_wanted(const PlanContext& ctx, const HostInputs& in, std::vector<WantedArg>& wanted, std::vector<UnwantedArg>& unwanted)
 {
     const auto& host = ctx.inventory.host;
+    // The kernel releases are data (profiles/host/kernel.json; docs/facts.md: iommu).
+    const scan::KernelCutoffs& cut = ctx.inventory.kernel_cutoffs;
+    using scan::KernelCutoffs;
     if (host.is_intel()) {
-        if (!in.kernel_version || version_below(in, 6, 8)) {
+        if (!KernelCutoffs::at_least(in.kernel_version, cut.intel_iommu_default_on)) {
             wanted.push_back({"intel_iommu=on", Match::key,
-                              "turns on the Intel IOMMU (VT-d), which kernels before 6.8 leave off by default (kernel "
-                                  + in.kernel_release.value_or("unknown") + ")"});
+                              "turns on the Intel IOMMU (VT-d), which kernels before " + KernelCutoffs::text(cut.intel_iommu_default_on)
+                                  + " leave off by default (kernel " + in.kernel_release.value_or("unknown") + ")"});
         }
     }
     wanted.push_back({"iommu=pt", Match::key,
                       "host-owned devices get identity (pass-through) DMA mappings; devices given to a VM still get their own "
                       "translated IOMMU domain"});
     if (in.boot_vga_selected) {
-        if (!in.kernel_version || !version_below(in, 5, 15)) {
+        const std::string sysfb = KernelCutoffs::text(cut.sysfb_simple_framebuffer);
+        if (!in.kernel_version || KernelCutoffs::at_least(in.kernel_version, cut.sysfb_simple_framebuffer)) {
             wanted.push_back({"initcall_blacklist=sysfb_init", Match::list,
-                              "keeps the firmware framebuffer off the boot VGA card: since 5.15 sysfb hands it to simplefb/simpledrm, "
-                              "which video=efifb:off does not stop, and its claim on the card's BAR blocks vfio-pci"});
+                              "keeps the firmware framebuffer off the boot VGA card: since " + sysfb
+                                  + " sysfb hands it to simplefb/simpledrm, which video=efifb:off does not stop, and its claim on the "
+                                    "card's BAR blocks vfio-pci"});
         } else {
             const std::string fb = host.uefi ? "efifb" : "vesafb";
             wanted.push_back({"video=" + fb + ":off", Match::exact,
-                              "keeps " + fb + " (the firmware framebuffer driver of kernels before 5.15) off the boot VGA card, "
-                              "whose BAR it would hold"});
+                              "keeps " + fb + " (the firmware framebuffer driver of kernels before " + sysfb
+                                  + ") off the boot VGA card, whose BAR it would hold"});
         }
     }
     if (in.acs_override) {

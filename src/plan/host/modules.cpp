@@ -30,21 +30,30 @@ struct VirqfdDecision
     std::string reason;
 };
 
+// Before the release in profiles/host/kernel.json (docs/facts.md: modules), and
+// only when libkmod cannot tell from the target kernel's module tree.
+bool before_virqfd_fold(const PlanContext& ctx, const HostInputs& in)
+{
+    return in.kernel_version && !scan::KernelCutoffs::at_least(in.kernel_version, ctx.inventory.kernel_cutoffs.vfio_virqfd_in_vfio);
+}
+
 VirqfdDecision decide_virqfd(const PlanContext& ctx, const HostInputs& in)
 {
     const std::string kver = in.kernel_release.value_or("");
+    const std::string fold = scan::KernelCutoffs::text(ctx.inventory.kernel_cutoffs.vfio_virqfd_in_vfio);
     if (const auto has = target_has_module(ctx.fs, kver, "vfio_virqfd")) {
         if (*has) {
             return {true, "the module tree of kernel " + kver + " still has vfio_virqfd (asked through libkmod)"};
         }
-        return {false, "the module tree of kernel " + kver + " has no vfio_virqfd (asked through libkmod): since Linux 6.2 it is part of vfio"};
+        return {false, "the module tree of kernel " + kver + " has no vfio_virqfd (asked through libkmod): since Linux " + fold
+                           + " it is part of vfio"};
     }
-    if (in.kernel_version && *in.kernel_version < std::pair<int, int>{6, 2}) {
-        return {true, "kernel " + kver + " is older than 6.2, where vfio_virqfd is still a module of its own"};
+    if (before_virqfd_fold(ctx, in)) {
+        return {true, "kernel " + kver + " is older than " + fold + ", where vfio_virqfd is still a module of its own"};
     }
     return {false, "kernel " + (kver.empty() ? std::string("(unknown)") : kver)
-                       + (in.kernel_version ? " is 6.2 or newer" : " is assumed current")
-                       + ": vfio_virqfd was folded into vfio in Linux 6.2, and listing it only makes systemd-modules-load fail"};
+                       + (in.kernel_version ? " is " + fold + " or newer" : std::string(" is assumed current"))
+                       + ": vfio_virqfd was folded into vfio in Linux " + fold + ", and listing it only makes systemd-modules-load fail"};
 }
 
 // Removes vfio_virqfd lines from a module list file.
@@ -166,9 +175,10 @@ void plan_modules(const PlanContext& ctx, Plan& plan, HostInputs& in)
             }
         }
     }
-    if (virqfd.needed && in.kernel_version && *in.kernel_version < std::pair<int, int>{6, 2}) {
-        plan.notes.push_back("vfio_virqfd is listed for kernel " + in.kernel_release.value_or("?")
-                             + "; after an upgrade to a 6.2+ kernel, plan again: passthru then removes it");
+    if (virqfd.needed && before_virqfd_fold(ctx, in)) {
+        plan.notes.push_back("vfio_virqfd is listed for kernel " + in.kernel_release.value_or("?") + "; after an upgrade to a "
+                             + scan::KernelCutoffs::text(ctx.inventory.kernel_cutoffs.vfio_virqfd_in_vfio)
+                             + "+ kernel, plan again: passthru then removes it");
     }
 }
 

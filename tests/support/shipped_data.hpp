@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The data passthru ships (profiles/ of the source tree), for tests that scan
+// or plan a tree the way the commands do.
+#pragma once
+
+#include <optional>
+
+#include "plan/planner.hpp"
+#include "scan/kernel_cutoffs.hpp"
+#include "util/host_fs.hpp"
+
+namespace passthru::test {
+
+// profiles/host/kernel.json as the commands load it (an override under the root first).
+inline scan::KernelCutoffs shipped_cutoffs(const util::HostFs& fs)
+{
+    const plan::DataDir data(fs, std::nullopt);
+    return plan::load_kernel_cutoffs(data).value();
+}
+
+} // namespace passthru::test
