@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The module-list planner (plan/host/modules.cpp) on small fake trees:
+// modules-load.d and the initramfs list, and vfio_virqfd by the target kernel
+// (libkmod when its module tree is there, the data's release otherwise).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "../support/fake_host.hpp"
+#include "../support/shipped_data.hpp"
+#include "plan/host/common.hpp"
+#include "plan/planner.hpp"
+#include "scan/scanner.hpp"
+#include "util/command_runner.hpp"
+
+using namespace passthru;
+using passthru::test::FakeHost;
+
+namespace {
+
+struct Planned
+{
+    plan::Plan plan;
+    plan::detail::HostInputs in;
+};
+
+Planned run_modules(const FakeHost& host, const std::function<void(scan::Inventory&)>& tweak = {})
+{
+    auto fs = util::HostFs::open(host.dir.path());
+    REQUIRE(fs);
+    util::CommandRunner runner(util::RunMode::record);
+    auto inv = scan::scan_host(*fs, runner, test::shipped_cutoffs(*fs));
+    REQUIRE(inv);
+    if (tweak) {
+        tweak(*inv);
+    }
+    const plan::DataDir data(*fs, std::nullopt);
+    plan::Request request;
+    request.vm = "101";
+    request.vmid = 101;
+    request.gpus = "all";
+    plan::PlanContext ctx{*inv, *fs, data, request, {}};
+    Planned out;
+    out.in.kernel_release = inv->host.kernel;
+    out.in.kernel_version = util::major_minor(inv->host.kernel.value_or(""));
+    plan::detail::plan_modules(ctx, out.plan, out.in);
+    return out;
+}
+
+void host_with_kernel(FakeHost& host, const std::string& kernel)
+{
+    host.add("0000:01:00.0").ids(0x10de, 0x2204).pci_class(0x030000).group(1).driver("nouveau");
+    host.dir.write("proc/sys/kernel/osrelease", kernel + "\n");
+}
+
+std::string after_of(const plan::Plan& p, const std::string& path)
+{
+    auto it = std::find_if(p.files.begin(), p.files.end(), [&](const plan::FileChange& f) { return f.path == path; });
+    REQUIRE(it != p.files.end());
+    return it->after.value_or("");
+}
+
+bool lists(const std::string& text, const std::string& module)
+{
+    for (std::size_t pos = 0; (pos = text.find(module, pos)) != std::string::npos; pos += module.size()) {
+        const bool starts = pos == 0 || text[pos - 1] == '\n';
+        const bool ends = pos + module.size() == text.size() || text[pos + module.size()] == '\n';
+        if (starts && ends) {
+            return true;
+        }
+    }
+    return false;
+}
+
+} // namespace
+
+TEST_SUITE("plan::host::modules")
+{
+    TEST_CASE("a current kernel: the vfio modules in modules-load.d and the initramfs, no vfio_virqfd")
+    {
+        FakeHost host;
+        host_with_kernel(host, "6.8.12-4-pve");
+        const auto r = run_modules(host);
+        REQUIRE_FALSE(r.plan.refused());
+        const auto load = after_of(r.plan, "/etc/modules-load.d/vfio.conf");
+        for (const char* m : {"vfio", "vfio_iommu_type1", "vfio_pci"}) {
+            CAPTURE(m);
+            CHECK(lists(load, m));
+        }
+        CHECK_FALSE(lists(load, "vfio_virqfd"));
+        const auto init = after_of(r.plan, "/etc/initramfs-tools/modules");
+        CHECK(lists(init, "vfio_pci"));
+        CHECK(r.in.module_files_changed);
+    }
+
+    TEST_CASE("an old kernel without a module tree: vfio_virqfd by the data's release, with a note")
+    {
+        FakeHost host;
+        host_with_kernel(host, "6.1.0-56-amd64");
+        const auto r = run_modules(host);
+        CHECK(lists(after_of(r.plan, "/etc/modules-load.d/vfio.conf"), "vfio_virqfd"));
+        CHECK(std::any_of(r.plan.notes.begin(), r.plan.notes.end(),
+                          [](const std::string& n) { return n.find("after an upgrade to a 6.2+ kernel") != std::string::npos; }));
+        // The release is data: move it below 6.1 and the same kernel needs no vfio_virqfd.
+        const auto moved = run_modules(host, [](scan::Inventory& inv) { inv.kernel_cutoffs.vfio_virqfd_in_vfio = {6, 0}; });
+        CHECK_FALSE(lists(after_of(moved.plan, "/etc/modules-load.d/vfio.conf"), "vfio_virqfd"));
+        CHECK(moved.plan.notes.empty());
+    }
+
+    TEST_CASE("old vfio_virqfd lines are removed on a kernel that folded it into vfio; other lines stay")
+    {
+        FakeHost host;
+        host_with_kernel(host, "6.8.12-4-pve");
+        host.dir.write("etc/modules", "# /etc/modules\nloop\nvfio_virqfd\n");
+        host.dir.write("etc/initramfs-tools/modules", "# list\nzfs\nvfio_virqfd\nvfio\n");
+        const auto r = run_modules(host);
+        CHECK(after_of(r.plan, "/etc/modules") == "# /etc/modules\nloop\n");
+        const auto init = after_of(r.plan, "/etc/initramfs-tools/modules");
+        CHECK(init.find("# list\nzfs\nvfio\n") == 0);
+        CHECK_FALSE(lists(init, "vfio_virqfd"));
+        CHECK(lists(init, "vfio_pci"));
+    }
+}
