@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The readiness notes of the host planner (plan/host/readiness.cpp): host RAM
+// against the VRAM of the selected cards, from the GPU profiles.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "../support/fake_host.hpp"
+#include "../support/shipped_data.hpp"
+#include "plan/host/common.hpp"
+#include "plan/planner.hpp"
+#include "scan/scanner.hpp"
+#include "util/command_runner.hpp"
+
+using namespace passthru;
+using passthru::test::FakeHost;
+
+namespace {
+
+plan::Plan run_readiness(std::uint16_t device, const std::string& mem_kib)
+{
+    FakeHost host;
+    host.add("0000:01:00.0").ids(0x10de, device).pci_class(0x030000).group(1);
+    host.dir.write("proc/meminfo", "MemTotal:       " + mem_kib + " kB\n");
+    auto fs = util::HostFs::open(host.dir.path());
+    REQUIRE(fs);
+    util::CommandRunner runner(util::RunMode::record);
+    auto inv = scan::scan_host(*fs, runner, test::shipped_cutoffs(*fs));
+    REQUIRE(inv);
+    REQUIRE(inv->gpus.size() == 1);
+    const plan::DataDir data(*fs, std::nullopt);
+    plan::Request request;
+    request.vm = "101";
+    plan::PlanContext ctx{*inv, *fs, data, request, {&inv->gpus[0]}};
+    plan::Plan p;
+    plan::detail::plan_readiness(ctx, p, plan::detail::HostInputs{});
+    return p;
+}
+
+bool any_has(const std::vector<std::string>& lines, std::string_view needle)
+{
+    return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(needle) != std::string::npos; });
+}
+
+} // namespace
+
+TEST_SUITE("plan::host::readiness")
+{
+    TEST_CASE("an RTX 3090 (24 GiB) on 32 GiB of RAM is below 2x: a warning")
+    {
+        const auto p = run_readiness(0x2204, "33554432");
+        CHECK(any_has(p.warnings, "the host has 32 GiB of RAM for 24 GiB of VRAM"));
+        CHECK(any_has(p.warnings, "below 2x"));
+    }
+
+    TEST_CASE("the same card on 128 GiB is enough: a note")
+    {
+        const auto p = run_readiness(0x2204, "134217728");
+        CHECK(p.warnings.empty());
+        CHECK(any_has(p.notes, "of VRAM passed through"));
+        CHECK(any_has(p.notes, ": enough"));
+    }
+
+    TEST_CASE("a card no profile knows skips the check and says how to add one")
+    {
+        const auto p = run_readiness(0x0fff, "134217728");
+        CHECK(p.warnings.empty());
+        CHECK(any_has(p.notes, "no GPU profile (profiles/gpus) knows the card(s) at 0000:01:00"));
+    }
+}
