@@ -20,8 +20,9 @@ test=(python3 pciutils kmod patch time libxml2-utils libvirt-clients strace jq
   grub2-common) # grub2-common: Debian's update-grub inside the live-path test's chroot
 # docs: the man page and the shell completions are checked with these
 docs=(man-db bash-completion zsh)
-# vm: the real-kernel test (the kernel itself is downloaded, never installed)
-vm=(qemu-system-x86 cpio)
+# vm: the real-kernel test (the kernel itself is downloaded, never installed) and the reboot
+# test, whose disk image is made and read without mounting (mke2fs -d, debugfs)
+vm=(qemu-system-x86 cpio e2fsprogs)
 # package: building and checking the .deb
 package=(dpkg-dev fakeroot lintian)
 # roots: the Debian roots of the Debian 13 half and the package tests (scripts/debian-root.sh)

@@ -1,0 +1,404 @@
+#!/usr/bin/env bash
+# The real reboot test (tests/reboot/README.md): a Debian 12 root built from Debian's
+# packages, with the passthru package from this tree installed by apt, made into an ext4
+# disk image and booted three times under QEMU (TCG, q35, emulated IOMMU) with systemd as
+# init. Boot 1 runs `passthru apply` on the live root (update-initramfs and the boot-loader
+# refresh run for real); boot 2 boots what the boot loader would boot now and checks the
+# binding, verify and rollback; boot 3 checks that rollback undid it.
+#
+# Usage: tests/reboot/run.sh [--loader grub|systemd-boot]... [--iommu intel|amd]
+#                            [--keep DIR] [--silence SECONDS] [--deb FILE]
+#   --loader    which boot loader the host uses (default: both, one after the other)
+#   --iommu     the emulated IOMMU (default intel)
+#   --keep      keep the images, serial logs and results in DIR
+#   --silence   a boot that prints nothing on its serial console for this long is hung
+#               (default 300; PASSTHRU_REBOOT_SILENCE)
+#   --deb       the passthru package to install (default: packaging/build-deb.sh builds it)
+#   PASSTHRU_REBOOT_CACHE  the root and package cache (default <build>/reboot-cache, where
+#                          <build> is PASSTHRU_BUILD_DIR or <repo>/build)
+#   PASSTHRU_QEMU_LOCK     the lock every QEMU run holds (default /work/.qemu.lock when /work
+#                          exists, else /tmp/passthru-qemu.lock)
+#
+# Needs root (the root is built with mmdebstrap and installed into with chroot; nothing
+# is mounted), mmdebstrap, e2fsprogs (mke2fs -d, debugfs), qemu-system-x86 and python3.
+# A missing tool is an error, never a skip.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+BUILD=${PASSTHRU_BUILD_DIR:-$REPO/build}
+CACHE=${PASSTHRU_REBOOT_CACHE:-$BUILD/reboot-cache}
+SILENCE=${PASSTHRU_REBOOT_SILENCE:-300}
+if [ -n "${PASSTHRU_QEMU_LOCK:-}" ]; then
+    LOCK=$PASSTHRU_QEMU_LOCK
+elif [ -d /work ]; then
+    LOCK=/work/.qemu.lock
+else
+    LOCK=${TMPDIR:-/tmp}/passthru-qemu.lock
+fi
+IOMMU=intel
+KEEP=
+DEB=
+LOADERS=()
+ROOT_UUID=5e1f0c4a-7d2b-4c39-9a51-3b0d2e6f8a17 # fixed, so the command lines are predictable
+ESP_UUID=4A3B-1C2D
+RELEASE=bookworm
+# The test host's own kernel arguments: the serial console; no_timer_check, because under
+# TCG on a busy machine the kernel's IO-APIC timer check can fail and panic the boot
+# ("timer doesn't work through Interrupt-remapped IO-APIC"); panic=-1, so that a panic
+# ends the machine at once instead of waiting to be judged hung. On the Intel machine also
+# intel_iommu=on: Debian 12's kernel leaves VT-d off by default, and passthru plans only
+# for a host whose IOMMU is on (it refuses without IOMMU groups).
+HOST_ARGS="console=ttyS0 no_timer_check panic=-1"
+
+die() {
+    echo "tests/reboot/run.sh: error: $*" >&2
+    exit 1
+}
+log() { echo "[reboot $(date -u +%H:%M:%S)] $*"; }
+
+while [ $# -gt 0 ]; do
+    case $1 in
+    --loader)
+        [ $# -ge 2 ] || die "--loader needs grub or systemd-boot"
+        case $2 in grub | systemd-boot) LOADERS+=("$2") ;; *) die "unknown loader '$2' (grub, systemd-boot)" ;; esac
+        shift 2
+        ;;
+    --iommu)
+        [ $# -ge 2 ] || die "--iommu needs intel or amd"
+        case $2 in intel | amd) IOMMU=$2 ;; *) die "unknown IOMMU '$2' (intel, amd)" ;; esac
+        shift 2
+        ;;
+    --keep) [ $# -ge 2 ] || die "--keep needs a directory"; KEEP=$2; shift 2 ;;
+    --silence) [ $# -ge 2 ] || die "--silence needs seconds"; SILENCE=$2; shift 2 ;;
+    --deb) [ $# -ge 2 ] || die "--deb needs a file"; DEB=$(readlink -f "$2"); shift 2 ;;
+    -h | --help) sed -n '9,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
+    esac
+done
+[ ${#LOADERS[@]} -gt 0 ] || LOADERS=(grub systemd-boot)
+[ "$IOMMU" = intel ] && HOST_ARGS="$HOST_ARGS intel_iommu=on"
+
+[ "$(id -u)" = 0 ] || die "this test needs root: it builds a Debian root with mmdebstrap and installs into it with chroot"
+for tool in mmdebstrap mke2fs debugfs qemu-system-x86_64 python3 dpkg-deb flock chroot; do
+    command -v "$tool" >/dev/null || die "$tool is missing (scripts/deps.sh installs what this test needs)"
+done
+
+if [ -n "$KEEP" ]; then
+    mkdir -p "$KEEP"
+    WORK=$(cd "$KEEP" && pwd)
+else
+    WORK=$(mktemp -d "${TMPDIR:-/tmp}/passthru-reboot.XXXXXX")
+    trap 'rm -rf "$WORK"' EXIT
+fi
+mkdir -p "$CACHE"
+
+# --- the passthru package and the Proxmox stand-ins as packages ---------------------------
+if [ -z "$DEB" ]; then
+    log "building the passthru package (packaging/build-deb.sh)"
+    t0=$SECONDS
+    DEB=$("$REPO/packaging/build-deb.sh" "$BUILD/package-build" "$WORK/deb" 2>"$WORK/build-deb.log") ||
+        { tail -n 30 "$WORK/build-deb.log" >&2; die "packaging/build-deb.sh failed"; }
+    log "package $(basename "$DEB") built in $((SECONDS - t0)) s"
+fi
+[ -f "$DEB" ] || die "no package at $DEB"
+
+# Proxmox's own packages, as far as passthru sees them: dpkg's record of pve-manager (scan
+# reads its version), qemu-server with the qm stand-in, proxmox-kernel-helper with the
+# proxmox-boot-tool stand-in. Built with dpkg-deb and installed with apt like the rest.
+PKGDIR=$WORK/packages
+rm -rf "$PKGDIR"
+mkdir -p "$PKGDIR"
+stub_package() { # stub_package NAME VERSION [FILE DEST]...
+    local name=$1 version=$2 dir=$PKGDIR/$1
+    shift 2
+    mkdir -p "$dir/DEBIAN"
+    cat >"$dir/DEBIAN/control" <<EOF
+Package: $name
+Version: $version
+Architecture: all
+Maintainer: passthru tests <passthru@localhost>
+Section: admin
+Priority: optional
+Description: stand-in for Proxmox's $name in passthru's reboot test
+ See tests/reboot/README.md in passthru's source.
+EOF
+    while [ $# -gt 0 ]; do
+        install -D -m 755 "$1" "$dir/$2"
+        shift 2
+    done
+    dpkg-deb --root-owner-group -Zxz --build "$dir" "$PKGDIR/${name}_${version}_all.deb" >/dev/null
+}
+stub_package pve-manager 8.2.4
+stub_package qemu-server 8.2.1 "$HERE/guest/qm" usr/sbin/qm
+stub_package proxmox-kernel-helper 8.1.0 "$HERE/guest/proxmox-boot-tool" usr/sbin/proxmox-boot-tool
+
+# --- the Debian root (cached) -------------------------------------------------------------
+# passthru's own dependencies go into the cached root, so installing the package needs no
+# download: the names from its Depends (first of each alternative, versions dropped).
+deps=$(dpkg-deb -f "$DEB" Depends | tr ',' '\n' | sed 's/|.*//; s/(.*)//; s/[[:space:]]//g' | grep -v '^$' | sort -u)
+PACKAGES=(linux-image-amd64 initramfs-tools kmod systemd systemd-sysv udev grub2-common grub-pc-bin
+    pciutils busybox zstd $deps)
+ROOT=$CACHE/root-$RELEASE
+log "Debian root: $RELEASE with ${#PACKAGES[@]} packages in $ROOT"
+t0=$SECONDS
+"$REPO/scripts/debian-root.sh" --variant apt "$RELEASE" "$ROOT" "${PACKAGES[@]}" >/dev/null 2>"$WORK/debian-root.log" ||
+    { tail -n 30 "$WORK/debian-root.log" >&2; die "scripts/debian-root.sh failed"; }
+log "Debian root ready in $((SECONDS - t0)) s ($(du -sh "$ROOT" | cut -f1))"
+
+KVER=
+for k in "$ROOT"/boot/vmlinuz-*; do
+    [ -e "$k" ] && KVER=${k#"$ROOT"/boot/vmlinuz-}
+done
+[ -n "$KVER" ] || die "the root has no /boot/vmlinuz-*"
+[ -f "$ROOT/boot/initrd.img-$KVER" ] || die "the root has no /boot/initrd.img-$KVER"
+
+# --- one host per boot loader -------------------------------------------------------------
+# stage LOADER DIR: a copy of the root with passthru and the stand-ins installed by apt, the
+# test's unit and this host's boot configuration.
+stage() {
+    local loader=$1 r=$2
+    rm -rf "$r"
+    cp -a "$ROOT" "$r"
+    rm -f "$r/.debian-root"
+    mkdir -p "$r/tmp/passthru-debs"
+    cp "$DEB" "$PKGDIR"/*.deb "$r/tmp/passthru-debs/"
+    # apt inside the root, without a download: every dependency is there already
+    # shellcheck disable=SC2016
+    chroot "$r" /bin/sh -c 'DEBIAN_FRONTEND=noninteractive apt-get install -y -q /tmp/passthru-debs/*.deb' \
+        >"$WORK/$loader/apt-install.log" 2>&1 ||
+        { tail -n 30 "$WORK/$loader/apt-install.log" >&2; die "apt-get install of passthru in the root failed"; }
+    rm -rf "$r/tmp/passthru-debs"
+
+    echo "pve-test" >"$r/etc/hostname"
+    printf '127.0.0.1 localhost\n127.0.1.1 pve-test\n' >"$r/etc/hosts"
+    echo "UUID=$ROOT_UUID / ext4 errors=remount-ro 0 1" >"$r/etc/fstab"
+    mkdir -p "$r/etc/pve/qemu-server"
+    cp "$REPO/tests/vm/guest-root/etc/pve/qemu-server/101.conf" "$r/etc/pve/qemu-server/"
+
+    # initramfs-tools' MODULES=dep instead of Debian's default "most": the initramfs gets the
+    # root disk's and file system's drivers plus /etc/initramfs-tools/modules (where apply
+    # puts vfio) instead of about a thousand modules, whose copying took update-initramfs
+    # over 15 minutes under TCG on the busy 2-core machine. Neither setting puts the card's
+    # host drivers (bochs, snd_hda_intel) into the initramfs.
+    sed -i 's/^MODULES=.*/MODULES=dep/' "$r/etc/initramfs-tools/initramfs.conf"
+    grep -q '^MODULES=dep$' "$r/etc/initramfs-tools/initramfs.conf" || die "initramfs.conf has no MODULES line"
+
+    install -D -m 755 "$HERE/guest/step" "$r/usr/local/lib/passthru-test/step"
+    install -D -m 644 "$HERE/guest/passthru-reboot-test.service" "$r/etc/systemd/system/passthru-reboot-test.service"
+    mkdir -p "$r/etc/systemd/system/multi-user.target.wants"
+    ln -sfn ../passthru-reboot-test.service "$r/etc/systemd/system/multi-user.target.wants/passthru-reboot-test.service"
+    mkdir -p "$r/var/lib/passthru-test"
+    echo "$loader" >"$r/var/lib/passthru-test/loader"
+    echo 0 >"$r/var/lib/passthru-test/boot"
+
+    local base="root=UUID=$ROOT_UUID ro $HOST_ARGS"
+    case $loader in
+    grub)
+        # Debian's stock /etc/default/grub, with the serial console on the command line
+        # and without "quiet", so the boot shows its progress on the serial console
+        sed -e 's/^GRUB_CMDLINE_LINUX_DEFAULT=.*/GRUB_CMDLINE_LINUX_DEFAULT=""/' \
+            -e "s/^GRUB_CMDLINE_LINUX=.*/GRUB_CMDLINE_LINUX=\"$HOST_ARGS\"/" \
+            "$REPO/tests/vm/guest-root/etc/default/grub" >"$r/etc/default/grub"
+        mkdir -p "$r/boot/grub"
+        ;;
+    systemd-boot)
+        echo "$ESP_UUID" >"$r/etc/kernel/proxmox-boot-uuids"
+        echo "$base" >"$r/etc/kernel/cmdline"
+        local esp=$r/var/lib/passthru-test/esp/$ESP_UUID
+        mkdir -p "$esp/loader/entries" "$esp/EFI/proxmox"
+        printf 'timeout 3\ndefault proxmox-*\n' >"$esp/loader/loader.conf"
+        # as proxmox-boot-tool init leaves it: the kernels copied, one entry each
+        chroot "$r" proxmox-boot-tool refresh >"$WORK/$loader/pbt-init.log" 2>&1 ||
+            { cat "$WORK/$loader/pbt-init.log" >&2; die "proxmox-boot-tool refresh in the root failed"; }
+        ;;
+    esac
+}
+
+# image DIR IMG: an ext4 image of DIR, no loop device
+image() {
+    local mb
+    mb=$(($(du -sm "$1" | cut -f1) + 900))
+    rm -f "$2"
+    mke2fs -q -t ext4 -U "$ROOT_UUID" -L pt-root -d "$1" "$2" "${mb}M" || die "mke2fs -d $1 failed"
+}
+
+dump() { # dump IMG PATH DEST: one file out of the image
+    rm -f "$3"
+    debugfs -c -R "dump -p $2 $3" "$1" >/dev/null 2>&1
+    [ -s "$3" ] || return 1
+}
+
+# boot_files LOADER IMG N: sets KERNEL, INITRD and APPEND to what the boot loader boots now
+boot_files() {
+    local loader=$1 img=$2 n=$3 dir=$WORK/$loader/boot$n
+    mkdir -p "$dir"
+    case $loader in
+    grub)
+        if [ "$n" = 1 ]; then
+            # no grub.cfg yet (the root was never booted); what grub-mkconfig makes of
+            # /etc/default/grub, which boot 1 checks against the real one
+            KPATH=/boot/vmlinuz-$KVER
+            IPATH=/boot/initrd.img-$KVER
+            APPEND="root=UUID=$ROOT_UUID ro $HOST_ARGS"
+        else
+            dump "$img" /boot/grub/grub.cfg "$dir/grub.cfg.booted" || die "the image has no /boot/grub/grub.cfg"
+            eval "$(python3 "$HERE/check.py" boot-entry grub "$dir/grub.cfg.booted")"
+        fi
+        # GRUB puts the image's path first on the command line
+        APPEND="BOOT_IMAGE=$KPATH $APPEND"
+        dump "$img" "$KPATH" "$dir/vmlinuz" || die "cannot read $KPATH from the image"
+        dump "$img" "$IPATH" "$dir/initrd" || die "cannot read $IPATH from the image"
+        ;;
+    systemd-boot)
+        local esp=/var/lib/passthru-test/esp/$ESP_UUID
+        dump "$img" "$esp/loader/entries/proxmox-$KVER.conf" "$dir/entry.booted" ||
+            die "the image's ESP has no loader/entries/proxmox-$KVER.conf"
+        eval "$(python3 "$HERE/check.py" boot-entry systemd-boot "$dir/entry.booted")"
+        dump "$img" "$esp$KPATH" "$dir/vmlinuz" || die "cannot read $esp$KPATH from the image"
+        dump "$img" "$esp$IPATH" "$dir/initrd" || die "cannot read $esp$IPATH from the image"
+        ;;
+    esac
+    KERNEL=$dir/vmlinuz
+    INITRD=$dir/initrd
+}
+
+# The machine of tests/vm/run.sh (the same "card": display + HDA in one slot, a host HDA
+# with the same id elsewhere), plus the root disk on virtio-blk at 00:09.0.
+qemu_args() {
+    local img=$1 vga=0x1 cpu=qemu64,vendor=GenuineIntel,-svm
+    Q=(-accel tcg -M q35 -m 1536 -smp 2 -nodefaults -display none -serial stdio -no-reboot
+        -audiodev none,id=snd0)
+    case $IOMMU in
+    intel) Q+=(-cpu "$cpu" -device intel-iommu,intremap=on,caching-mode=on) ;;
+    amd) Q+=(-cpu qemu64 -device amd-iommu); vga=0x8 ;;
+    esac
+    Q+=(
+        -device "VGA,bus=pcie.0,addr=$vga"
+        -device pcie-root-port,id=rp1,bus=pcie.0,addr=0x2,chassis=1,port=1
+        -device e1000e,bus=rp1,addr=0x0
+        -device pcie-root-port,id=rp2,bus=pcie.0,addr=0x3,chassis=2,port=2
+        -device virtio-net-pci,bus=rp2,addr=0x0,disable-legacy=on
+        -device pcie-root-port,id=rp3,bus=pcie.0,addr=0x4,chassis=3,port=3
+        -blockdev driver=null-co,node-name=nvme0,read-zeroes=on,size=1073741824
+        -device nvme,bus=rp3,addr=0x0,drive=nvme0,serial=passthru0
+        -device pcie-root-port,id=rp4,bus=pcie.0,addr=0x5,chassis=4,port=4
+        -device secondary-vga,bus=rp4,addr=0x0.0,multifunction=on
+        -device ich9-intel-hda,id=cardhda,bus=rp4,addr=0x0.1
+        -device hda-duplex,bus=cardhda.0,audiodev=snd0
+        -device pcie-root-port,id=rp5,bus=pcie.0,addr=0x6,chassis=5,port=5
+        -device pcie-pci-bridge,id=pcibr,bus=rp5,addr=0x0
+        -device e1000,bus=pcibr,addr=0x1
+        -device virtio-net-pci,bus=pcibr,addr=0x2
+        -device qemu-xhci,bus=pcie.0,addr=0x7
+        -device ich9-intel-hda,id=hosthda,bus=pcie.0,addr=0x1b
+        -device hda-duplex,bus=hosthda.0,audiodev=snd0
+        -drive "file=$img,format=raw,if=none,id=rootdisk,cache=writeback"
+        -device virtio-blk-pci,drive=rootdisk,bus=pcie.0,addr=0x9
+    )
+}
+
+# boot LOADER IMG N: one boot under the QEMU lock. A boot is hung when its serial console
+# stays silent for $SILENCE seconds; there is no fixed limit for the whole boot.
+boot() {
+    local loader=$1 img=$2 n=$3 dir=$WORK/$1/boot$3 serial size last_size quiet pid rc t0 t1
+    boot_files "$loader" "$img" "$n"
+    qemu_args "$img"
+    printf '%s\n' "$APPEND" >"$dir/append.txt"
+    serial=$dir/serial.log
+    : >"$serial"
+    exec 8>"$LOCK"
+    log "$loader boot $n: waiting for the QEMU lock ($LOCK)"
+    flock 8
+    log "$loader boot $n: -append '$APPEND'"
+    t0=$(date +%s.%N)
+    qemu-system-x86_64 "${Q[@]}" -kernel "$KERNEL" -initrd "$INITRD" -append "$APPEND" \
+        </dev/null >"$serial" 2>"$dir/qemu.err" &
+    pid=$!
+    last_size=-1
+    quiet=0
+    while kill -0 "$pid" 2>/dev/null; do
+        sleep 5
+        size=$(stat -c %s "$serial")
+        if [ "$size" = "$last_size" ]; then
+            quiet=$((quiet + 5))
+        else
+            quiet=0
+            last_size=$size
+        fi
+        if [ "$quiet" -ge "$SILENCE" ]; then
+            log "$loader boot $n: no serial output for ${SILENCE}s: hung; stopping QEMU"
+            kill "$pid" 2>/dev/null || true
+            wait "$pid" 2>/dev/null || true
+            flock -u 8
+            tail -n 30 "$serial" | tr -d '\r' >&2
+            BOOT_RESULT="hung (no serial output for ${SILENCE}s)"
+            return 1
+        fi
+    done
+    set +e
+    wait "$pid"
+    rc=$?
+    set -e
+    flock -u 8
+    exec 8>&-
+    t1=$(date +%s.%N)
+    BOOT_SECS=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", b - a }')
+    log "$loader boot $n: QEMU exited $rc after ${BOOT_SECS}s"
+    if [ "$rc" != 0 ]; then
+        cat "$dir/qemu.err" >&2
+        BOOT_RESULT="QEMU exited $rc"
+        return 1
+    fi
+    # what the guest recorded
+    rm -rf "$dir/results"
+    debugfs -c -R "rdump /var/lib/passthru-test/results/boot$n $dir" "$img" >/dev/null 2>&1 || true
+    [ -d "$dir/boot$n" ] && mv "$dir/boot$n" "$dir/results"
+    [ -d "$dir/results" ] || { BOOT_RESULT="the guest recorded nothing"; tail -n 40 "$serial" | tr -d '\r' >&2; return 1; }
+    return 0
+}
+
+failed=()
+summary=()
+for loader in "${LOADERS[@]}"; do
+    mkdir -p "$WORK/$loader"
+    log "$loader: staging the host"
+    t0=$SECONDS
+    stage "$loader" "$WORK/$loader/root"
+    img=$WORK/$loader/disk.img
+    image "$WORK/$loader/root" "$img"
+    rm -rf "$WORK/$loader/root"
+    log "$loader: root with passthru installed and its image made in $((SECONDS - t0)) s"
+    times=()
+    ok=1
+    for n in 1 2 3; do
+        BOOT_RESULT=
+        if ! boot "$loader" "$img" "$n"; then
+            summary+=("$loader boot $n: FAIL: $BOOT_RESULT")
+            ok=0
+            break
+        fi
+        times+=("${BOOT_SECS}s")
+        if ! python3 "$HERE/check.py" boot --loader "$loader" --iommu "$IOMMU" --boot "$n" \
+            --dir "$WORK/$loader"; then
+            summary+=("$loader boot $n: FAIL (evidence in $WORK/$loader/boot$n)")
+            ok=0
+            break
+        fi
+    done
+    if [ "$ok" = 1 ]; then
+        summary+=("$loader ($IOMMU): PASS, boots ${times[*]}")
+    else
+        failed+=("$loader")
+    fi
+done
+
+log "summary:"
+for s in "${summary[@]}"; do log "  $s"; done
+if [ ${#failed[@]} -gt 0 ]; then
+    if [ -z "$KEEP" ]; then
+        trap - EXIT
+        log "work directory kept: $WORK"
+    fi
+    die "the reboot test failed for: ${failed[*]}"
+fi
