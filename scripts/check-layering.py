@@ -9,6 +9,9 @@
    (src/util/command_runner.*) runs programs. Everything else that touches the
    file system or another process outside those two is listed in EXCEPTIONS,
    the one place that says where it may happen and why.
+3. No std::regex anywhere in src/: libstdc++'s regex executor recurses once per
+   character, so a long line of host input overflows the stack. Input is
+   matched by hand (src/util/lex.hpp), in bounded stack.
 
 Usage: check-layering.py [SRC_DIR]   (default: src/ beside this script)
 Exit 0 when the tree follows both rules, 1 with one line per violation.
@@ -184,6 +187,18 @@ def check_host_access(rel, text, problems):
                             "(src/util/host_fs.*, src/util/command_runner.*)")
 
 
+NO_REGEX = re.compile(r"#\s*include\s*<regex>|\bstd::(?:w?regex|basic_regex|w?[cs]match|regex_\w+)\b")
+
+
+def check_no_regex(rel, raw, stripped, problems):
+    """stripped has the string literals blanked; #include <...> lines are read raw."""
+    for lineno, (line, code) in enumerate(zip(raw.splitlines(), stripped.splitlines()), 1):
+        m = NO_REGEX.search(line if line.lstrip().startswith("#") else code)
+        if m:
+            problems.append(f"{rel}:{lineno}: {m.group(0).strip()}: no std::regex in passthru (it recurses per "
+                            "character of the input); match by hand with src/util/lex.hpp")
+
+
 def main():
     src = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent / "src"
     files = sorted(p for p in src.rglob("*") if p.suffix in (".cpp", ".hpp"))
@@ -195,7 +210,9 @@ def main():
         rel = path.relative_to(src).as_posix()
         raw = path.read_text(encoding="utf-8")
         check_includes(rel, raw, problems)  # an #include inside a comment does not count: the regex anchors at #
-        check_host_access(rel, strip_comments_and_strings(raw), problems)
+        stripped = strip_comments_and_strings(raw)
+        check_host_access(rel, stripped, problems)
+        check_no_regex(rel, raw, stripped, problems)
     for p in problems:
         print(f"layering: {p}")
     print(f"layering: {len(files)} files, {len(problems)} violation(s)")

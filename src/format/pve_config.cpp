@@ -2,42 +2,91 @@
 #include "format/pve_config.hpp"
 
 #include <algorithm>
-#include <regex>
 
+#include "util/lex.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::format::pve {
 
 namespace {
 
-// qemu-server QemuServer.pm parse_vm_config: key lines and section headers.
-const std::regex k_key_line(R"(^([a-z][a-z_\-]*\d*):\s*(.+?)\s*$)");
-const std::regex k_section_line(R"(^\[([^\]]+)\]\s*$)");
-const std::regex k_key(R"(^[a-z][a-z_\-]*\d*$)");
-// PCI.pm $PCIRE, anchored.
-const std::regex k_hostpci_id(R"(^(?:[a-f0-9]{4,}:)?[a-f0-9]{2}:[a-f0-9]{2}(?:\.[a-f0-9])?$)");
+namespace lex = util::lex;
+
+// qemu-server QemuServer.pm parse_vm_config: key lines and section headers,
+// matched by hand in constant stack (see util/lex.hpp).
+
+// [a-z][a-z_-]*\d* : the length of the key at the start of `s`, 0 when none.
+std::size_t key_length(std::string_view s)
+{
+    if (s.empty() || !lex::is_lower(s.front())) {
+        return 0;
+    }
+    std::size_t n = 1 + lex::span(s, 1, [](char c) { return lex::is_lower(c) || c == '_' || c == '-'; });
+    return n + lex::span(s, n, lex::is_digit);
+}
+
+// ^\[([^\]]+)\]\s*$
+bool match_section(std::string_view text, std::string& name)
+{
+    if (!text.starts_with('[')) {
+        return false;
+    }
+    const auto close = text.find(']', 1);
+    if (close == std::string_view::npos || close == 1 || !util::trim(text.substr(close + 1)).empty()) {
+        return false;
+    }
+    name = std::string(text.substr(1, close - 1));
+    return true;
+}
+
+// ^(KEY):\s*(.+?)\s*$ where '.' is anything but a line terminator ('\r' here).
+bool match_key_line(std::string_view text, std::string& key, std::string& value)
+{
+    const std::size_t n = key_length(text);
+    if (n == 0 || n >= text.size() || text[n] != ':') {
+        return false;
+    }
+    const std::string_view rest = text.substr(n + 1);
+    std::string_view v = util::trim(rest);
+    if (v.empty()) {
+        // All white space: the lazy group still takes one character, the last that is not '\r'.
+        const auto last = rest.find_last_not_of('\r');
+        if (last == std::string_view::npos) {
+            return false;
+        }
+        v = rest.substr(last, 1);
+    }
+    if (v.find('\r') != std::string_view::npos) {
+        return false;
+    }
+    key = std::string(text.substr(0, n));
+    value = std::string(v);
+    return true;
+}
 
 ConfigLine classify(std::string text)
 {
     ConfigLine line;
     line.text = std::move(text);
     const std::string_view trimmed = util::trim(line.text);
-    std::smatch m;
     if (trimmed.empty()) {
         line.kind = LineKind::blank;
     } else if (line.text.front() == '#') {
         line.kind = LineKind::comment;
-    } else if (std::regex_match(line.text, m, k_section_line)) {
+    } else if (match_section(line.text, line.key)) {
         line.kind = LineKind::section;
-        line.key = m[1].str();
-    } else if (std::regex_match(line.text, m, k_key_line)) {
+    } else if (match_key_line(line.text, line.key, line.value)) {
         line.kind = LineKind::key_value;
-        line.key = m[1].str();
-        line.value = m[2].str();
     } else {
         line.kind = LineKind::unknown;
     }
     return line;
+}
+
+// [a-f0-9]{2}
+bool two_hex(std::string_view s)
+{
+    return s.size() == 2 && lex::all_of(s, lex::is_xdigit_lower);
 }
 
 } // namespace
@@ -205,7 +254,7 @@ std::vector<std::string> VmConfig::pending_keys() const
 
 bool valid_key(std::string_view key)
 {
-    return std::regex_match(key.begin(), key.end(), k_key);
+    return !key.empty() && key_length(key) == key.size();
 }
 
 PropertyString PropertyString::parse(std::string_view text)
@@ -304,7 +353,46 @@ bool hostpci_id_covers(std::string_view id, std::string_view function_address)
 
 bool valid_hostpci_id(std::string_view id)
 {
-    return std::regex_match(id.begin(), id.end(), k_hostpci_id);
+    // (?:[a-f0-9]{4,}:)?[a-f0-9]{2}:[a-f0-9]{2}(?:\.[a-f0-9])?
+    const auto parts = util::split_exact(id, ':');
+    if (parts.size() != 2 && parts.size() != 3) {
+        return false;
+    }
+    std::size_t i = 0;
+    if (parts.size() == 3 && (parts[i++].size() < 4 || !lex::all_of(parts[0], lex::is_xdigit_lower))) {
+        return false;
+    }
+    std::string_view slot = parts[i + 1];
+    if (slot.size() == 4 && slot[2] == '.' && lex::is_xdigit_lower(slot[3])) {
+        slot = slot.substr(0, 2);
+    }
+    return two_hex(parts[i]) && two_hex(slot);
+}
+
+bool valid_q35_machine(std::string_view machine)
+{
+    // q35 | pc-q35-\d+(\.\d+)+(\+pve\d+)?(\.pxe)?
+    std::string_view s = machine;
+    if (s == "q35") {
+        return true;
+    }
+    if (!lex::eat(s, "pc-q35-") || lex::eat_span(s, lex::is_digit) == 0) {
+        return false;
+    }
+    int groups = 0;
+    while (s.size() >= 2 && s[0] == '.' && lex::is_digit(s[1])) {
+        s.remove_prefix(1);
+        lex::eat_span(s, lex::is_digit);
+        ++groups;
+    }
+    if (groups == 0) {
+        return false;
+    }
+    if (lex::eat(s, "+pve") && lex::eat_span(s, lex::is_digit) == 0) {
+        return false;
+    }
+    lex::eat(s, ".pxe");
+    return s.empty();
 }
 
 } // namespace passthru::format::pve

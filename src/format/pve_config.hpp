@@ -105,4 +105,7 @@ bool hostpci_id_covers(std::string_view id, std::string_view function_address);
 // hostpci id syntax: (domain:)?bus:slot(.fn)?, lowercase hex (docs/facts.md: vm-config).
 bool valid_hostpci_id(std::string_view id);
 
+// A q35 machine type as PVE names it: q35 or pc-q35-X.Y[.Z][+pveN][.pxe] (docs/facts.md: vm-config).
+bool valid_q35_machine(std::string_view machine);
+
 } // namespace passthru::format::pve

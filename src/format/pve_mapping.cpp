@@ -1,21 +1,51 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "format/pve_mapping.hpp"
 
-#include <regex>
-
 #include "format/pve_config.hpp"
+#include "util/lex.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::format::pve {
 
 namespace {
 
-// pve-common SectionConfig.pm: property lines start with white space.
-const std::regex k_property_line(R"(^\s+(\S+)(\s+(.*\S))?\s*$)");
-const std::regex k_header_line(R"(^(\S+)\s*$)");
-const std::regex k_config_id(R"(^[a-z][a-z0-9_-]+$)", std::regex::icase);
-const std::regex k_map_path(
-    R"(^(?:[a-f0-9]{4,}:[a-f0-9]{2}:[a-f0-9]{2}(?:\.[a-f0-9])?;)*[a-f0-9]{4,}:[a-f0-9]{2}:[a-f0-9]{2}(?:\.[a-f0-9])?$)");
+namespace lex = util::lex;
+
+// pve-common SectionConfig.pm: property lines start with white space
+// (^\s+(\S+)(\s+(.*\S))?\s*$), matched by hand in constant stack (util/lex.hpp).
+bool match_property_line(std::string_view line, std::string& key, std::string& value)
+{
+    const std::size_t indent = lex::span(line, 0, lex::is_space);
+    const std::size_t key_len = lex::span(line, indent, [](char c) { return !lex::is_space(c); });
+    if (indent == 0 || key_len == 0) {
+        return false;
+    }
+    const std::string_view rest = util::trim(line.substr(indent + key_len));
+    if (rest.find('\r') != std::string_view::npos) {
+        return false; // '.' does not match a line terminator
+    }
+    key = std::string(line.substr(indent, key_len));
+    value = std::string(rest);
+    return true;
+}
+
+// ^(\S+)\s*$
+bool match_header_line(std::string_view line, std::string& id)
+{
+    const std::size_t n = lex::span(line, 0, [](char c) { return !lex::is_space(c); });
+    if (n == 0 || !util::trim(line.substr(n)).empty()) {
+        return false;
+    }
+    id = std::string(line.substr(0, n));
+    return true;
+}
+
+// [a-f0-9]{4,}:[a-f0-9]{2}:[a-f0-9]{2}(\.[a-f0-9])?
+bool valid_full_address(std::string_view a)
+{
+    const auto parts = util::split_exact(a, ':');
+    return parts.size() == 3 && parts[0].size() >= 4 && valid_hostpci_id(a);
+}
 
 } // namespace
 
@@ -92,18 +122,19 @@ void PciMappingFile::reindex()
         if (line.front() == '#') {
             continue;
         }
-        std::smatch m;
-        if (current != nullptr && std::regex_match(line, m, k_property_line)) {
+        std::string key;
+        std::string value;
+        if (current != nullptr && match_property_line(line, key, value)) {
             current->last_line = i;
-            if (m[1].str() == "map") {
-                if (auto entry = MapEntry::parse(m[3].str())) {
+            if (key == "map") {
+                if (auto entry = MapEntry::parse(value)) {
                     current->maps.push_back(std::move(*entry));
                 }
             }
             continue;
         }
-        if (std::regex_match(line, m, k_header_line)) {
-            m_sections.push_back(MappingSection{m[1].str(), {}, i, i});
+        if (std::string id; match_header_line(line, id)) {
+            m_sections.push_back(MappingSection{std::move(id), {}, i, i});
             current = &m_sections.back();
         }
     }
@@ -165,12 +196,20 @@ void PciMappingFile::add_section(std::string_view id,
 
 bool valid_config_id(std::string_view id)
 {
-    return std::regex_match(id.begin(), id.end(), k_config_id);
+    // [a-z][a-z0-9_-]+, case-insensitive
+    return id.size() >= 2 && lex::is_alpha(id.front())
+           && lex::all_of(id.substr(1), [](char c) { return lex::is_alnum(c) || c == '_' || c == '-'; });
 }
 
 bool valid_map_path(std::string_view path)
 {
-    return std::regex_match(path.begin(), path.end(), k_map_path);
+    // one or more full addresses separated by ';'
+    for (const auto part : util::split_exact(path, ';')) {
+        if (!valid_full_address(part)) {
+            return false;
+        }
+    }
+    return true;
 }
 
 std::optional<std::string> node_name_from_hostname(std::string_view hostname_file)

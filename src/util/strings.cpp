@@ -36,6 +36,19 @@ std::vector<std::string> split(std::string_view s, std::string_view separators)
     return out;
 }
 
+std::vector<std::string_view> split_exact(std::string_view s, char separator)
+{
+    std::vector<std::string_view> out;
+    while (true) {
+        const auto pos = s.find(separator);
+        out.push_back(s.substr(0, pos));
+        if (pos == std::string_view::npos) {
+            return out;
+        }
+        s.remove_prefix(pos + 1);
+    }
+}
+
 std::vector<std::string> split_lines(std::string_view s)
 {
     std::vector<std::string> out;

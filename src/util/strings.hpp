@@ -13,6 +13,8 @@ namespace passthru::util {
 std::string_view trim(std::string_view s);
 // Splits on any of the separator characters, dropping empty pieces.
 std::vector<std::string> split(std::string_view s, std::string_view separators);
+// Splits on every `separator`, keeping empty pieces ("a;;b" -> "a", "", "b"; "" -> "").
+std::vector<std::string_view> split_exact(std::string_view s, char separator);
 // Splits into lines; a trailing newline does not produce an empty last line.
 std::vector<std::string> split_lines(std::string_view s);
 std::string join(const std::vector<std::string>& parts, std::string_view separator);

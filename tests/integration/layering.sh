@@ -3,7 +3,7 @@
 # The layering check (scripts/check-layering.py) passes on the tree, and fails
 # on a copy of src/ with one planted violation at a time: an include pointing
 # up, a plan room including another room, a host path opened outside HostFs,
-# a program run outside CommandRunner.
+# a program run outside CommandRunner, a std::regex.
 source "$(dirname "$0")/lib.inc"
 check=$SRC/scripts/check-layering.py
 
@@ -25,3 +25,5 @@ plant "room into room" plan/network/routes.cpp '#include "plan/vm/profile.hpp"'
 plant "fopen outside HostFs" scan/inventory.cpp 'static FILE* f = fopen("/etc/hostname", "r");'
 plant "std::filesystem outside HostFs" apply/verify.cpp 'static bool e = std::filesystem::exists("/etc");'
 plant "program run outside CommandRunner" cli/help.cpp 'static int r = std::system("true");'
+plant "std::regex include" format/interfaces.cpp '#include <regex>'
+plant "std::regex use" scan/inventory.cpp 'static bool b = std::regex_match(std::string("x"), std::regex("x"));'

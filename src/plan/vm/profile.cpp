@@ -2,20 +2,39 @@
 #include "plan/vm/profile.hpp"
 
 #include <algorithm>
-#include <regex>
 
 #include <nlohmann/json.hpp>
 
+#include "format/pve_config.hpp"
+#include "util/lex.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan {
 
 namespace {
 
-const std::regex k_profile_name(R"(^[a-z0-9][a-z0-9._-]*$)");
-const std::regex k_hv_vendor_id(R"(^[a-zA-Z0-9]{1,12}$)");
-const std::regex k_cpu_flag(R"(^[+-][a-zA-Z0-9\-_\.]+$)");
-const std::regex k_q35_machine(R"(^(q35|pc-q35-\d+(\.\d+)+(\+pve\d+)?(\.pxe)?)$)");
+namespace lex = util::lex;
+
+// [a-z0-9][a-z0-9._-]*
+bool valid_profile_name(std::string_view n)
+{
+    return !n.empty() && (lex::is_lower(n.front()) || lex::is_digit(n.front()))
+           && lex::span(n, 1, [](char c) { return lex::is_lower(c) || lex::is_digit(c) || c == '.' || c == '_' || c == '-'; })
+                  == n.size() - 1;
+}
+
+// [a-zA-Z0-9]{1,12}
+bool valid_hv_vendor_id(std::string_view v)
+{
+    return v.size() <= 12 && lex::all_of(v, lex::is_alnum);
+}
+
+// [+-][a-zA-Z0-9._-]+
+bool valid_cpu_flag(std::string_view f)
+{
+    return f.size() >= 2 && (f.front() == '+' || f.front() == '-')
+           && lex::all_of(f.substr(1), [](char c) { return lex::is_alnum(c) || c == '-' || c == '_' || c == '.'; });
+}
 
 template<typename T>
 T value_or(const nlohmann::json& j, const char* key, T fallback)
@@ -95,7 +114,7 @@ Result<VmProfile> parse_vm_profile(std::string_view name, std::string_view json_
 
     // The same rules PVE applies when it reads the config (docs/facts.md: vm-config),
     // so a profile can never produce a line PVE drops.
-    if (!std::regex_match(p.machine, k_q35_machine)) {
+    if (!format::pve::valid_q35_machine(p.machine)) {
         return fail(Errc::parse, where + ": machine '" + p.machine + "' is not a q35 type (pcie=1 needs q35)");
     }
     if (p.bios != "ovmf" && p.bios != "seabios") {
@@ -109,12 +128,11 @@ Result<VmProfile> parse_vm_profile(std::string_view name, std::string_view json_
     }
     const auto& allowed = vm_cpu_flag_allow_list();
     for (const auto& flag : p.cpu_flags) {
-        if (!std::regex_match(flag, k_cpu_flag)
-            || std::find(allowed.begin(), allowed.end(), flag.substr(1)) == allowed.end()) {
+        if (!valid_cpu_flag(flag) || std::find(allowed.begin(), allowed.end(), flag.substr(1)) == allowed.end()) {
             return fail(Errc::parse, where + ": cpu flag '" + flag + "' is not one of +/-" + util::join(allowed, ", "));
         }
     }
-    if (p.hv_vendor_id && !std::regex_match(*p.hv_vendor_id, k_hv_vendor_id)) {
+    if (p.hv_vendor_id && !valid_hv_vendor_id(*p.hv_vendor_id)) {
         return fail(Errc::parse, where + ": hv_vendor_id must be 1-12 letters or digits");
     }
     if (p.hugepages && *p.hugepages != "2" && *p.hugepages != "1024" && *p.hugepages != "any") {
@@ -135,7 +153,7 @@ Result<VmProfile> parse_vm_profile(std::string_view name, std::string_view json_
 Result<VmProfile> load_vm_profile(const DataDir& data, std::string_view name)
 {
     const std::string n(name);
-    if (!std::regex_match(n, k_profile_name)) {
+    if (!valid_profile_name(n)) {
         return fail(Errc::usage, "--profile: '" + n + "' is not a profile name");
     }
     auto text = data.read("profiles", "vm/" + n + ".json");

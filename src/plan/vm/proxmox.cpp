@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <regex>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -15,6 +14,7 @@
 #include "format/pve_config.hpp"
 #include "format/pve_mapping.hpp"
 #include "plan/vm/internal.hpp"
+#include "util/lex.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan::detail {
@@ -25,10 +25,58 @@ using format::pve::HostPci;
 using format::pve::PropertyString;
 using format::pve::VmConfig;
 
-const std::regex k_q35(R"(^(q35|pc-q35-\d+(\.\d+)+(\+pve\d+)?(\.pxe)?)$)");
-const std::regex k_conf_name(R"(^([1-9][0-9]{2,8})\.conf$)");
-// Disk keys whose volume tells which storage holds the VM's disks.
-const std::regex k_disk_key(R"(^(scsi|virtio|sata|ide)\d+$)");
+namespace lex = util::lex;
+
+// A VM config's file name: VMID.conf with VMID in 100..999999999; the VMID.
+std::optional<std::string_view> conf_name_vmid(std::string_view name)
+{
+    if (!name.ends_with(".conf")) {
+        return std::nullopt;
+    }
+    name.remove_suffix(5);
+    if (name.size() < 3 || name.size() > 9 || name.front() == '0' || !lex::all_of(name, lex::is_digit)) {
+        return std::nullopt;
+    }
+    return name;
+}
+
+// Disk keys whose volume tells which storage holds the VM's disks: (scsi|virtio|sata|ide)\d+.
+bool is_disk_key(std::string_view key)
+{
+    for (const std::string_view bus : {"scsi", "virtio", "sata", "ide"}) {
+        if (key.starts_with(bus)) {
+            return lex::all_of(key.substr(bus.size()), lex::is_digit);
+        }
+    }
+    return false;
+}
+
+// storage.cfg (pve-common SectionConfig): a section header "TYPE: ID" ([a-z0-9]+:\s*(\S+)\s*); the ID.
+std::optional<std::string> storage_header(std::string_view line)
+{
+    const std::size_t type = lex::span(line, 0, [](char c) { return lex::is_lower(c) || lex::is_digit(c); });
+    if (type == 0 || type >= line.size() || line[type] != ':') {
+        return std::nullopt;
+    }
+    const std::string_view id = util::trim(line.substr(type + 1));
+    if (id.empty() || lex::span(id, 0, [](char c) { return !lex::is_space(c); }) != id.size()) {
+        return std::nullopt;
+    }
+    return std::string(id);
+}
+
+// storage.cfg: an indented "content LIST" property (\s+content\s+(\S+)\s*); the LIST.
+std::optional<std::string> storage_content(std::string_view line)
+{
+    if (lex::eat_span(line, lex::is_space) == 0 || !lex::eat(line, "content") || lex::eat_span(line, lex::is_space) == 0) {
+        return std::nullopt;
+    }
+    const std::string_view list = util::trim(line);
+    if (list.empty() || lex::span(list, 0, [](char c) { return !lex::is_space(c); }) != list.size()) {
+        return std::nullopt;
+    }
+    return std::string(list);
+}
 
 // What the planner needs of one selected card.
 struct Card
@@ -146,15 +194,12 @@ std::optional<std::string> images_storage(const util::HostFs& fs)
     if (!text) {
         return std::nullopt;
     }
-    static const std::regex header(R"(^([a-z0-9]+):\s*(\S+)\s*$)");
-    static const std::regex content(R"(^\s+content\s+(\S+)\s*$)");
     std::optional<std::string> current;
     for (const auto& line : util::split_lines(*text)) {
-        std::smatch m;
-        if (std::regex_match(line, m, header)) {
-            current = m[2].str();
-        } else if (current && std::regex_match(line, m, content)) {
-            for (const auto& c : util::split(m[1].str(), ",")) {
+        if (auto id = storage_header(line)) {
+            current = std::move(id);
+        } else if (auto list = current ? storage_content(line) : std::nullopt) {
+            for (const auto& c : util::split(*list, ",")) {
                 if (c == "images") {
                     return current;
                 }
@@ -170,7 +215,7 @@ std::optional<std::string> images_storage(const util::HostFs& fs)
 std::optional<std::string> vm_disk_storage(const VmConfig& config)
 {
     for (const auto& [key, value] : config.entries()) {
-        if (!std::regex_match(key, k_disk_key)) {
+        if (!is_disk_key(key)) {
             continue;
         }
         const PropertyString ps = PropertyString::parse(value);
@@ -366,8 +411,8 @@ void check_other_vms(const PlanContext& ctx, std::uint64_t vmid, const std::vect
     std::sort(names->begin(), names->end());
     const format::pve::PciMappingFile* mappings = mctx.file ? &*mctx.file : nullptr;
     for (const auto& name : *names) {
-        std::smatch m;
-        if (!std::regex_match(name, m, k_conf_name) || m[1].str() == std::to_string(vmid)) {
+        const auto id = conf_name_vmid(name);
+        if (!id || *id == std::to_string(vmid)) {
             continue;
         }
         const std::string path = std::string(k_qemu_server_dir) + "/" + name;
@@ -382,9 +427,9 @@ void check_other_vms(const PlanContext& ctx, std::uint64_t vmid, const std::vect
                 for (const auto& card : cards) {
                     if (covers_card(ids, card)) {
                         plan.refusals.push_back(
-                            {card.label + " is already given to VM " + m[1].str() + " (" + path + ": " + key + ": " + value
+                            {card.label + " is already given to VM " + std::string(*id) + " (" + path + ": " + key + ": " + value
                                  + (section.empty() ? "" : ", in [PENDING]") + ")",
-                             {"remove it there first (qm set " + m[1].str() + " --delete " + key
+                             {"remove it there first (qm set " + std::string(*id) + " --delete " + key
                               + "), or pick other GPUs with --gpus"}});
                     }
                 }
@@ -935,7 +980,7 @@ bool edit_machine(VmJob& job)
     if (!type) {
         type = machine.get("type");
     }
-    if (type && std::regex_match(*type, k_q35)) {
+    if (type && format::pve::valid_q35_machine(*type)) {
         return true;
     }
     if (!job.guard_pending("machine")) {

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Hostile input: the repro of each hardening finding (issue 15), each asserting
+# the safe outcome: a normal exit with a documented code and one clear line,
+# nothing written outside the root, and the tree byte-identical where nothing
+# may be written.
+source "$(dirname "$0")/lib.inc"
+need_binary
+
+# crashed RC: true when RC is a signal's (a crash is never a safe outcome).
+crashed() { [[ $1 -ge 128 ]]; }
+
+# run_rc CMD...: runs CMD with stdout/stderr in $T/out, $T/err; its exit code in RC.
+run_rc() {
+    RC=0
+    "$@" > "$T/out" 2> "$T/err" || RC=$?
+}
+
+# --- High 2: a line of 60 KB in any file of the host ------------------------
+# libstdc++'s std::regex recurses once per character; a long line in another
+# VM's config (also in [PENDING]), in storage.cfg or in the mapping file killed
+# plan, apply and verify with SIGSEGV.
+long=$(head -c 60000 /dev/zero | tr '\0' A)
+R=$T/long
+copy_host epyc-4x2080ti "$R"
+printf 'description: %s\nname: other\n' "$long" > "$R/etc/pve/qemu-server/102.conf"
+printf 'name: pend\n\n[PENDING]\ndescription: %s\n' "$long" > "$R/etc/pve/qemu-server/103.conf"
+printf 'dir: local\n\tpath /var/lib/vz\n\tcontent iso,images\n\tcomment %s\n' "$long" > "$R/etc/pve/storage.cfg"
+mkdir -p "$R/etc/pve/mapping"
+printf 'other\n\tmap id=10de:1e07,node=pve,path=0000:41:00.0\n\tdescription %s\n' "$long" > "$R/etc/pve/mapping/pci.cfg"
+own_copy "$R/etc/pve/qemu-server/101.conf"
+printf 'description: %s\n' "$long" >> "$R/etc/pve/qemu-server/101.conf"
+for cmd in "plan --vm 101 --gpus all" "plan --vm 101 --gpus all --json" "apply --vm 101 --gpus all --yes" "verify --vm 101" "rollback --yes"; do
+    # shellcheck disable=SC2086
+    run_rc "$P" --root "$R" $cmd
+    if crashed "$RC"; then
+        fail "long lines: '$cmd' crashed (exit $RC)"
+    elif [[ $cmd == plan* || $cmd == apply* || $cmd == rollback* ]] && [[ $RC -ne 0 ]]; then
+        fail "long lines: '$cmd' exit $RC: $(head -3 "$T/err")"
+    fi
+done
+stop_if_failed
+ok "a 60 KB line in VM configs ([PENDING] too), storage.cfg and pci.cfg: plan, apply, verify, rollback exit normally"
+
+finish "hostile input"
