@@ -3,7 +3,6 @@
 // reason. Writes nothing to the host; --out writes the JSON plan to a file on
 // this machine (not under --root).
 #include <cstdio>
-#include <fstream>
 
 #include <unistd.h>
 
@@ -15,36 +14,21 @@
 #include "plan/plan_json.hpp"
 #include "plan/planner.hpp"
 #include "scan/scanner.hpp"
+#include "util/host_fs.hpp"
 
 namespace passthru::cli {
 
 namespace {
 
-void write_plan_file(const std::filesystem::path& path, const std::string& text)
+// The saved plan carries whole host files (a VM config's cipassword, say):
+// only its owner may read it.
+void write_plan_file(const std::string& path, const std::string& text)
 {
     if (path.empty()) {
         throw Error(Errc::usage, "--out needs a file name");
     }
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) {
-        throw Error(Errc::usage, "--out " + path.string() + " is a directory");
-    }
-    const std::filesystem::path tmp = path.string() + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) {
-            throw Error(Errc::io, "cannot write " + tmp.string());
-        }
-        out << text;
-        out.flush();
-        if (!out) {
-            throw Error(Errc::io, "cannot write " + tmp.string());
-        }
-    }
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        std::filesystem::remove(tmp, ec);
-        throw Error(Errc::io, "cannot write " + path.string() + ": " + ec.message());
+    if (auto saved = util::save_local_file(path, text, 0600); !saved) {
+        throw Error(saved.error().code(), "--out " + std::string(saved.error().what()));
     }
 }
 

@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -114,7 +115,103 @@ int fsync_dir(const std::string& local_dir)
     return (err == EINVAL || err == EROFS) ? 0 : err;
 }
 
+// A random suffix for a temporary file name (getrandom(2); never predictable).
+std::string random_suffix()
+{
+    unsigned char bytes[8] = {};
+    std::size_t got = 0;
+    while (got < sizeof bytes) {
+        const ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
+        if (n > 0) {
+            got += static_cast<std::size_t>(n);
+        } else if (errno != EINTR) {
+            std::random_device rd; // only without getrandom (Linux < 3.17)
+            for (auto& b : bytes) {
+                b = static_cast<unsigned char>(rd());
+            }
+            break;
+        }
+    }
+    static const char* const k_hex = "0123456789abcdef";
+    std::string out;
+    for (const unsigned char b : bytes) {
+        out += k_hex[b >> 4];
+        out += k_hex[b & 15];
+    }
+    return out;
+}
+
+// Writes all of content to fd; 0 or the errno of the failure.
+int write_all(int fd, std::string_view content)
+{
+    std::size_t off = 0;
+    while (off < content.size()) {
+        const ssize_t n = ::write(fd, content.data() + off, content.size() - off);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return errno;
+        }
+        off += static_cast<std::size_t>(n);
+    }
+    return 0;
+}
+
 } // namespace
+
+Result<void> save_local_file(const std::filesystem::path& path, std::string_view content, mode_t mode)
+{
+    const std::string name = path.filename().string();
+    if (name.empty() || name == "." || name == "..") {
+        return fail(Errc::usage, "'" + path.string() + "' does not name a file");
+    }
+    const std::string dir = path.has_parent_path() ? path.parent_path().string() : ".";
+    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        return tl::unexpected(io_error("cannot open the directory of", path.string(), errno));
+    }
+    struct stat st{};
+    if (::fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+        ::close(dfd);
+        return fail(Errc::usage, path.string() + " is a directory");
+    }
+    std::string tmp;
+    int fd = -1;
+    for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+        tmp = "." + name + ".passthru-" + random_suffix();
+        fd = ::openat(dfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+        if (fd < 0 && errno != EEXIST) {
+            break;
+        }
+    }
+    if (fd < 0) {
+        const int err = errno;
+        ::close(dfd);
+        return tl::unexpected(io_error("cannot create a temporary file next to", path.string(), err));
+    }
+    int err = write_all(fd, content);
+    if (err == 0 && ::fchmod(fd, mode) != 0) {
+        err = errno;
+    }
+    if (err == 0 && ::fsync(fd) != 0) {
+        err = errno;
+    }
+    if (::close(fd) != 0 && err == 0) {
+        err = errno;
+    }
+    if (err == 0 && ::renameat(dfd, tmp.c_str(), dfd, name.c_str()) != 0) {
+        err = errno;
+    }
+    if (err != 0) {
+        ::unlinkat(dfd, tmp.c_str(), 0);
+        ::close(dfd);
+        return tl::unexpected(io_error("cannot write", path.string(), err));
+    }
+    ::fsync(dfd);
+    ::close(dfd);
+    return {};
+}
 
 std::string join_host_path(std::string_view dir, std::string_view target)
 {

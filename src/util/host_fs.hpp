@@ -175,6 +175,14 @@ private:
     std::shared_ptr<const int> m_root_fd; // O_PATH descriptor of the root
 };
 
+// Saves a file the operator named on this machine (not a host path: `plan
+// --out FILE`). The temporary file has a unique random name, is created with
+// O_CREAT|O_EXCL|O_NOFOLLOW in an open descriptor of FILE's directory, mode
+// `mode`, and is renamed onto FILE in that same directory descriptor: a
+// symlink planted at any name can neither redirect nor clobber the write.
+// A symlink at FILE itself is replaced, never followed.
+Result<void> save_local_file(const std::filesystem::path& path, std::string_view content, mode_t mode);
+
 // Joins a host directory path and a relative or absolute link target the way
 // the kernel would, without touching the filesystem ("/a/b" + "../c" = "/a/c").
 std::string join_host_path(std::string_view dir, std::string_view target);

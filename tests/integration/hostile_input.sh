@@ -42,4 +42,33 @@ done
 stop_if_failed
 ok "a 60 KB line in VM configs ([PENDING] too), storage.cfg and pci.cfg: plan, apply, verify, rollback exit normally"
 
+# --- High 3: plan --out FILE and a symlink planted at its temporary name ----
+# plan wrote the predictable FILE.tmp as root, following a symlink placed there.
+R=$T/out-root
+copy_host epyc-4x2080ti "$R"
+mkdir -p "$T/save" "$T/victim"
+echo "precious" > "$T/victim/file"
+chmod 0644 "$T/victim/file"
+ln -s "$T/victim/file" "$T/save/plan.json.tmp"
+ln -s "$T/victim/file" "$T/save/.plan.json.passthru-tmp"
+victim_before=$(tree_sum "$T/victim")
+save_before=$(ls -A "$T/save")
+umask_saved=$(umask)
+umask 000
+run_rc "$P" --root "$R" plan --vm 101 --gpus all --out "$T/save/plan.json"
+umask "$umask_saved"
+[[ $RC -eq 0 ]] || fail "plan --out: exit $RC: $(head -3 "$T/err")"
+[[ $(tree_sum "$T/victim") == "$victim_before" ]] || fail "plan --out wrote through a symlink at its temporary name"
+[[ -f $T/save/plan.json && ! -L $T/save/plan.json ]] || fail "plan --out did not write the plan"
+[[ $(stat -c %a "$T/save/plan.json") == 600 ]] || fail "plan --out: mode $(stat -c %a "$T/save/plan.json"), expected 0600"
+[[ $(ls -A "$T/save" | grep -v '^plan.json$' | tr '\n' ' ') == "$(echo "$save_before" | tr '\n' ' ')" ]] \
+    || fail "plan --out left a temporary file: $(ls -A "$T/save")"
+# a symlink at FILE itself is replaced, never followed
+rm "$T/save/plan.json"
+ln -s "$T/victim/file" "$T/save/plan.json"
+run_rc "$P" --root "$R" plan --vm 101 --gpus all --out "$T/save/plan.json"
+[[ $(tree_sum "$T/victim") == "$victim_before" ]] || fail "plan --out wrote through a symlink at FILE"
+[[ -f $T/save/plan.json && ! -L $T/save/plan.json ]] || fail "plan --out did not replace the symlink at FILE"
+ok "plan --out: unique temporary name, O_EXCL|O_NOFOLLOW, mode 0600, symlinks never followed"
+
 finish "hostile input"
