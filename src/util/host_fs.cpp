@@ -543,7 +543,17 @@ int HostFs::open_confined(std::string_view host_path, int flags) const
         open_how how{};
         how.flags = static_cast<std::uint64_t>(flags | O_CLOEXEC);
         how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-        const long fd = ::syscall(SYS_openat2, *m_root_fd, rel.c_str(), &how, sizeof how);
+        // With RESOLVE_IN_ROOT the kernel answers EAGAIN when a rename or mount anywhere on the
+        // system raced the resolution of a ".." component; the call may simply be retried
+        // (docs/facts.md: openat2). Bounded, so a sustained race fails closed with EAGAIN.
+        constexpr int max_attempts = 256;
+        long fd = -1;
+        for (int attempt = 0; attempt < max_attempts; ++attempt) {
+            fd = ::syscall(SYS_openat2, *m_root_fd, rel.c_str(), &how, sizeof how);
+            if (fd >= 0 || errno != EAGAIN) {
+                break;
+            }
+        }
         if (fd >= 0 || errno != ENOSYS) {
             return static_cast<int>(fd);
         }

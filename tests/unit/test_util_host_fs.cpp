@@ -2,6 +2,11 @@
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 
+#include <atomic>
+#include <cstdio>
+#include <string>
+#include <thread>
+
 #include "../support/temp_dir.hpp"
 #include "util/host_fs.hpp"
 
@@ -88,6 +93,38 @@ TEST_SUITE("util::host_fs")
         CHECK(dir->link("driver").value() == "../../../bus/pci/drivers/nouveau");
         CHECK_FALSE(dir->attr("driver"));
         CHECK_FALSE(dir->attr("missing"));
+    }
+
+    TEST_CASE("paths through '..' resolve while renames race elsewhere on the system")
+    {
+        // The kernel answers EAGAIN to an openat2 with RESOLVE_IN_ROOT whose ".." resolution
+        // a rename anywhere raced; sysfs links are all "../..", so a scan under load lost devices.
+        TempDir root;
+        root.write("sys/devices/pci0000:00/0000:00:01.0/vendor", "0x10de\n");
+        root.symlink("sys/bus/pci/devices/0000:00:01.0", "../../../devices/pci0000:00/0000:00:01.0");
+        TempDir scratch;
+        scratch.write("a", "x");
+        auto fs = HostFs::open(root.path());
+        REQUIRE(fs);
+        std::atomic<bool> stop{false};
+        std::thread renamer([&] {
+            const std::string a = (scratch.path() / "a").string();
+            const std::string b = (scratch.path() / "b").string();
+            while (!stop.load()) {
+                std::rename(a.c_str(), b.c_str());
+                std::rename(b.c_str(), a.c_str());
+            }
+        });
+        int failures = 0;
+        for (int i = 0; i < 20000; ++i) {
+            auto dir = fs->open_dir("/sys/bus/pci/devices/0000:00:01.0");
+            if (!dir || !dir->attr("vendor")) {
+                ++failures;
+            }
+        }
+        stop = true;
+        renamer.join();
+        CHECK(failures == 0);
     }
 
     TEST_CASE("join_host_path works like the kernel's relative links")
