@@ -131,22 +131,40 @@ const HostDriver* blacklist_entry(const HostDriverData& drivers, const std::stri
     return nullptr;
 }
 
-} // namespace
-
-void plan_modprobe(const PlanContext& ctx, Plan& plan, HostInputs& in)
+// What the steps of plan_modprobe share: the request, the host's drivers,
+// and what the earlier steps decided.
+struct ModprobeJob
 {
-    const auto& inv = ctx.inventory;
-    const std::set<scan::PciAddress> selected(in.functions.begin(), in.functions.end());
-    const auto loaded = load_host_drivers(ctx.data);
-    if (!loaded) {
-        throw loaded.error();
-    }
-    const HostDriverData& drivers = *loaded;
+    ModprobeJob(const PlanContext& c, Plan& p, HostInputs& i, const HostDriverData& d) : ctx(c), plan(p), in(i), drivers(d) {}
 
-    // --- binding: ids when no identical device stays, else by address.
+    const PlanContext& ctx;
+    Plan& plan;
+    HostInputs& in;
+    const HostDriverData& drivers;
+    // binding
+    bool by_address = false;
+    std::string binding_why;
+    std::string binding_reason;
+    // softdeps, by module
+    std::map<std::string, Softdep> softdeps;
+    // blacklist
+    bool nvidia_selected = false;
+    std::vector<std::string> nvidia_staying;
+    bool blacklist_nvidia = false;
+    std::set<std::string> blacklisted_elsewhere;
+    bool want_unsafe_interrupts = false;
+};
+
+// --- binding: ids when no identical device stays, else by address ----------
+
+// Why ids= cannot bind the selected functions; empty when it can.
+std::string ids_obstacle(const ModprobeJob& job)
+{
+    const auto& inv = job.ctx.inventory;
+    const std::set<scan::PciAddress> selected(job.in.functions.begin(), job.in.functions.end());
     std::vector<std::string> collisions;
     bool unknown_id = false;
-    for (const auto& fn : in.functions) {
+    for (const auto& fn : job.in.functions) {
         const auto* d = inv.find(fn);
         if (d == nullptr || d->vendor_device().empty()) {
             unknown_id = true;
@@ -156,227 +174,289 @@ void plan_modprobe(const PlanContext& ctx, Plan& plan, HostInputs& in)
         if (selected.contains(d.address) || d.vendor_device().empty()) {
             continue;
         }
-        if (std::binary_search(in.vfio_ids.begin(), in.vfio_ids.end(), d.vendor_device())) {
+        if (std::binary_search(job.in.vfio_ids.begin(), job.in.vfio_ids.end(), d.vendor_device())) {
             collisions.push_back(describe_device(inv, d.address));
         }
     }
     // A selected function held by a built-in driver: ids= cannot take it away.
     std::vector<std::string> builtin_held;
-    for (const auto& fn : in.functions) {
+    for (const auto& fn : job.in.functions) {
         const auto* d = inv.find(fn);
         if (d != nullptr && d->driver && *d->driver != "vfio-pci") {
-            const auto mod = driver_module(ctx.fs, drivers, *d->driver);
-            if (target_module_builtin(ctx.fs, in.kernel_release.value_or(""), mod) == true) {
+            const auto mod = driver_module(job.ctx.fs, job.drivers, *d->driver);
+            if (target_module_builtin(job.ctx.fs, job.in.kernel_release.value_or(""), mod) == true) {
                 builtin_held.push_back(fn.str() + " (" + *d->driver + ", built into the kernel)");
             }
         }
     }
-    const bool by_address = !collisions.empty() || unknown_id || !builtin_held.empty();
-    plan.binding = by_address ? "address" : "ids";
-    std::string binding_reason;
-    std::string binding_why;
     if (!collisions.empty()) {
-        binding_why = "devices with the same vendor:device ids stay on the host (" + util::join(collisions, "; ")
-                      + "), and ids= would claim them too";
-    } else if (unknown_id) {
-        binding_why = "a selected function has no readable vendor:device id";
-    } else if (!builtin_held.empty()) {
-        binding_why = "a built-in driver holds " + util::join(builtin_held, ", ")
-                      + " before vfio-pci loads, and ids= never takes a device from its driver";
+        return "devices with the same vendor:device ids stay on the host (" + util::join(collisions, "; ")
+               + "), and ids= would claim them too";
     }
-    if (by_address) {
-        binding_reason = "binds by address (driver_override for " + std::to_string(in.functions.size())
-                         + " functions, from an install command for vfio-pci), not by ids=: " + binding_why;
-    } else {
-        binding_reason = "binds by id: ids=" + util::join(in.vfio_ids, ",") + " (comma-separated, no spaces) lists every function of the "
-                         "selected cards, and no device that stays on the host has one of these ids";
+    if (unknown_id) {
+        return "a selected function has no readable vendor:device id";
     }
+    if (!builtin_held.empty()) {
+        return "a built-in driver holds " + util::join(builtin_held, ", ")
+               + " before vfio-pci loads, and ids= never takes a device from its driver";
+    }
+    return {};
+}
 
-    // --- softdeps: every loadable host driver that could claim a function.
-    std::map<std::string, Softdep> softdeps;
+void choose_binding(ModprobeJob& job)
+{
+    job.binding_why = ids_obstacle(job);
+    job.by_address = !job.binding_why.empty();
+    job.plan.binding = job.by_address ? "address" : "ids";
+    if (job.by_address) {
+        job.binding_reason = "binds by address (driver_override for " + std::to_string(job.in.functions.size())
+                             + " functions, from an install command for vfio-pci), not by ids=: " + job.binding_why;
+    } else {
+        job.binding_reason = "binds by id: ids=" + util::join(job.in.vfio_ids, ",")
+                             + " (comma-separated, no spaces) lists every function of the "
+                               "selected cards, and no device that stays on the host has one of these ids";
+    }
+}
+
+// --- softdeps: every loadable host driver that could claim a function -------
+
+void choose_softdeps(ModprobeJob& job)
+{
     auto want_softdep = [&](const std::string& module, const std::string& why) {
-        auto& s = softdeps[module];
+        auto& s = job.softdeps[module];
         s.module = module;
         if (s.why.empty()) {
             s.why = why;
         }
     };
-    for (const auto& fn : in.functions) {
-        const auto* d = inv.find(fn);
+    for (const auto& fn : job.in.functions) {
+        const auto* d = job.ctx.inventory.find(fn);
         if (d == nullptr) {
             continue;
         }
-        for (const auto& driver : drivers.drivers) {
+        for (const auto& driver : job.drivers.drivers) {
             if (driver.claims(*d)) {
                 want_softdep(driver.module, driver.reason(fn.str()));
             }
         }
         if (d->driver && *d->driver != "vfio-pci" && *d->driver != "pci-stub") {
-            want_softdep(driver_module(ctx.fs, drivers, *d->driver), "currently bound to " + fn.str());
+            want_softdep(driver_module(job.ctx.fs, job.drivers, *d->driver), "currently bound to " + fn.str());
         }
     }
     std::vector<std::string> builtin_softdeps;
-    for (auto it = softdeps.begin(); it != softdeps.end();) {
-        if (target_module_builtin(ctx.fs, in.kernel_release.value_or(""), it->first) == true) {
+    for (auto it = job.softdeps.begin(); it != job.softdeps.end();) {
+        if (target_module_builtin(job.ctx.fs, job.in.kernel_release.value_or(""), it->first) == true) {
             builtin_softdeps.push_back(it->first);
-            it = softdeps.erase(it);
+            it = job.softdeps.erase(it);
         } else {
             ++it;
         }
     }
     if (!builtin_softdeps.empty()) {
-        plan.notes.push_back("no softdep for " + util::join(builtin_softdeps, ", ") + ": built into kernel "
-                             + in.kernel_release.value_or("?") + ", never loaded as a module");
+        job.plan.notes.push_back("no softdep for " + util::join(builtin_softdeps, ", ") + ": built into kernel "
+                                 + job.in.kernel_release.value_or("?") + ", never loaded as a module");
     }
+}
 
-    // --- NVIDIA blacklist: only when no NVIDIA GPU stays on the host.
-    bool nvidia_selected = false;
-    std::vector<std::string> nvidia_staying;
-    for (const auto& card : inv.gpus) {
-        const bool sel = std::find(ctx.selected.begin(), ctx.selected.end(), &card) != ctx.selected.end();
-        if (card.is_nvidia()) {
-            if (sel) {
-                nvidia_selected = true;
-            } else {
-                nvidia_staying.push_back(card.slot);
-            }
+// --- blacklist: the NVIDIA drivers only when no NVIDIA GPU stays on the host -
+
+void choose_blacklist(ModprobeJob& job)
+{
+    const auto& selected = job.ctx.selected;
+    for (const auto& card : job.ctx.inventory.gpus) {
+        if (!card.is_nvidia()) {
+            continue;
+        }
+        if (std::find(selected.begin(), selected.end(), &card) != selected.end()) {
+            job.nvidia_selected = true;
+        } else {
+            job.nvidia_staying.push_back(card.slot);
         }
     }
-    const bool blacklist_nvidia = nvidia_selected && nvidia_staying.empty();
+    job.blacklist_nvidia = job.nvidia_selected && job.nvidia_staying.empty();
+}
 
-    // --- other modprobe.d files: fix what would fight passthru's file.
-    const bool want_unsafe_interrupts = inv.host.iommu.interrupt_remapping == false;
-    std::set<std::string> blacklisted_elsewhere;
-    if (auto names = ctx.fs.list_dir("/etc/modprobe.d")) {
-        std::vector<std::string> sorted = *names;
-        std::sort(sorted.begin(), sorted.end());
-        for (const auto& name : sorted) {
-            const std::string path = "/etc/modprobe.d/" + name;
-            if (!name.ends_with(".conf") || path == k_modprobe_conf) {
-                continue;
+// --- other modprobe.d files: fix what would fight passthru's file ------------
+
+// The edits of one file: first physical line of a logical line -> its
+// replacement (nullopt: dropped) and its last physical line.
+struct FileEdits
+{
+    std::vector<std::string> reasons;
+    std::map<std::size_t, std::optional<std::string>> replace;
+    std::map<std::size_t, std::size_t> spans;
+
+    void set(const ConfLine& l, std::optional<std::string> text)
+    {
+        replace[l.first] = std::move(text);
+        spans[l.first] = l.last;
+    }
+};
+
+// `options` of vfio-pci, kvm or vfio_iommu_type1 whose parameters passthru owns.
+void fix_options_line(const ModprobeJob& job, const ConfLine& l, const std::string& mod, FileEdits& edits)
+{
+    const auto& w = l.words;
+    std::vector<std::string> kept;
+    std::vector<std::string> dropped;
+    for (std::size_t i = 2; i < w.size(); ++i) {
+        (owned_param(mod, w[i]) ? dropped : kept).push_back(w[i]);
+    }
+    if (dropped.empty() || (mod == "vfio_iommu_type1" && job.want_unsafe_interrupts)) {
+        return; // nothing of passthru's, or what passthru would write anyway
+    }
+    std::string why;
+    if (mod == "vfio_pci") {
+        const bool split = std::any_of(dropped.begin(), dropped.end(), [](const std::string& p) {
+            return looks_like_id_list(p) || (!p.empty() && p.back() == ',');
+        });
+        why = split ? "its ids list is split by a space, so vfio-pci only ever got the first id, and the rest was "
+                      "ignored as an unknown parameter; "
+                    : "";
+        why += job.by_address ? "an ids list would claim devices that stay on the host; passthru binds by address"
+                              : "passthru-vfio.conf now carries the complete ids list (a second ids= would override it)";
+    } else if (mod == "kvm") {
+        why = "passthru-vfio.conf sets ignore_msrs=1 report_ignored_msrs=0 for kvm";
+    } else {
+        why = "interrupt remapping is available, so allow_unsafe_interrupts only weakens isolation";
+    }
+    edits.reasons.push_back((kept.empty() ? "removes '" : "drops " + util::join(dropped, " ") + " from '") + util::join(w, " ")
+                            + "': " + why);
+    edits.set(l, kept.empty() ? std::nullopt : std::optional<std::string>("options " + w[1] + " " + util::join(kept, " ")));
+}
+
+// A softdep of a module passthru gives one: kmod uses only the first softdep
+// line of a module, so it is merged into passthru's and removed here.
+void merge_softdep_line(ModprobeJob& job, const ConfLine& l, const std::string& mod, FileEdits& edits)
+{
+    const auto& w = l.words;
+    auto& s = job.softdeps[mod];
+    std::vector<std::string>* target = nullptr;
+    for (std::size_t i = 2; i < w.size(); ++i) {
+        if (w[i] == "pre:") {
+            target = &s.pre;
+        } else if (w[i] == "post:") {
+            target = &s.post;
+        } else if (target != nullptr && module_key(w[i]) != "vfio_pci"
+                   && std::find(target->begin(), target->end(), w[i]) == target->end()) {
+            target->push_back(w[i]);
+        }
+    }
+    edits.reasons.push_back("removes '" + util::join(w, " ") + "': merged into passthru-vfio.conf (kmod uses only the "
+                            "first softdep line of a module)");
+    edits.set(l, std::nullopt);
+}
+
+// The edits one logical line of another file needs, if any.
+void fix_conf_line(ModprobeJob& job, const std::string& path, const ConfLine& l, FileEdits& edits)
+{
+    const auto& w = l.words;
+    if (w.size() < 2) {
+        return;
+    }
+    const std::string& cmd = w[0];
+    const std::string mod = module_key(w[1]);
+    if (cmd == "options" && (mod == "vfio_pci" || mod == "kvm" || mod == "vfio_iommu_type1")) {
+        fix_options_line(job, l, mod, edits);
+    } else if (cmd == "softdep" && job.softdeps.contains(mod)) {
+        merge_softdep_line(job, l, mod, edits);
+    } else if (cmd == "install" && mod == "vfio_pci") {
+        edits.reasons.push_back("removes an older 'install vfio-pci' command: kmod runs only one install command per module, "
+                                "and passthru-vfio.conf decides how vfio-pci claims the cards");
+        edits.set(l, std::nullopt);
+    } else if (const auto* listed = blacklist_entry(job.drivers, mod); cmd == "blacklist" && listed != nullptr) {
+        job.blacklisted_elsewhere.insert(mod);
+        if (!job.nvidia_staying.empty() && !listed->framebuffer) {
+            job.plan.warnings.push_back(path + " blacklists " + w[1] + " although NVIDIA GPU(s) "
+                                        + util::join(job.nvidia_staying, ", ") + " stay on the host; passthru leaves it alone");
+        }
+    }
+}
+
+// The file with its edits applied, or nullopt when nothing but comments
+// would be left.
+std::optional<std::string> apply_edits(const ConfFile& f, const FileEdits& edits)
+{
+    std::string after;
+    bool any_content = false;
+    for (std::size_t i = 0; i < f.lines.size(); ++i) {
+        if (auto it = edits.replace.find(i); it != edits.replace.end()) {
+            if (it->second) {
+                after += *it->second + "\n";
+                any_content = true;
             }
-            const auto content = read_current(ctx, plan, path);
-            if (!content) {
-                continue;
-            }
-            ConfFile f = parse_conf(path, *content);
-            std::vector<std::string> reasons;
-            std::map<std::size_t, std::optional<std::string>> replace; // first physical line -> new text (nullopt: drop)
-            std::map<std::size_t, std::size_t> spans;
-            for (const auto& l : f.logical) {
-                const auto& w = l.words;
-                if (w.size() < 2) {
-                    continue;
-                }
-                const std::string cmd = w[0];
-                const std::string mod = module_key(w[1]);
-                if (cmd == "options" && (mod == "vfio_pci" || mod == "kvm" || mod == "vfio_iommu_type1")) {
-                    std::vector<std::string> kept;
-                    std::vector<std::string> dropped;
-                    for (std::size_t i = 2; i < w.size(); ++i) {
-                        (owned_param(mod, w[i]) ? dropped : kept).push_back(w[i]);
-                    }
-                    if (dropped.empty()) {
-                        continue;
-                    }
-                    if (mod == "vfio_iommu_type1" && want_unsafe_interrupts) {
-                        continue; // what passthru would write anyway; leave it
-                    }
-                    std::string why;
-                    if (mod == "vfio_pci") {
-                        const bool split = std::any_of(dropped.begin(), dropped.end(), [](const std::string& p) { return looks_like_id_list(p); })
-                                           || std::any_of(dropped.begin(), dropped.end(), [](const std::string& p) { return !p.empty() && p.back() == ','; });
-                        why = split ? "its ids list is split by a space, so vfio-pci only ever got the first id, and the rest was "
-                                      "ignored as an unknown parameter; "
-                                    : "";
-                        why += by_address ? "an ids list would claim devices that stay on the host; passthru binds by address"
-                                          : "passthru-vfio.conf now carries the complete ids list (a second ids= would override it)";
-                    } else if (mod == "kvm") {
-                        why = "passthru-vfio.conf sets ignore_msrs=1 report_ignored_msrs=0 for kvm";
-                    } else {
-                        why = "interrupt remapping is available, so allow_unsafe_interrupts only weakens isolation";
-                    }
-                    reasons.push_back((kept.empty() ? "removes '" : "drops " + util::join(dropped, " ") + " from '")
-                                      + util::join(w, " ") + "': " + why);
-                    replace[l.first] = kept.empty() ? std::nullopt
-                                                    : std::optional<std::string>("options " + w[1] + " " + util::join(kept, " "));
-                    spans[l.first] = l.last;
-                } else if (cmd == "softdep" && softdeps.contains(mod)) {
-                    // kmod uses only the first softdep line of a module: merge into ours.
-                    auto& s = softdeps[mod];
-                    std::vector<std::string>* target = nullptr;
-                    for (std::size_t i = 2; i < w.size(); ++i) {
-                        if (w[i] == "pre:") {
-                            target = &s.pre;
-                        } else if (w[i] == "post:") {
-                            target = &s.post;
-                        } else if (target != nullptr && module_key(w[i]) != "vfio_pci"
-                                   && std::find(target->begin(), target->end(), w[i]) == target->end()) {
-                            target->push_back(w[i]);
-                        }
-                    }
-                    reasons.push_back("removes '" + util::join(w, " ") + "': merged into passthru-vfio.conf (kmod uses only the "
-                                      "first softdep line of a module)");
-                    replace[l.first] = std::nullopt;
-                    spans[l.first] = l.last;
-                } else if (cmd == "install" && mod == "vfio_pci") {
-                    reasons.push_back("removes an older 'install vfio-pci' command: kmod runs only one install command per module, "
-                                      "and passthru-vfio.conf decides how vfio-pci claims the cards");
-                    replace[l.first] = std::nullopt;
-                    spans[l.first] = l.last;
-                } else if (const auto* listed = blacklist_entry(drivers, mod); cmd == "blacklist" && listed != nullptr) {
-                    blacklisted_elsewhere.insert(mod);
-                    if (!nvidia_staying.empty() && !listed->framebuffer) {
-                        plan.warnings.push_back(path + " blacklists " + w[1] + " although NVIDIA GPU(s) " + util::join(nvidia_staying, ", ")
-                                                + " stay on the host; passthru leaves it alone");
-                    }
-                }
-            }
-            if (replace.empty()) {
-                continue;
-            }
-            std::string after;
-            bool any_content = false;
-            for (std::size_t i = 0; i < f.lines.size(); ++i) {
-                if (auto it = replace.find(i); it != replace.end()) {
-                    if (it->second) {
-                        after += *it->second + "\n";
-                        any_content = true;
-                    }
-                    i = spans[i];
-                    continue;
-                }
-                const auto t = util::trim(f.lines[i]);
-                any_content = any_content || (!t.empty() && t.front() != '#');
-                after += f.lines[i] + "\n";
-            }
-            if (!any_content) {
-                reasons.push_back("deletes the file: nothing but comments would be left");
-                stage_file(ctx, plan, path, std::nullopt, reasons);
-            } else {
-                stage_file(ctx, plan, path, after, reasons);
-            }
-            in.module_files_changed = in.module_files_changed || std::any_of(plan.files.begin(), plan.files.end(),
+            i = edits.spans.at(i);
+            continue;
+        }
+        const auto t = util::trim(f.lines[i]);
+        any_content = any_content || (!t.empty() && t.front() != '#');
+        after += f.lines[i] + "\n";
+    }
+    return any_content ? std::optional<std::string>(after) : std::nullopt;
+}
+
+void fix_conf_file(ModprobeJob& job, const std::string& path)
+{
+    const auto content = read_current(job.ctx, job.plan, path);
+    if (!content) {
+        return;
+    }
+    const ConfFile f = parse_conf(path, *content);
+    FileEdits edits;
+    for (const auto& l : f.logical) {
+        fix_conf_line(job, path, l, edits);
+    }
+    if (edits.replace.empty()) {
+        return;
+    }
+    const auto after = apply_edits(f, edits);
+    if (!after) {
+        edits.reasons.push_back("deletes the file: nothing but comments would be left");
+    }
+    stage_file(job.ctx, job.plan, path, after, edits.reasons);
+    job.in.module_files_changed = job.in.module_files_changed || std::any_of(job.plan.files.begin(), job.plan.files.end(),
                                                                              [&](const FileChange& c) { return c.path == path; });
+}
+
+void fix_other_files(ModprobeJob& job)
+{
+    auto names = job.ctx.fs.list_dir("/etc/modprobe.d");
+    if (!names) {
+        return;
+    }
+    std::sort(names->begin(), names->end());
+    for (const auto& name : *names) {
+        const std::string path = "/etc/modprobe.d/" + name;
+        if (name.ends_with(".conf") && path != k_modprobe_conf) {
+            fix_conf_file(job, path);
         }
     }
+}
 
-    // --- render passthru-vfio.conf
-    std::vector<std::string> reasons{binding_reason};
+// --- rendering passthru-vfio.conf --------------------------------------------
+
+// The functions the install hook binds, each with its check that the slot
+// still holds the card that was planned for.
+nlohmann::json hook_devices(const ModprobeJob& job)
+{
     nlohmann::json devices = nlohmann::json::array();
-    for (const auto& fn : in.functions) {
-        const auto* d = inv.find(fn);
+    for (const auto& fn : job.in.functions) {
+        const auto* d = job.ctx.inventory.find(fn);
         std::string vendor = d != nullptr && d->vendor ? "0x" + util::hex(*d->vendor, 4) : "";
         std::string device = d != nullptr && d->device ? "0x" + util::hex(*d->device, 4) : "";
-        // The slot must still hold the card that was planned for.
         const std::string guard = vendor.empty() || device.empty()
                                       ? "[ -e $p ]"
                                       : "[ \"$(cat $p/vendor 2>/dev/null):$(cat $p/device 2>/dev/null)\" = \"" + vendor + ":" + device + "\" ]";
         devices.push_back({{"bdf", fn.str()}, {"guard", guard}});
     }
-    nlohmann::json softdep_list = nlohmann::json::array();
-    std::vector<std::string> softdep_names;
-    for (const auto& [name, s] : softdeps) {
+    return devices;
+}
+
+nlohmann::json softdep_lines(const ModprobeJob& job, std::vector<std::string>& reasons)
+{
+    nlohmann::json list = nlohmann::json::array();
+    std::vector<std::string> names;
+    for (const auto& [name, s] : job.softdeps) {
         std::string line = "softdep " + name + " pre: vfio-pci";
         for (const auto& p : s.pre) {
             line += " " + p;
@@ -384,69 +464,110 @@ void plan_modprobe(const PlanContext& ctx, Plan& plan, HostInputs& in)
         if (!s.post.empty()) {
             line += " post: " + util::join(s.post, " ");
         }
-        softdep_list.push_back({{"line", line}, {"why", s.why}});
-        softdep_names.push_back(name);
+        list.push_back({{"line", line}, {"why", s.why}});
+        names.push_back(name);
     }
-    if (!softdep_names.empty()) {
-        reasons.push_back("softdep ... pre: vfio-pci for " + util::join(softdep_names, ", ")
+    if (!names.empty()) {
+        reasons.push_back("softdep ... pre: vfio-pci for " + util::join(names, ", ")
                           + ": whichever of them loads first loads vfio-pci before it, so vfio-pci claims the cards first");
     }
+    return list;
+}
+
+nlohmann::json blacklist_lines(const ModprobeJob& job, std::vector<std::string>& reasons)
+{
     nlohmann::json blacklist = nlohmann::json::array();
-    std::vector<std::string> blacklisted;
-    if (blacklist_nvidia) {
-        for (const auto& driver : drivers.drivers) {
-            if (driver.blacklist && !blacklisted_elsewhere.contains(driver.module)) {
-                blacklist.push_back(driver.module);
-                blacklisted.push_back(driver.module);
-            }
+    if (!job.blacklist_nvidia) {
+        if (job.nvidia_selected) {
+            reasons.push_back("does not blacklist nouveau/nvidia: NVIDIA GPU(s) " + util::join(job.nvidia_staying, ", ")
+                              + " stay on the host and need them");
         }
-        if (!blacklisted.empty()) {
-            reasons.push_back("blacklists " + util::join(blacklisted, ", ")
-                              + ": no NVIDIA GPU stays on the host; a blacklist only stops loading by device alias, not an explicit "
-                                "modprobe or a dependency (modprobe.d(5)), so the softdeps and the vfio-pci binding do the real work");
-        }
-    } else if (nvidia_selected) {
-        reasons.push_back("does not blacklist nouveau/nvidia: NVIDIA GPU(s) " + util::join(nvidia_staying, ", ") + " stay on the host and need them");
+        return blacklist;
     }
+    std::vector<std::string> blacklisted;
+    for (const auto& driver : job.drivers.drivers) {
+        if (driver.blacklist && !job.blacklisted_elsewhere.contains(driver.module)) {
+            blacklist.push_back(driver.module);
+            blacklisted.push_back(driver.module);
+        }
+    }
+    if (!blacklisted.empty()) {
+        reasons.push_back("blacklists " + util::join(blacklisted, ", ")
+                          + ": no NVIDIA GPU stays on the host; a blacklist only stops loading by device alias, not an explicit "
+                            "modprobe or a dependency (modprobe.d(5)), so the softdeps and the vfio-pci binding do the real work");
+    }
+    return blacklist;
+}
+
+// kvm's and vfio_iommu_type1's options: reasons, warnings and notes.
+void explain_options(const ModprobeJob& job, std::vector<std::string>& reasons)
+{
+    const auto& iommu = job.ctx.inventory.host.iommu;
     reasons.push_back("options kvm ignore_msrs=1 report_ignored_msrs=0: guests that touch model-specific registers KVM does not "
                       "emulate (NVIDIA drivers, some Windows tools) keep running instead of getting a fault, without filling the log");
-    if (want_unsafe_interrupts) {
+    if (job.want_unsafe_interrupts) {
         reasons.push_back("options vfio_iommu_type1 allow_unsafe_interrupts=1: this host has no interrupt remapping ("
-                          + inv.host.iommu.interrupt_remapping_evidence + "), and vfio refuses to attach a group without it");
-        plan.warnings.push_back("no interrupt remapping: vfio_iommu_type1 allow_unsafe_interrupts=1 lets a VM's device raise "
-                                "interrupts the IOMMU cannot check (MSI injection); enable interrupt remapping/x2APIC in the firmware if you can");
-    } else if (!inv.host.iommu.interrupt_remapping) {
-        plan.notes.push_back("could not tell whether interrupt remapping is available; if a VM fails with \"No interrupt remapping support\", "
-                             "see 'passthru scan'");
+                          + iommu.interrupt_remapping_evidence + "), and vfio refuses to attach a group without it");
+        job.plan.warnings.push_back("no interrupt remapping: vfio_iommu_type1 allow_unsafe_interrupts=1 lets a VM's device raise "
+                                    "interrupts the IOMMU cannot check (MSI injection); enable interrupt remapping/x2APIC in the firmware if you can");
+    } else if (!iommu.interrupt_remapping) {
+        job.plan.notes.push_back("could not tell whether interrupt remapping is available; if a VM fails with \"No interrupt remapping support\", "
+                                 "see 'passthru scan'");
     }
+}
 
+// passthru-vfio.conf from its template, staged with its reasons.
+void render_modprobe_conf(ModprobeJob& job)
+{
+    std::vector<std::string> reasons{job.binding_reason};
+    nlohmann::json devices = hook_devices(job);
+    nlohmann::json softdeps = softdep_lines(job, reasons);
+    nlohmann::json blacklist = blacklist_lines(job, reasons);
+    explain_options(job, reasons);
     std::vector<std::string> gpu_labels;
-    for (const auto& g : plan.gpus) {
+    for (const auto& g : job.plan.gpus) {
         gpu_labels.push_back(g.slot + (g.name.empty() ? "" : " " + g.name));
     }
-    nlohmann::json values{
-        {"vm", ctx.request.vm},
+    const nlohmann::json values{
+        {"vm", job.ctx.request.vm},
         {"gpus", util::join(gpu_labels, ", ")},
-        {"by_ids", !by_address},
-        {"by_address", by_address},
-        {"ids", util::join(in.vfio_ids, ",")},
-        {"binding_reason", binding_reason},
-        {"binding_why", binding_why},
+        {"by_ids", !job.by_address},
+        {"by_address", job.by_address},
+        {"ids", util::join(job.in.vfio_ids, ",")},
+        {"binding_reason", job.binding_reason},
+        {"binding_why", job.binding_why},
         {"devices", devices},
-        {"softdeps", softdep_list},
-        {"has_softdeps", !softdep_list.empty()},
+        {"softdeps", softdeps},
+        {"has_softdeps", !softdeps.empty()},
         {"blacklist", blacklist},
         {"has_blacklist", !blacklist.empty()},
-        {"unsafe_interrupts", want_unsafe_interrupts},
+        {"unsafe_interrupts", job.want_unsafe_interrupts},
     };
-    auto text = render_template(ctx.data, "modprobe-vfio.conf.mustache", values);
+    auto text = render_template(job.ctx.data, "modprobe-vfio.conf.mustache", values);
     if (!text) {
-        plan.refusals.push_back({text.error().what(), text.error().hints()});
+        job.plan.refusals.push_back({text.error().what(), text.error().hints()});
         return;
     }
-    if (stage_file(ctx, plan, k_modprobe_conf, *text, reasons)) {
-        in.module_files_changed = true;
+    if (stage_file(job.ctx, job.plan, k_modprobe_conf, *text, reasons)) {
+        job.in.module_files_changed = true;
     }
+}
+
+} // namespace
+
+void plan_modprobe(const PlanContext& ctx, Plan& plan, HostInputs& in)
+{
+    const auto loaded = load_host_drivers(ctx.data);
+    if (!loaded) {
+        throw loaded.error();
+    }
+    ModprobeJob job(ctx, plan, in, *loaded);
+    job.want_unsafe_interrupts = ctx.inventory.host.iommu.interrupt_remapping == false;
+    choose_binding(job);
+    choose_softdeps(job);
+    choose_blacklist(job);
+    fix_other_files(job);
+    render_modprobe_conf(job);
 }
 
 } // namespace passthru::plan::detail
