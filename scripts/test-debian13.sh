@@ -7,14 +7,13 @@
 #   scripts/test-debian13.sh [CTEST-ARGS...]
 #
 # The root (scripts/debian-root.sh, with scripts/deps.sh's build, test, docs and
-# package groups: the same root packaging/build-deb.sh --release trixie uses) and the build directory are kept under the build tree
+# package groups) and the build directory are kept under the build tree
 # (${PASSTHRU_BUILD_DIR:-build}/debian-roots/trixie-dev and …/debian13), so a
 # second run only rebuilds what changed. The tests run through scripts/in-root.sh:
 # chrooted in private namespaces, with no network, no /sys and a fresh /proc;
-# the source is bound read-only. Not run inside the root: the real-kernel test
-# (QEMU; it boots Debian 13's kernel from the host side), the package test
-# (packaging/build-deb.sh builds the Debian 13 package in a trixie root and
-# installs it in a clean one) and the root builder's own test; scripts/test.sh
+# the source is bound read-only. Not run inside the root: the QEMU tests (the
+# real-kernel test and the real reboot test boot Debian 12 guests from the host
+# side), the package test and the root builder's own test; scripts/test.sh
 # runs those. Needs root and Debian's archive (for the first root build only).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -43,7 +42,7 @@ cmake -S /src -B /build/b -DCMAKE_BUILD_TYPE=Debug -DPASSTHRU_WARNINGS_AS_ERRORS
       -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
 cmake --build /build/b -j"$(nproc)"
 cd /build/b
-ctest --output-on-failure -j"$(nproc)" -E "^integration[.](real_kernel|package_deb|package_release|debian_root)$" "$@"
+ctest --output-on-failure -j"$(nproc)" -E "^integration[.](real_kernel|real_kernel_reboot|package_deb|package_release|debian_root)$" "$@"
 '
 "$here/scripts/in-root.sh" --ro "$here:/src" --rw "$work:/build" "$root" \
     bash -c "$inner" test-debian13 "$@"
