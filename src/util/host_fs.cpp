@@ -691,16 +691,8 @@ Result<void> HostFs::write_file_atomic(std::string_view host_path,
         ::unlink(tmp.c_str());
         return tl::unexpected(io_error(what, host_path, err));
     };
-    std::size_t off = 0;
-    while (off < content.size()) {
-        const ssize_t n = ::write(fd, content.data() + off, content.size() - off);
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            return fail_tmp("cannot write", errno);
-        }
-        off += static_cast<std::size_t>(n);
+    if (const int err = write_all(fd, content); err != 0) {
+        return fail_tmp("cannot write", err);
     }
     if (existed) {
         // Keep owner and mode of the file being replaced.
