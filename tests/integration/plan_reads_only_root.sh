@@ -4,9 +4,10 @@
 # through HostFs) or in passthru's read-only data (templates, profiles,
 # pci.ids). Run under strace, every absolute path plan opens, stats or reads
 # must be one of those, or one of the runtime's own files (shared libraries,
-# ld.so's cache, the time zone, OpenSSL's configuration, glibc's CPU count);
-# and plan runs no program. Then the same plan under another host name, home,
-# time zone and working directory prints byte for byte the same JSON.
+# ld.so's cache, the time zone, OpenSSL's configuration, glibc's CPU count,
+# the /proc/cmdline libkmod reads); and plan runs no program. Then the same
+# plan under another host name, home, time zone and working directory, and
+# under another kernel command line, prints byte for byte the same JSON.
 FAIL_FAST=1
 source "$(dirname "$0")/lib.inc"
 need_binary
@@ -20,6 +21,9 @@ allowed() { # PATH ROOT: 0 when plan may read PATH
     /usr/share/misc/pci.ids | /usr/share/misc/pci.ids.gz | /usr/share/hwdata/pci.ids | /usr/share/hwdata/pci.ids.gz) return 0 ;;
     /etc/ld.so.cache | /etc/ld.so.preload | /lib/x86_64-linux-gnu/* | /usr/lib/x86_64-linux-gnu/*) return 0 ;;
     /etc/localtime | /usr/lib/ssl/openssl.cnf | /sys/devices/system/cpu/online) return 0 ;;
+    # libkmod adds this machine's command line (modprobe.blacklist=, module.param=) to
+    # every configuration it reads; plan takes those entries out again (checked below).
+    /proc/cmdline) return 0 ;;
     # glibc's CPU count reads /proc/stat when /sys/devices/system/cpu/online cannot
     # be read: so in the Debian 13 test root, which has no /sys (scripts/in-root.sh).
     /proc/stat) [[ ! -e /sys/devices/system/cpu/online ]] && return 0 ;;
@@ -53,5 +57,13 @@ for host in epyc-4x2080ti epyc-4x2080ti-zfs t180-4xv100 qemu-intel-vfio; do
     (cd / && HOME=/nonexistent TZ=Pacific/Kiritimati LC_ALL=C unshare --uts sh -c 'hostname not-this-host && exec "$@"' sh \
         "$P" --root "$R" plan "${req[@]}" --json > "$T/b.json" 2> /dev/null) || fail "$host: plan failed on the other 'machine'"
     cmp -s "$T/a.json" "$T/b.json" || fail "$host: plan's answer depends on the machine: $(diff "$T/a.json" "$T/b.json" | head -5)"
+
+    # Another kernel command line under this machine, as libkmod reads it: blacklists and
+    # module options that would change the plan if they leaked into the root's configuration.
+    printf '%s\n' "BOOT_IMAGE=/vmlinuz modprobe.blacklist=nouveau,nvidia,snd_hda_intel vfio_pci.ids=dead:beef kvm.ignore_msrs=0 nouveau.modeset=0" > "$T/cmdline"
+    userns=(); [[ $(id -u) == 0 ]] || userns=(-U -r)
+    unshare "${userns[@]}" -m sh -c 'mount --bind "$1" /proc/cmdline && shift && exec "$@"' sh "$T/cmdline" \
+        "$P" --root "$R" plan "${req[@]}" --json > "$T/c.json" 2> /dev/null || fail "$host: plan failed under another kernel command line"
+    cmp -s "$T/a.json" "$T/c.json" || fail "$host: plan's answer depends on this machine's /proc/cmdline: $(diff "$T/a.json" "$T/c.json" | head -5)"
     ok "$host: plan read only the root and its data, ran nothing, and answered the same elsewhere"
 done

@@ -2,7 +2,8 @@
 // /etc/modprobe.d/passthru-vfio.conf: how vfio-pci claims the cards, the
 // softdeps that load it before any host driver, the NVIDIA blacklist when no
 // NVIDIA GPU stays on the host, kvm and vfio_iommu_type1 options. Lines of
-// other modprobe.d files that would fight it are fixed in place (docs/facts.md: modules).
+// other modprobe.d files that would fight it are fixed in place; the host's
+// configuration is read by libkmod (docs/facts.md: modules, modprobe-config).
 //
 // Binding. By id (`options vfio-pci ids=...`) only when no device that stays
 // on the host has one of the ids: vfio-pci claims every device with a listed
@@ -21,56 +22,15 @@
 #include <map>
 #include <set>
 
+#include "format/modprobe_d.hpp"
 #include "plan/host/common.hpp"
 #include "plan/host/drivers.hpp"
+#include "plan/host/modprobe_config.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan::detail {
 
 namespace {
-
-// One logical modprobe.d line (a trailing backslash continues it).
-struct ConfLine
-{
-    std::size_t first = 0; // physical line indexes
-    std::size_t last = 0;
-    std::string text;      // joined, without the backslashes
-    std::vector<std::string> words;
-};
-
-struct ConfFile
-{
-    std::string path;
-    std::string content;
-    std::vector<std::string> lines;
-    std::vector<ConfLine> logical;
-};
-
-ConfFile parse_conf(std::string path, std::string content)
-{
-    ConfFile f;
-    f.path = std::move(path);
-    f.content = std::move(content);
-    f.lines = util::split_lines(f.content);
-    for (std::size_t i = 0; i < f.lines.size(); ++i) {
-        ConfLine l;
-        l.first = i;
-        std::string text = f.lines[i];
-        while (!text.empty() && text.back() == '\\' && i + 1 < f.lines.size()) {
-            text.pop_back();
-            text += f.lines[++i];
-        }
-        l.last = i;
-        l.text = text;
-        const auto t = util::trim(text);
-        if (t.empty() || t.front() == '#') {
-            continue;
-        }
-        l.words = util::split(t, " \t");
-        f.logical.push_back(std::move(l));
-    }
-    return f;
-}
 
 bool looks_like_id_list(std::string_view word)
 {
@@ -78,9 +38,9 @@ bool looks_like_id_list(std::string_view word)
     if (word.empty() || word.find('=') != std::string_view::npos) {
         return false;
     }
-    return std::all_of(word.begin(), word.end(), [](char c) {
-        return std::isxdigit(static_cast<unsigned char>(c)) != 0 || c == ':' || c == ',';
-    }) && word.find(':') != std::string_view::npos;
+    return std::all_of(word.begin(), word.end(),
+                       [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0 || c == ':' || c == ','; })
+           && word.find(':') != std::string_view::npos;
 }
 
 // Parameters passthru owns, per module.
@@ -102,7 +62,7 @@ bool owned_param(const std::string& module, std::string_view param)
 struct Softdep
 {
     std::string module;
-    std::vector<std::string> pre;  // after vfio-pci
+    std::vector<std::string> pre; // after vfio-pci
     std::vector<std::string> post;
     std::string why;
 };
@@ -278,23 +238,35 @@ void choose_blacklist(ModprobeJob& job)
 
 // --- other modprobe.d files: fix what would fight passthru's file ------------
 
-// The edits of one file: first physical line of a logical line -> its
-// replacement (nullopt: dropped) and its last physical line.
+// Why passthru must not edit a modprobe.d file; empty when it may. passthru
+// edits only /etc/modprobe.d, and there never Proxmox VE's own file
+// (docs/facts.md: modprobe-config).
+std::string not_ours_why(const std::string& path)
+{
+    const std::string name(util::base_name(path));
+    if (path.starts_with("/etc/modprobe.d/")) {
+        return name == "pve-blacklist.conf" ? "Proxmox VE owns it (pve-manager)" : "";
+    }
+    if (name.find("proxmox") != std::string::npos) {
+        return "Proxmox VE's kernel package owns it";
+    }
+    if (path.starts_with("/run/")) {
+        return "it is generated at run time";
+    }
+    return "it belongs to a package, and passthru edits only /etc/modprobe.d";
+}
+
+// The edits of one file and their reasons.
 struct FileEdits
 {
     std::vector<std::string> reasons;
-    std::map<std::size_t, std::optional<std::string>> replace;
-    std::map<std::size_t, std::size_t> spans;
+    std::vector<format::ModprobeEdit> edits;
 
-    void set(const ConfLine& l, std::optional<std::string> text)
-    {
-        replace[l.first] = std::move(text);
-        spans[l.first] = l.last;
-    }
+    void set(const format::ModprobeLine& l, std::optional<std::string> text) { edits.push_back({l.first, l.last, std::move(text)}); }
 };
 
 // `options` of vfio-pci, kvm or vfio_iommu_type1 whose parameters passthru owns.
-void fix_options_line(const ModprobeJob& job, const ConfLine& l, const std::string& mod, FileEdits& edits)
+void fix_options_line(const ModprobeJob& job, const format::ModprobeLine& l, const std::string& mod, FileEdits& edits)
 {
     const auto& w = l.words;
     std::vector<std::string> kept;
@@ -307,9 +279,8 @@ void fix_options_line(const ModprobeJob& job, const ConfLine& l, const std::stri
     }
     std::string why;
     if (mod == "vfio_pci") {
-        const bool split = std::any_of(dropped.begin(), dropped.end(), [](const std::string& p) {
-            return looks_like_id_list(p) || (!p.empty() && p.back() == ',');
-        });
+        const bool split = std::any_of(dropped.begin(), dropped.end(),
+                                       [](const std::string& p) { return looks_like_id_list(p) || (!p.empty() && p.back() == ','); });
         why = split ? "its ids list is split by a space, so vfio-pci only ever got the first id, and the rest was "
                       "ignored as an unknown parameter; "
                     : "";
@@ -327,7 +298,7 @@ void fix_options_line(const ModprobeJob& job, const ConfLine& l, const std::stri
 
 // A softdep of a module passthru gives one: kmod uses only the first softdep
 // line of a module, so it is merged into passthru's and removed here.
-void merge_softdep_line(ModprobeJob& job, const ConfLine& l, const std::string& mod, FileEdits& edits)
+void merge_softdep_line(ModprobeJob& job, const format::ModprobeLine& l, const std::string& mod, FileEdits& edits)
 {
     const auto& w = l.words;
     auto& s = job.softdeps[mod];
@@ -342,93 +313,156 @@ void merge_softdep_line(ModprobeJob& job, const ConfLine& l, const std::string& 
             target->push_back(w[i]);
         }
     }
-    edits.reasons.push_back("removes '" + util::join(w, " ") + "': merged into passthru-vfio.conf (kmod uses only the "
-                            "first softdep line of a module)");
+    edits.reasons.push_back("removes '" + util::join(w, " ")
+                            + "': merged into passthru-vfio.conf (kmod uses only the "
+                              "first softdep line of a module)");
     edits.set(l, std::nullopt);
 }
 
-// The edits one logical line of another file needs, if any.
-void fix_conf_line(ModprobeJob& job, const std::string& path, const ConfLine& l, FileEdits& edits)
+// The edits one located directive needs, if any.
+void fix_conf_line(ModprobeJob& job, ModprobeKind kind, const format::ModprobeLine& l, FileEdits& edits)
 {
     const auto& w = l.words;
-    if (w.size() < 2) {
-        return;
-    }
-    const std::string& cmd = w[0];
     const std::string mod = module_key(w[1]);
-    if (cmd == "options" && (mod == "vfio_pci" || mod == "kvm" || mod == "vfio_iommu_type1")) {
+    if (kind == ModprobeKind::options && (mod == "vfio_pci" || mod == "kvm" || mod == "vfio_iommu_type1")) {
         fix_options_line(job, l, mod, edits);
-    } else if (cmd == "softdep" && job.softdeps.contains(mod)) {
+    } else if (kind == ModprobeKind::softdep && job.softdeps.contains(mod)) {
         merge_softdep_line(job, l, mod, edits);
-    } else if (cmd == "install" && mod == "vfio_pci") {
+    } else if (kind == ModprobeKind::install && mod == "vfio_pci") {
         edits.reasons.push_back("removes an older 'install vfio-pci' command: kmod runs only one install command per module, "
                                 "and passthru-vfio.conf decides how vfio-pci claims the cards");
         edits.set(l, std::nullopt);
-    } else if (const auto* listed = blacklist_entry(job.drivers, mod); cmd == "blacklist" && listed != nullptr) {
-        job.blacklisted_elsewhere.insert(mod);
-        if (!job.nvidia_staying.empty() && !listed->framebuffer) {
-            job.plan.warnings.push_back(path + " blacklists " + w[1] + " although NVIDIA GPU(s) "
-                                        + util::join(job.nvidia_staying, ", ") + " stay on the host; passthru leaves it alone");
-        }
     }
 }
 
-// The file with its edits applied, or nullopt when nothing but comments
-// would be left.
-std::optional<std::string> apply_edits(const ConfFile& f, const FileEdits& edits)
+// A blacklist libkmod found in another file: passthru's file need not repeat
+// it, and it is worth a warning when an NVIDIA GPU stays on the host.
+void note_blacklist(ModprobeJob& job, const std::string& path, const std::string& module)
 {
-    std::string after;
-    bool any_content = false;
-    for (std::size_t i = 0; i < f.lines.size(); ++i) {
-        if (auto it = edits.replace.find(i); it != edits.replace.end()) {
-            if (it->second) {
-                after += *it->second + "\n";
-                any_content = true;
-            }
-            i = edits.spans.at(i);
+    const std::string mod = module_key(module);
+    const auto* listed = blacklist_entry(job.drivers, mod);
+    if (listed == nullptr) {
+        return;
+    }
+    job.blacklisted_elsewhere.insert(mod);
+    if (!job.nvidia_staying.empty() && !listed->framebuffer) {
+        job.plan.warnings.push_back(path + " blacklists " + module + " although NVIDIA GPU(s) " + util::join(job.nvidia_staying, ", ")
+                                    + " stay on the host; passthru leaves it alone");
+    }
+}
+
+// The modprobe.d command word of a directive libkmod reported, and the words
+// that must follow the module name on its line (nullopt: any).
+struct Locator
+{
+    const char* command;
+    std::optional<std::vector<std::string>> value;
+};
+
+std::optional<Locator> locator(const ModprobeDirective& d)
+{
+    switch (d.kind) {
+    case ModprobeKind::options:
+        return Locator{"options", util::split(d.value, " \t")};
+    case ModprobeKind::install:
+        return Locator{"install", util::split(d.value, " \t")};
+    case ModprobeKind::softdep:
+        return Locator{"softdep", std::nullopt}; // kmod reports the lists regrouped
+    case ModprobeKind::blacklist:                // decided from libkmod's report alone, never edited
+    case ModprobeKind::alias:
+        return std::nullopt;
+    }
+    return std::nullopt;
+}
+
+// Whether passthru may have to change a directive of another file.
+bool may_concern(const ModprobeJob& job, const ModprobeDirective& d)
+{
+    const std::string mod = module_key(d.module);
+    switch (d.kind) {
+    case ModprobeKind::options:
+        return mod == "vfio_pci" || mod == "kvm" || mod == "vfio_iommu_type1";
+    case ModprobeKind::install:
+        return mod == "vfio_pci";
+    case ModprobeKind::softdep:
+        return job.softdeps.contains(mod);
+    case ModprobeKind::blacklist:
+    case ModprobeKind::alias:
+        return false;
+    }
+    return false;
+}
+
+// The lines of a file that carry the directives libkmod found in it that may
+// concern passthru, in the file's order (a line that carries two equal
+// directives counts once). A directive whose line cannot be told is reported.
+std::vector<std::pair<ModprobeKind, format::ModprobeLine>> locate(ModprobeJob& job, const ModprobeFile& file, const std::string& content)
+{
+    std::map<std::size_t, std::pair<ModprobeKind, format::ModprobeLine>> by_line;
+    for (const auto& d : file.directives) {
+        const auto loc = locator(d);
+        if (!loc || !may_concern(job, d)) {
             continue;
         }
-        const auto t = util::trim(f.lines[i]);
-        any_content = any_content || (!t.empty() && t.front() != '#');
-        after += f.lines[i] + "\n";
+        auto lines = format::find_modprobe_lines(content, loc->command, d.module, loc->value);
+        if (lines.empty()) {
+            job.plan.warnings.push_back("libkmod reads '" + std::string(loc->command) + " " + d.module + " " + d.value + "' from "
+                                        + file.path + ", but passthru cannot tell its line; check that file by hand");
+        }
+        for (auto& l : lines) {
+            by_line.emplace(l.first, std::make_pair(d.kind, std::move(l)));
+        }
     }
-    return any_content ? std::optional<std::string>(after) : std::nullopt;
+    std::vector<std::pair<ModprobeKind, format::ModprobeLine>> out;
+    for (auto& [first, hit] : by_line) {
+        out.push_back(std::move(hit));
+    }
+    return out;
 }
 
-void fix_conf_file(ModprobeJob& job, const std::string& path)
+void fix_conf_file(ModprobeJob& job, const ModprobeFile& file)
 {
+    const std::string& path = file.path;
     const auto content = read_current(job.ctx, job.plan, path);
     if (!content) {
         return;
     }
-    const ConfFile f = parse_conf(path, *content);
-    FileEdits edits;
-    for (const auto& l : f.logical) {
-        fix_conf_line(job, path, l, edits);
+    for (const auto& d : file.directives) {
+        if (d.kind == ModprobeKind::blacklist) {
+            note_blacklist(job, path, d.module);
+        }
     }
-    if (edits.replace.empty()) {
+    FileEdits edits;
+    for (const auto& [kind, line] : locate(job, file, *content)) {
+        fix_conf_line(job, kind, line, edits);
+    }
+    if (edits.edits.empty()) {
         return;
     }
-    const auto after = apply_edits(f, edits);
+    if (const auto why = not_ours_why(path); !why.empty()) {
+        for (const auto& reason : edits.reasons) {
+            job.plan.warnings.push_back(path + " is left alone (" + why + "), but needs this change, made by hand: " + reason);
+        }
+        return;
+    }
+    auto after = format::edit_modprobe_lines(*content, edits.edits);
     if (!after) {
         edits.reasons.push_back("deletes the file: nothing but comments would be left");
     }
     stage_file(job.ctx, job.plan, path, after, edits.reasons);
-    job.in.module_files_changed = job.in.module_files_changed || std::any_of(job.plan.files.begin(), job.plan.files.end(),
-                                                                             [&](const FileChange& c) { return c.path == path; });
+    job.in.module_files_changed =
+        job.in.module_files_changed
+        || std::any_of(job.plan.files.begin(), job.plan.files.end(), [&](const FileChange& c) { return c.path == path; });
 }
 
+// The host's effective modprobe.d configuration (libkmod), every file but
+// passthru's own: lines that would fight passthru-vfio.conf are fixed in
+// /etc/modprobe.d and reported elsewhere.
 void fix_other_files(ModprobeJob& job)
 {
-    auto names = job.ctx.fs.list_dir("/etc/modprobe.d");
-    if (!names) {
-        return;
-    }
-    std::sort(names->begin(), names->end());
-    for (const auto& name : *names) {
-        const std::string path = "/etc/modprobe.d/" + name;
-        if (name.ends_with(".conf") && path != k_modprobe_conf) {
-            fix_conf_file(job, path);
+    for (const auto& file : read_modprobe_config(job.ctx.fs)) {
+        if (file.path != k_modprobe_conf) {
+            fix_conf_file(job, file);
         }
     }
 }
@@ -444,9 +478,9 @@ nlohmann::json hook_devices(const ModprobeJob& job)
         const auto* d = job.ctx.inventory.find(fn);
         std::string vendor = d != nullptr && d->vendor ? "0x" + util::hex(*d->vendor, 4) : "";
         std::string device = d != nullptr && d->device ? "0x" + util::hex(*d->device, 4) : "";
-        const std::string guard = vendor.empty() || device.empty()
-                                      ? "[ -e $p ]"
-                                      : "[ \"$(cat $p/vendor 2>/dev/null):$(cat $p/device 2>/dev/null)\" = \"" + vendor + ":" + device + "\" ]";
+        const std::string guard = vendor.empty() || device.empty() ? "[ -e $p ]"
+                                                                   : "[ \"$(cat $p/vendor 2>/dev/null):$(cat $p/device 2>/dev/null)\" = \""
+                                                                         + vendor + ":" + device + "\" ]";
         devices.push_back({{"bdf", fn.str()}, {"guard", guard}});
     }
     return devices;
@@ -508,11 +542,13 @@ void explain_options(const ModprobeJob& job, std::vector<std::string>& reasons)
     if (job.want_unsafe_interrupts) {
         reasons.push_back("options vfio_iommu_type1 allow_unsafe_interrupts=1: this host has no interrupt remapping ("
                           + iommu.interrupt_remapping_evidence + "), and vfio refuses to attach a group without it");
-        job.plan.warnings.push_back("no interrupt remapping: vfio_iommu_type1 allow_unsafe_interrupts=1 lets a VM's device raise "
-                                    "interrupts the IOMMU cannot check (MSI injection); enable interrupt remapping/x2APIC in the firmware if you can");
+        job.plan.warnings.push_back(
+            "no interrupt remapping: vfio_iommu_type1 allow_unsafe_interrupts=1 lets a VM's device raise "
+            "interrupts the IOMMU cannot check (MSI injection); enable interrupt remapping/x2APIC in the firmware if you can");
     } else if (!iommu.interrupt_remapping) {
-        job.plan.notes.push_back("could not tell whether interrupt remapping is available; if a VM fails with \"No interrupt remapping support\", "
-                                 "see 'passthru scan'");
+        job.plan.notes.push_back(
+            "could not tell whether interrupt remapping is available; if a VM fails with \"No interrupt remapping support\", "
+            "see 'passthru scan'");
     }
 }
 
