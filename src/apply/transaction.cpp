@@ -74,9 +74,9 @@ CurrentFile read_current(const util::HostFs& fs, const std::string& path)
     return cur;
 }
 
-Error replan_error(std::string message)
+Error replan_error(const std::string& message)
 {
-    return Error(Errc::conflict, std::move(message))
+    return Error(Errc::conflict, message)
         .with_hint("the host changed since the plan was made; run 'passthru plan' again and review the new plan");
 }
 

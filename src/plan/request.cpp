@@ -20,9 +20,9 @@ bool valid_ifname(std::string_view name)
 
 namespace {
 
-tl::unexpected<Error> usage(std::string message)
+tl::unexpected<Error> usage(const std::string& message)
 {
-    return tl::unexpected(Error(Errc::usage, std::move(message)));
+    return tl::unexpected(Error(Errc::usage, message));
 }
 
 Result<void> validate_network(const NetworkRequest& net)

@@ -28,7 +28,7 @@ enum class Errc
 class Error : public std::runtime_error
 {
 public:
-    Error(Errc code, std::string message) : std::runtime_error(std::move(message)), m_code(code) {}
+    Error(Errc code, const std::string& message) : std::runtime_error(message), m_code(code) {}
 
     Errc code() const noexcept { return m_code; }
     const std::vector<std::string>& hints() const noexcept { return m_hints; }
@@ -60,9 +60,9 @@ private:
 template<typename T>
 using Result = tl::expected<T, Error>;
 
-inline tl::unexpected<Error> fail(Errc code, std::string message)
+inline tl::unexpected<Error> fail(Errc code, const std::string& message)
 {
-    return tl::unexpected<Error>(Error(code, std::move(message)));
+    return tl::unexpected<Error>(Error(code, message));
 }
 
 // Documented exit codes (README, man page, --help).
