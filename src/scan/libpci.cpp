@@ -20,7 +20,9 @@ thread_local std::jmp_buf* t_jump = nullptr;
 thread_local char t_message[512];
 thread_local std::vector<std::string>* t_warnings = nullptr;
 
-[[noreturn]] void on_error(char* msg, ...)
+// The callbacks carry the attributes of libpci's own pointer types (printf
+// format, and no return for the error one), so the assignments below match.
+PCI_PRINTF(1, 2) PCI_NONRET void on_error(char* msg, ...)
 {
     va_list args;
     va_start(args, msg);
@@ -34,7 +36,7 @@ thread_local std::vector<std::string>* t_warnings = nullptr;
     std::abort();
 }
 
-void on_warning(char* msg, ...)
+PCI_PRINTF(1, 2) void on_warning(char* msg, ...)
 {
     char buf[512];
     va_list args;
