@@ -207,6 +207,7 @@ namespace {
 std::string group_list(const std::vector<int>& groups)
 {
     std::vector<std::string> parts;
+    parts.reserve(groups.size());
     for (int n : groups) {
         parts.push_back(std::to_string(n));
     }
@@ -261,6 +262,7 @@ bool check_groups(const scan::Inventory& inv, const Request& req, const std::vec
         }
         if (!partners.empty()) {
             std::vector<std::string> names;
+            names.reserve(partners.size());
             for (const auto& slot : partners) {
                 names.push_back(card_label(inv, *inv.find_gpu(slot)));
             }
