@@ -10,7 +10,6 @@
 #include "format/interfaces.hpp"
 
 using namespace passthru;
-using format::IfLineKind;
 using format::InterfacesFile;
 
 namespace {

@@ -254,7 +254,7 @@ TEST_SUITE("apply::network_guard")
     struct FakeTime
     {
         std::chrono::steady_clock::time_point t{};
-        apply::GuardHooks hooks(std::function<void()> on_sleep = {})
+        apply::GuardHooks hooks(const std::function<void()>& on_sleep = {})
         {
             apply::GuardHooks h;
             h.now = [this] { return t; };

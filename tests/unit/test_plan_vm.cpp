@@ -49,7 +49,7 @@ struct Host
     {
         test::copy_tree(std::filesystem::path(PASSTHRU_FIXTURES_DIR) / "hosts" / fixture, dir.path());
     }
-    Result<plan::Plan> plan(plan::Request req) const
+    Result<plan::Plan> plan(const plan::Request& req) const
     {
         auto fs = util::HostFs::open(dir.path()).value();
         util::CommandRunner runner(util::RunMode::record);
@@ -263,7 +263,7 @@ TEST_SUITE("plan::vm")
             Host host("epyc-4x2080ti");
             host.dir.write("etc/pve/qemu-server/101.conf", "cores: 4\n");
             host.dir.write("run/qemu-server/101.pid", "777\n");
-            host.dir.write("proc/777/cmdline", std::string("kvm\0-pidfile\0/var/run/qemu-server/101.pid\0", 43));
+            host.dir.write("proc/777/cmdline", std::string("kvm\0-pidfile\0/var/run/qemu-server/101.pid\0", 42));
             const auto p = host.plan(vm_request(101));
             REQUIRE(p);
             CHECK(refused_with(*p, "VM 101 is running"));
