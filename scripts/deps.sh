@@ -27,6 +27,8 @@ vm=(qemu-system-x86 cpio e2fsprogs)
 package=(dpkg-dev fakeroot lintian)
 # roots: the Debian roots of the Debian 13 half and the package tests (scripts/debian-root.sh)
 roots=(mmdebstrap)
+# tools: static analysis of the tree (scripts/check-tidy.sh)
+tools=(clang-tidy)
 
 if [[ ${1:-} == --list ]]; then
   shift
@@ -39,14 +41,15 @@ if [[ ${1:-} == --list ]]; then
       vm) printf '%s\n' "${vm[@]}" ;;
       package) printf '%s\n' "${package[@]}" ;;
       roots) printf '%s\n' "${roots[@]}" ;;
-      all) printf '%s\n' "${build[@]}" "${test[@]}" "${docs[@]}" "${vm[@]}" "${package[@]}" "${roots[@]}" ;;
-      *) echo "deps: unknown group '$group' (build, test, docs, vm, package, roots, all)" >&2; exit 2 ;;
+      tools) printf '%s\n' "${tools[@]}" ;;
+      all) printf '%s\n' "${build[@]}" "${test[@]}" "${docs[@]}" "${vm[@]}" "${package[@]}" "${roots[@]}" "${tools[@]}" ;;
+      *) echo "deps: unknown group '$group' (build, test, docs, vm, package, roots, tools, all)" >&2; exit 2 ;;
     esac
   done
   exit 0
 fi
 
-packages=("${build[@]}" "${test[@]}" "${docs[@]}" "${vm[@]}" "${package[@]}" "${roots[@]}")
+packages=("${build[@]}" "${test[@]}" "${docs[@]}" "${vm[@]}" "${package[@]}" "${roots[@]}" "${tools[@]}")
 
 missing=()
 for p in "${packages[@]}"; do

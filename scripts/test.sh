@@ -4,6 +4,7 @@
 # real-kernel boots under QEMU and the package builds on this machine; then the
 # Debian 13 half (scripts/test-debian13.sh): the same build and the unit and
 # integration tests inside a Debian 13 root. Arguments go to both ctest runs.
+# Then clang-tidy over every first-party .cpp (scripts/check-tidy.sh).
 # PASSTHRU_SKIP_DEBIAN13=1 leaves the Debian 13 half out.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,4 +20,7 @@ if [[ ${PASSTHRU_SKIP_DEBIAN13:-} != 1 ]]; then
     echo "== the Debian 13 half (scripts/test-debian13.sh)"
     PASSTHRU_BUILD_DIR=$build bash "$here/scripts/test-debian13.sh" "$@" || rc=1
 fi
+
+echo "== clang-tidy (scripts/check-tidy.sh)"
+bash "$here/scripts/check-tidy.sh" "$build" || rc=1
 exit "$rc"

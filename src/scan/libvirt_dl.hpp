@@ -33,7 +33,7 @@ namespace passthru::scan::lv {
 
 struct Table
 {
-#define PASSTHRU_LIBVIRT_MEMBER(name) decltype(&::name) name = nullptr;
+#define PASSTHRU_LIBVIRT_MEMBER(name) decltype(&::name) name = nullptr; // NOLINT(bugprone-macro-parentheses): a name, not an expression
     PASSTHRU_LIBVIRT_FUNCTIONS(PASSTHRU_LIBVIRT_MEMBER)
 #undef PASSTHRU_LIBVIRT_MEMBER
 };

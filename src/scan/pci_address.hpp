@@ -28,7 +28,7 @@ struct PciAddress
         return domain == other.domain && bus == other.bus && device == other.device;
     }
 
-    auto operator<=>(const PciAddress&) const = default;
+    auto operator<=>(const PciAddress&) const = default; // NOLINT(modernize-use-nullptr): clang-tidy 14 misreads a defaulted <=>
 };
 
 // A slot "0000:01:00" (or "01:00"); nullopt when malformed.
