@@ -36,13 +36,27 @@ FORBIDDEN_CALLS = re.compile(
     r"stat|lstat|fstatat|statx|access|faccessat|readlink|readlinkat|realpath|"
     r"mkdir|mkdirat|rmdir|unlink|unlinkat|rename|renameat|renameat2|remove|link|linkat|symlink|symlinkat|"
     r"chmod|fchmodat|chown|lchown|fchownat|truncate|mkstemp|mkostemp|mkdtemp|tmpfile|mknod|mkfifo|"
-    r"popen|system|execl|execlp|execle|execv|execvp|execvpe|execve|fexecve|posix_spawn|posix_spawnp|fork|vfork|clone|"
+    r"statfs|statvfs|chdir|chroot|pivot_root|mount|umount|umount2|utime|utimes|lutimes|utimensat|"
+    r"mkstemps|mkostemps|setmntent|inotify_add_watch|fanotify_mark|name_to_handle_at|pathconf|"
+    r"popen|system|execl|execlp|execle|execv|execvp|execvpe|execve|execveat|fexecve|posix_spawn|posix_spawnp|"
+    r"fork|vfork|clone|syscall|"
     r"dlopen|dlmopen"
     r")\s*\(")
-FORBIDDEN_STD = re.compile(
-    r"\bstd::(?:[io]?fstream|basic_[io]?fstream|filebuf)\b"
-    r"|\b(?:std::filesystem|fs)::(?!path\b|filesystem_error\b|perms\b|file_type\b)(\w+)\s*[({]"
-    r"|\b(?:std::filesystem|fs)::(?:directory_iterator|recursive_directory_iterator)\b")
+# std::filesystem under its own name, as fs::, or under any alias the file declares
+# (namespace sfs = std::filesystem): {fs} is filled in per file by forbidden_std().
+FORBIDDEN_STD_TEMPLATE = (
+    r"\bstd::(?:[io]?fstream|basic_[io]?fstream|(?:basic_)?filebuf)\b"
+    r"|\busing\s+namespace\s+std::filesystem\b"
+    r"|\b(?:{fs})::(?!path\b|filesystem_error\b|perms\b|file_type\b)(\w+)\s*[({{]"
+    r"|\b(?:{fs})::(?:directory_iterator|recursive_directory_iterator)\b")
+FS_ALIAS = re.compile(r"\bnamespace\s+(\w+)\s*=\s*(?:::)?std::filesystem\b")
+
+
+def forbidden_std(text):
+    """FORBIDDEN_STD_TEMPLATE for one file: std::filesystem, fs and the aliases the file declares."""
+    names = ["std::filesystem", "fs"] + sorted(set(FS_ALIAS.findall(text)) - {"fs"})
+    return re.compile(FORBIDDEN_STD_TEMPLATE.format(fs="|".join(names)))
+
 
 # Every allowed use outside the doors: (what, regex of the call, files it may
 # appear in (prefixes under src/), why).
@@ -170,6 +184,7 @@ def declares(line, start):
 def check_host_access(rel, text, problems):
     if rel.startswith(DOORS):
         return
+    forbidden_std_here = forbidden_std(text)
     for lineno, line in enumerate(text.splitlines(), 1):
         if XML_FILE_IO.search(line):
             problems.append(f"{rel}:{lineno}: libxml2 file I/O ({XML_FILE_IO.search(line).group(0).strip()}); "
@@ -181,7 +196,7 @@ def check_host_access(rel, text, problems):
                 problems.append(f"{rel}:{lineno}: {name} call {m.group(0).strip()} outside "
                                 f"{', '.join(files)} (see EXCEPTIONS in scripts/check-layering.py)")
         m = next((c for c in FORBIDDEN_CALLS.finditer(masked) if not declares(masked, c.start())), None) \
-            or FORBIDDEN_STD.search(masked)
+            or forbidden_std_here.search(masked)
         if m:
             problems.append(f"{rel}:{lineno}: {m.group(0).strip()} touches the host outside HostFs/CommandRunner "
                             "(src/util/host_fs.*, src/util/command_runner.*)")
