@@ -104,6 +104,7 @@ void run_after_step(const util::HostFs& fs, util::CommandRunner& runner, std::ve
     emit(progress, "[" + std::to_string(i + 1) + "/" + std::to_string(commands.size()) + "] " + util::shell_quote(cmd.argv));
     const auto creates = plan::after_step_effects(cmd.argv).creates;
     std::vector<std::optional<std::string>> before;
+    before.reserve(creates.size());
     for (const auto& c : creates) {
         before.push_back(config_volume(fs, c));
     }

@@ -143,6 +143,7 @@ int run_history(Context& ctx, const po::variables_map& vm)
     }
     if (!active.empty()) {
         std::vector<std::string> ids;
+        ids.reserve(active.size());
         for (auto id : active) {
             ids.push_back(std::to_string(id));
         }

@@ -52,7 +52,9 @@ Result<KernelCutoffs> parse_kernel_cutoffs(std::string_view json_text, const std
     if (!doc.is_object() || !doc.contains("schema") || doc["schema"] != k_schema) {
         return fail(Errc::usage, where + ": schema must be \"" + std::string(k_schema) + "\"");
     }
-    for (const auto& [key, value] : doc.items()) {
+    for (const auto& item : doc.items()) {
+        // The key by name, not a structured binding: clang before 16 cannot capture those in a lambda.
+        const std::string& key = item.key();
         const bool known = key == "schema" || key == "comment"
                            || std::any_of(std::begin(k_fields), std::end(k_fields), [&](const Field& f) { return key == f.name; });
         if (!known) {

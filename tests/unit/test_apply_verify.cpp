@@ -29,7 +29,7 @@ struct Verified
     }
 };
 
-Verified verify(const FakeHost& host, apply::VerifyTarget target)
+Verified verify(const FakeHost& host, const apply::VerifyTarget& target)
 {
     auto fs = util::HostFs::open(host.dir.path());
     REQUIRE(fs);

@@ -25,11 +25,11 @@ namespace {
 
 const std::vector<std::string> k_xmit_policies{"layer2", "layer2+3", "layer3+4", "encap2+3", "encap3+4"};
 
-Error usage(std::string message, std::string hint = {})
+Error usage(const std::string& message, const std::string& hint = {})
 {
-    Error e(Errc::usage, std::move(message));
+    Error e(Errc::usage, message);
     if (!hint.empty()) {
-        e.with_hint(std::move(hint));
+        e.with_hint(hint);
     }
     return e;
 }
