@@ -27,8 +27,8 @@ vm=(qemu-system-x86 cpio e2fsprogs)
 package=(dpkg-dev fakeroot lintian)
 # roots: the Debian roots of the Debian 13 half and the package tests (scripts/debian-root.sh)
 roots=(mmdebstrap)
-# tools: static analysis of the tree (scripts/check-tidy.sh)
-tools=(clang-tidy)
+# tools: static analysis and formatting of the tree (scripts/check-tidy.sh, scripts/check-format.sh)
+tools=(clang-tidy clang-format)
 
 if [[ ${1:-} == --list ]]; then
   shift

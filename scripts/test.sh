@@ -4,7 +4,8 @@
 # real-kernel boots under QEMU and the package builds on this machine; then the
 # Debian 13 half (scripts/test-debian13.sh): the same build and the unit and
 # integration tests inside a Debian 13 root. Arguments go to both ctest runs.
-# Then clang-tidy over every first-party .cpp (scripts/check-tidy.sh).
+# Then clang-tidy over every first-party .cpp (scripts/check-tidy.sh) and the
+# formatting of the C++ files (scripts/check-format.sh).
 # PASSTHRU_SKIP_DEBIAN13=1 leaves the Debian 13 half out.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,4 +24,7 @@ fi
 
 echo "== clang-tidy (scripts/check-tidy.sh)"
 bash "$here/scripts/check-tidy.sh" "$build" || rc=1
+
+echo "== clang-format (scripts/check-format.sh)"
+bash "$here/scripts/check-format.sh" || rc=1
 exit "$rc"
