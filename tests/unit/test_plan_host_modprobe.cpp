@@ -24,7 +24,6 @@
 
 using namespace passthru;
 using passthru::plan::detail::ModprobeFile;
-using passthru::plan::detail::ModprobeKind;
 using passthru::test::FakeHost;
 using passthru::test::TempDir;
 
@@ -40,6 +39,7 @@ std::vector<ModprobeFile> read_config(const TempDir& root)
 std::vector<std::string> paths_of(const std::vector<ModprobeFile>& files)
 {
     std::vector<std::string> out;
+    out.reserve(files.size());
     for (const auto& f : files) {
         out.push_back(f.path);
     }

@@ -410,10 +410,12 @@ std::vector<std::pair<ModprobeKind, format::ModprobeLine>> locate(ModprobeJob& j
                                         + file.path + ", but passthru cannot tell its line; check that file by hand");
         }
         for (auto& l : lines) {
-            by_line.emplace(l.first, std::make_pair(d.kind, std::move(l)));
+            const auto line_no = l.first;  // read before l is moved into the pair
+            by_line.emplace(line_no, std::make_pair(d.kind, std::move(l)));
         }
     }
     std::vector<std::pair<ModprobeKind, format::ModprobeLine>> out;
+    out.reserve(by_line.size());
     for (auto& [first, hit] : by_line) {
         out.push_back(std::move(hit));
     }

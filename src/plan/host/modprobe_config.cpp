@@ -64,6 +64,7 @@ bool same(const ModprobeDirective& a, const ModprobeDirective& b)
 Ctx open_ctx(const std::string& dirname, const std::vector<std::string>& files)
 {
     std::vector<const char*> paths;
+    paths.reserve(files.size() + 1);
     for (const auto& f : files) {
         paths.push_back(f.c_str());
     }
