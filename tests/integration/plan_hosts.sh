@@ -360,4 +360,53 @@ if expect_plan_rc 0 "qemu-intel 04:00"; then
     ok "qemu-intel (install hook against a fake sysfs)"
 fi
 
+# PVE 9: nova_core (the Rust NVIDIA driver) is kept off the passed cards exactly as nouveau
+# where the target kernel's module tree has it (the 9.2 host's 7.0.2-2), and left out where
+# it does not (the 9.1 host's 6.17.2-1). Checked with the real kmod on the fixture's own
+# module tree: before the plan the GPU's modalias resolves to nova_core and nouveau; after
+# it, the alias is blacklisted and loading nova_core by name loads vfio-pci (with the ids) first.
+if [ -d "$FIXTURES/pve92-epyc-4x2080ti" ]; then
+    root=$(fresh pve92-epyc-4x2080ti)
+    kver=7.0.2-2-pve
+    alias=$(cat "$root/sys/bus/pci/devices/0000:01:00.0/modalias")
+    mkdir -p "$T/noconf"
+    modprobe -d "$root/usr" -S $kver -C "$T/noconf" --show-depends "$alias" >"$T/alias.before" 2>&1 || true
+    grep -q 'nova-core/nova_core.ko' "$T/alias.before" || fail "pve92: the fixture's module tree does not resolve $alias to nova_core: $(cat "$T/alias.before")"
+    plan "$root" --vm 101 --gpus all
+    if expect_plan_rc 0 pve92; then
+        cp "$OUT" "$T/pve92.json"
+        applied=$(apply_copy "$root" "$T/pve92.json")
+        common_checks pve92-epyc-4x2080ti "$root" "$applied"
+        has_line "$SHOW" "softdep nova_core pre: vfio-pci" pve92
+        has_line "$SHOW" "blacklist nova_core" pve92
+        has_line "$SHOW" "softdep nouveau pre: vfio-pci" pve92
+        jq -e '[.files[] | select(.path == "/etc/modprobe.d/passthru-vfio.conf") | .reasons[]] | any(test("includes nova_core: the module tree of kernel 7.0.2-2-pve has it"))' "$T/pve92.json" >/dev/null ||
+            fail "pve92: the plan does not say why nova_core is included"
+        conf=$T/conf92
+        mkdir -p "$conf"
+        cp "$applied"/etc/modprobe.d/*.conf "$applied"/usr/lib/modprobe.d/*.conf "$conf"/
+        modprobe -d "$applied/usr" -S $kver -C "$conf" --show-depends nova_core >"$T/nova.dep" 2>&1 || fail "pve92: modprobe --show-depends nova_core failed: $(cat "$T/nova.dep")"
+        [ "$(head -1 "$T/nova.dep")" = "insmod $applied/usr/lib/modules/$kver/kernel/drivers/vfio/pci/vfio-pci.ko ids=10de:10f7,10de:1ad6,10de:1ad7,10de:1e07 " ] ||
+            fail "pve92: vfio-pci does not load before nova_core: $(cat "$T/nova.dep")"
+        modprobe -d "$applied/usr" -S $kver -C "$conf" --show-depends "$alias" >"$T/alias.after" 2>&1 || true
+        if grep -q 'nova_core\|nouveau' "$T/alias.after"; then fail "pve92: the GPU's alias still loads a host driver: $(cat "$T/alias.after")"; fi
+        check_idempotent "$applied" --vm 101 --gpus all
+        ok "pve92-epyc-4x2080ti (nova_core in the module tree: softdep and blacklist, checked by kmod on that tree)"
+    fi
+fi
+if [ -d "$FIXTURES/pve91-epyc-4x2080ti-zfs" ]; then
+    root=$(fresh pve91-epyc-4x2080ti-zfs)
+    plan "$root" --vm 101 --gpus all
+    if expect_plan_rc 0 pve91; then
+        cp "$OUT" "$T/pve91.json"
+        applied=$(apply_copy "$root" "$T/pve91.json")
+        common_checks pve91-epyc-4x2080ti-zfs "$root" "$applied"
+        no_match "$SHOW" 'nova_core' pve91
+        has_line "$SHOW" "softdep nouveau pre: vfio-pci" pve91
+        jq -e '[.files[] | select(.path == "/etc/modprobe.d/passthru-vfio.conf") | .reasons[]] | any(test("leaves out nova_core: the module tree of kernel 6.17.2-1-pve does not have it"))' "$T/pve91.json" >/dev/null ||
+            fail "pve91: the plan does not say why nova_core is left out"
+        ok "pve91-epyc-4x2080ti-zfs (no nova_core in the module tree: none in the plan)"
+    fi
+fi
+
 finish "all plan checks passed"

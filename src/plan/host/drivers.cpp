@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "plan/host/drivers.hpp"
 
+#include "plan/host/common.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan::detail {
@@ -39,7 +40,7 @@ HostDriver parse_driver(const nlohmann::json& j, const std::string& at)
         throw SchemaError{at, "must be an object"};
     }
     for (const auto& [key, value] : j.items()) {
-        if (key != "module" && key != "claims" && key != "why" && key != "blacklist" && key != "framebuffer") {
+        if (key != "module" && key != "claims" && key != "why" && key != "blacklist" && key != "framebuffer" && key != "since_kernel") {
             throw SchemaError{at + "." + key, "is not a field of a driver"};
         }
     }
@@ -59,6 +60,13 @@ HostDriver parse_driver(const nlohmann::json& j, const std::string& at)
     }
     d.blacklist = j.value("blacklist", false);
     d.framebuffer = j.value("framebuffer", false);
+    if (j.contains("since_kernel")) {
+        const auto version = j["since_kernel"].is_string() ? util::major_minor(j["since_kernel"].get<std::string>()) : std::nullopt;
+        if (!version) {
+            throw SchemaError{at + ".since_kernel", "must be a kernel version such as \"6.15\""};
+        }
+        d.since_kernel = version;
+    }
     if (j.contains("claims")) {
         const auto& c = j["claims"];
         const std::string cat = at + ".claims";
@@ -84,7 +92,44 @@ HostDriver parse_driver(const nlohmann::json& j, const std::string& at)
     return d;
 }
 
+std::string version_text(const std::pair<int, int>& v)
+{
+    return std::to_string(v.first) + "." + std::to_string(v.second);
+}
+
 } // namespace
+
+HostDriverData drivers_for_kernel(const util::HostFs& fs, const std::optional<std::string>& kernel_release,
+                                  const std::optional<std::pair<int, int>>& kernel_version, HostDriverData data,
+                                  std::vector<std::string>& why)
+{
+    const std::string kver = kernel_release.value_or("?");
+    std::vector<HostDriver> kept;
+    for (auto& d : data.drivers) {
+        if (!d.since_kernel) {
+            kept.push_back(std::move(d));
+            continue;
+        }
+        bool present = false;
+        if (const auto has = target_has_module(fs, kernel_release.value_or(""), d.module)) {
+            present = *has;
+            why.push_back((present ? "includes " : "leaves out ") + d.module + ": the module tree of kernel " + kver
+                          + (present ? " has it" : " does not have it") + " (asked through libkmod)");
+        } else if (kernel_version) {
+            present = *kernel_version >= *d.since_kernel;
+            why.push_back((present ? "includes " : "leaves out ") + d.module + ": no module tree of kernel " + kver
+                          + " to ask, and the module exists from Linux " + version_text(*d.since_kernel) + " on");
+        } else {
+            present = true;
+            why.push_back("includes " + d.module + ": the target kernel is unknown, and the lines are harmless where the module is absent");
+        }
+        if (present) {
+            kept.push_back(std::move(d));
+        }
+    }
+    data.drivers = std::move(kept);
+    return data;
+}
 
 bool HostDriver::claims(const scan::PciDevice& device) const
 {

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "plan/common.hpp"
@@ -30,6 +31,9 @@ struct HostDriver
     std::string why;                      // "{function}" is replaced by the function's address
     bool blacklist = false;               // blacklisted when no NVIDIA GPU stays on the host
     bool framebuffer = false;             // a framebuffer driver: its blacklist elsewhere is no conflict
+    // The module exists only in kernels from this version on ("since_kernel" in the data):
+    // such an entry counts only when the target's module tree has the module.
+    std::optional<std::pair<int, int>> since_kernel;
 
     bool claims(const scan::PciDevice& device) const;
     std::string reason(const std::string& function) const;
@@ -40,6 +44,14 @@ struct HostDriverData
     std::vector<HostDriver> drivers;                   // in file order
     std::map<std::string, std::string> driver_modules; // sysfs driver name -> module
 };
+
+// The drivers of the data that exist for the target kernel. An entry with since_kernel
+// is kept when the target's module tree has its module (asked through libkmod) or, when
+// there is no module tree to ask, when the kernel is at least that version; otherwise it
+// is dropped. `why` gets one line for every such decision, naming what it rests on.
+HostDriverData drivers_for_kernel(const util::HostFs& fs, const std::optional<std::string>& kernel_release,
+                                  const std::optional<std::pair<int, int>>& kernel_version, HostDriverData data,
+                                  std::vector<std::string>& why);
 
 // Loads profiles/host/drivers.json (an /etc/passthru override first).
 // Errc::usage naming the file and the field when it does not follow the schema.

@@ -101,6 +101,8 @@ struct ModprobeJob
     Plan& plan;
     HostInputs& in;
     const HostDriverData& drivers;
+    // drivers that count only on this kernel (nova_core), and why
+    std::vector<std::string> kernel_driver_reasons;
     // binding
     bool by_address = false;
     std::string binding_why;
@@ -558,6 +560,7 @@ void explain_options(const ModprobeJob& job, std::vector<std::string>& reasons)
 void render_modprobe_conf(ModprobeJob& job)
 {
     std::vector<std::string> reasons{job.binding_reason};
+    reasons.insert(reasons.end(), job.kernel_driver_reasons.begin(), job.kernel_driver_reasons.end());
     nlohmann::json devices = hook_devices(job);
     nlohmann::json softdeps = softdep_lines(job, reasons);
     nlohmann::json blacklist = blacklist_lines(job, reasons);
@@ -599,7 +602,11 @@ void plan_modprobe(const PlanContext& ctx, Plan& plan, HostInputs& in)
     if (!loaded) {
         throw loaded.error();
     }
-    ModprobeJob job(ctx, plan, in, *loaded);
+    // Drivers that exist only in newer kernels (nova_core) count where the target has them.
+    std::vector<std::string> kernel_driver_reasons;
+    const HostDriverData drivers = drivers_for_kernel(ctx.fs, in.kernel_release, in.kernel_version, *loaded, kernel_driver_reasons);
+    ModprobeJob job(ctx, plan, in, drivers);
+    job.kernel_driver_reasons = std::move(kernel_driver_reasons);
     job.want_unsafe_interrupts = ctx.inventory.host.iommu.interrupt_remapping == false;
     choose_binding(job);
     choose_softdeps(job);

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Host drivers that exist only in newer kernels (drivers.json "since_kernel", nova_core):
+// decided by libkmod on the fixture's own module tree, or by the kernel version when the
+// tree has none.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "plan/host/common.hpp"
+#include "plan/host/drivers.hpp"
+
+using namespace passthru;
+using plan::detail::HostDriver;
+using plan::detail::HostDriverData;
+
+namespace {
+
+util::HostFs fixture_fs(const std::string& name)
+{
+    auto fs = util::HostFs::open(std::filesystem::path(PASSTHRU_FIXTURES_DIR) / "hosts" / name);
+    REQUIRE(fs);
+    return std::move(*fs);
+}
+
+HostDriverData data_with_nova_core()
+{
+    HostDriverData data;
+    HostDriver nouveau;
+    nouveau.module = "nouveau";
+    nouveau.why = "nouveau";
+    HostDriver nova;
+    nova.module = "nova_core";
+    nova.why = "nova_core";
+    nova.since_kernel = std::pair{6, 15};
+    data.drivers = {nouveau, nova};
+    return data;
+}
+
+std::vector<std::string> modules(const HostDriverData& data)
+{
+    std::vector<std::string> out;
+    for (const auto& d : data.drivers) {
+        out.push_back(d.module);
+    }
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("libkmod on the fixture's module tree: nova_core in 7.0.2-2, not in 6.17.2-1")
+{
+    const auto pve92 = fixture_fs("pve92-epyc-4x2080ti");
+    CHECK(plan::detail::target_has_module(pve92, "7.0.2-2-pve", "nova_core") == true);
+    CHECK(plan::detail::target_has_module(pve92, "7.0.2-2-pve", "nova-core") == true);
+    CHECK(plan::detail::target_has_module(pve92, "7.0.2-2-pve", "vfio_virqfd") == false);
+    CHECK(plan::detail::target_has_module(pve92, "6.17.2-1-pve", "nova_core") == std::nullopt);
+    const auto pve91 = fixture_fs("pve91-epyc-4x2080ti-zfs");
+    CHECK(plan::detail::target_has_module(pve91, "6.17.2-1-pve", "nova_core") == false);
+    CHECK(plan::detail::target_has_module(pve91, "6.17.2-1-pve", "vfio_pci") == true);
+    CHECK(plan::detail::target_module_builtin(pve91, "6.17.2-1-pve", "simpledrm") == true);
+}
+
+TEST_CASE("drivers_for_kernel keeps nova_core only where the target kernel has it")
+{
+    std::vector<std::string> why;
+    const auto pve92 = fixture_fs("pve92-epyc-4x2080ti");
+    auto kept = plan::detail::drivers_for_kernel(pve92, std::string("7.0.2-2-pve"), std::pair{7, 0}, data_with_nova_core(), why);
+    CHECK(modules(kept) == std::vector<std::string>{"nouveau", "nova_core"});
+    REQUIRE(why.size() == 1);
+    CHECK(why[0] == "includes nova_core: the module tree of kernel 7.0.2-2-pve has it (asked through libkmod)");
+
+    why.clear();
+    const auto pve91 = fixture_fs("pve91-epyc-4x2080ti-zfs");
+    kept = plan::detail::drivers_for_kernel(pve91, std::string("6.17.2-1-pve"), std::pair{6, 17}, data_with_nova_core(), why);
+    CHECK(modules(kept) == std::vector<std::string>{"nouveau"});
+    REQUIRE(why.size() == 1);
+    CHECK(why[0] == "leaves out nova_core: the module tree of kernel 6.17.2-1-pve does not have it (asked through libkmod)");
+
+    // A PVE 8 fixture without a module tree: the kernel version decides.
+    const auto pve8 = fixture_fs("epyc-4x2080ti");
+    why.clear();
+    kept = plan::detail::drivers_for_kernel(pve8, std::string("6.2.16-3-pve"), std::pair{6, 2}, data_with_nova_core(), why);
+    CHECK(modules(kept) == std::vector<std::string>{"nouveau"});
+    CHECK(why.at(0).find("exists from Linux 6.15 on") != std::string::npos);
+    why.clear();
+    kept = plan::detail::drivers_for_kernel(pve8, std::string("6.17.2-1-pve"), std::pair{6, 17}, data_with_nova_core(), why);
+    CHECK(modules(kept) == std::vector<std::string>{"nouveau", "nova_core"});
+}
