@@ -11,6 +11,10 @@ planner gets wrong is caught here.
   pve_conf_check.py mapping FILE...   check /etc/pve/mapping/pci.cfg files
   pve_conf_check.py qm-create ARGS... check the config a 'qm create' would write
 
+  --qemu-server VERSION (before the command): also reject options the host's
+  qemu-server does not know yet (hostpci driver= exists from 9.0.25 on,
+  qemu-server debian/changelog 9.0.25).
+
 Exit status 0 when every file passes, 1 with one line per problem.
 """
 import os
@@ -36,6 +40,9 @@ CPU_MODELS = {"host", "max", "kvm32", "kvm64", "qemu32", "qemu64", "x86-64-v2", 
               "Cascadelake-Server", "Icelake-Server", "SapphireRapids", "Haswell", "Broadwell", "Skylake-Client"}
 HV_VENDOR = re.compile(r"^[a-zA-Z0-9]{1,12}$")
 BOOL = {"1", "on", "yes", "true", "0", "off", "no", "false"}
+# hostpci options and the qemu-server version that introduced them (none: always there).
+HOSTPCI_SINCE = {"driver": (9, 0, 25)}
+QEMU_SERVER = None  # (major, minor, patch) of the host's qemu-server, from --qemu-server
 HOSTPCI_KEYS = {"host", "mapping", "rombar", "romfile", "pcie", "x-vga", "legacy-igd", "mdev", "vendor-id",
                 "device-id", "sub-vendor-id", "sub-device-id", "driver"}
 HOSTPCI_BOOLS = {"rombar", "pcie", "x-vga", "legacy-igd"}
@@ -102,6 +109,10 @@ def check_section(name, entries, problems, where):
             for k in hp:
                 if k not in HOSTPCI_KEYS:
                     bad(lineno, f"{key}: unknown option '{k}'")
+                elif QEMU_SERVER is not None and HOSTPCI_SINCE.get(k, (0,)) > QEMU_SERVER:
+                    since = ".".join(map(str, HOSTPCI_SINCE[k]))
+                    have = ".".join(map(str, QEMU_SERVER))
+                    bad(lineno, f"{key}: option '{k}' needs qemu-server {since}, the host has {have}")
             if ("host" in hp) == ("mapping" in hp):
                 bad(lineno, f"{key}: exactly one of host and mapping must be set")
             if "host" in hp and not HOSTPCI_HOST.match(hp["host"]):
@@ -277,6 +288,14 @@ def qm_create_to_conf(args):
 
 
 def main(argv):
+    global QEMU_SERVER
+    if len(argv) >= 2 and argv[0] == "--qemu-server":
+        m = re.match(r"^(\d+)\.(\d+)\.(\d+)", argv[1])
+        if not m:
+            print(f"--qemu-server: not a version: {argv[1]}", file=sys.stderr)
+            return 2
+        QEMU_SERVER = tuple(int(x) for x in m.groups())
+        argv = argv[2:]
     if len(argv) < 2 or argv[0] not in ("vm", "mapping", "qm-create"):
         print(__doc__, file=sys.stderr)
         return 2

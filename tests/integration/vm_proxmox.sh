@@ -104,7 +104,9 @@ for host_dir in "$SRC"/tests/fixtures/hosts/*/; do
       fail "$host/$input: no change of 101.conf planned"
       continue
     fi
-    "${CHECK[@]}" vm "$T/after.conf" >"$T/check.out" || fail "$host/$input: checker: $(cat "$T/check.out")"
+    # Only options the host's own qemu-server knows (PVE 9.0 has no hostpci driver=).
+    qs=$(awk '/^Package: qemu-server$/{p=1} p && /^Version:/{print $2; exit}' "$root/var/lib/dpkg/status" 2>/dev/null || true)
+    "${CHECK[@]}" ${qs:+--qemu-server "$qs"} vm "$T/after.conf" >"$T/check.out" || fail "$host/$input: checker: $(cat "$T/check.out")"
     preserved "$T/before.conf" "$T/after.conf" || fail "$host/$input: untouched lines changed"
     grep -q '^hostpci0: 0000:[0-9a-f][0-9a-f]:[0-9a-f][0-9a-f],pcie=1$' "$T/after.conf" || fail "$host/$input: no function-less hostpci0"
     grep -q '^machine: \(q35\|pc-q35-\)' "$T/after.conf" || fail "$host/$input: machine is not q35"
@@ -121,6 +123,15 @@ for host_dir in "$SRC"/tests/fixtures/hosts/*/; do
   done
 done
 [ "$checked" -ge 8 ] || fail "only $checked configs checked"
+
+# The checker knows which qemu-server brought which hostpci option: driver= is
+# refused for PVE 9.0's qemu-server 9.0.16 and accepted from 9.0.25 (PVE 9.1) on.
+printf 'hostpci0: 0000:01:00,driver=keep,pcie=1\nmachine: q35\n' >"$T/101.conf"
+if "${CHECK[@]}" --qemu-server 9.0.16 vm "$T/101.conf" >"$T/check.out"; then
+  fail "checker accepts hostpci driver= for qemu-server 9.0.16"
+fi
+grep -q "option 'driver' needs qemu-server 9.0.25, the host has 9.0.16" "$T/check.out" || fail "checker: $(cat "$T/check.out")"
+"${CHECK[@]}" --qemu-server 9.1.0 vm "$T/101.conf" >"$T/check.out" || fail "checker refuses driver= for qemu-server 9.1.0: $(cat "$T/check.out")"
 
 # The remaining cases run on the 4x RTX 2080 Ti host.
 base=$SRC/tests/fixtures/hosts/epyc-4x2080ti
