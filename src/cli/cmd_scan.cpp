@@ -43,7 +43,8 @@ std::string render_human(const scan::Inventory& inv, bool color)
                               + (host.cpu_vendor.empty() ? "unknown vendor" : host.cpu_vendor)
                               + (host.virtualization == true ? (host.is_amd() ? ", svm" : ", vmx") : "") + ")"});
     facts.add_row({"Kernel", host.kernel.value_or("unknown")});
-    facts.add_row({"Proxmox VE", host.pve_version.value_or("not installed")});
+    facts.add_row({"Proxmox VE", host.pve_version ? *host.pve_version + (host.qemu_server_version ? " (qemu-server " + *host.qemu_server_version + ")" : "")
+                                                  : "not installed"});
     facts.add_row({"Boot loader", std::string(scan::to_string(host.bootloader)) + " (" + host.bootloader_evidence + ")"});
     facts.add_row({"Command line", host.cmdline.value_or("unknown")});
     std::string iommu = host.iommu.enabled ? "on, " + std::to_string(host.iommu.groups) + " groups" : "off (no IOMMU groups)";

@@ -45,6 +45,7 @@ json host_json(const scan::Inventory& inv)
     jhost["uefi"] = host.uefi;
     jhost["proxmox_boot_tool"] = host.proxmox_boot_tool;
     jhost["pve_version"] = opt(host.pve_version);
+    jhost["qemu_server_version"] = opt(host.qemu_server_version);
     jhost["mem_total_kib"] = opt(host.mem_total_kib);
     jhost["iommu"] = {
         {"enabled", host.iommu.enabled},

@@ -192,6 +192,7 @@ HostInfo scan_host_info(const util::HostFs& fs, const util::CommandRunner& runne
     read_interrupt_remapping(fs, host);
     detect_bootloader(fs, runner, host);
     host.pve_version = dpkg_version(fs, "pve-manager");
+    host.qemu_server_version = dpkg_version(fs, "qemu-server");
     return host;
 }
 

@@ -147,7 +147,8 @@ struct HostInfo
     std::string bootloader_evidence;
     bool uefi = false;
     bool proxmox_boot_tool = false; // ESPs listed in /etc/kernel/proxmox-boot-uuids
-    std::optional<std::string> pve_version;
+    std::optional<std::string> pve_version;         // pve-manager in the root's dpkg status
+    std::optional<std::string> qemu_server_version; // qemu-server there: which VM config keys exist
     std::vector<std::string> loaded_modules;
     std::optional<std::uint64_t> mem_total_kib;
     int cpu_count = 0;

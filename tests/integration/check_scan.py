@@ -75,6 +75,12 @@ def main(argv):
     for key in ("cpu_vendor", "kernel", "bootloader"):
         if host.get(key) != eh[key]:
             err("host.%s = %r, expected %r" % (key, host.get(key), eh[key]))
+    # The release and qemu-server come from the root's dpkg status; a description
+    # that lists the packages says which versions scan must report.
+    packages = desc["host"].get("packages") or {}
+    for key, package in (("pve_version", "pve-manager"), ("qemu_server_version", "qemu-server")):
+        if packages.get(package) and host.get(key) != packages[package]["version"]:
+            err("host.%s = %r, expected %r (dpkg status)" % (key, host.get(key), packages[package]["version"]))
     if host.get("cmdline") != desc["host"]["cmdline"]:
         err("host.cmdline = %r, expected %r" % (host.get("cmdline"), desc["host"]["cmdline"]))
     iommu = host.get("iommu") or {}

@@ -409,4 +409,20 @@ if [ -d "$FIXTURES/pve91-epyc-4x2080ti-zfs" ]; then
     fi
 fi
 
+if [ -d "$FIXTURES/pve90-t180-4xv100" ]; then
+    # The Intel host on PVE 9.0: kernel 6.14 turns VT-d on by itself, and the plan
+    # says so with the kernel it decided from instead of adding intel_iommu=on.
+    root=$(fresh pve90-t180-4xv100)
+    plan "$root" --vm 101 --gpus all
+    if expect_plan_rc 0 pve90; then
+        jq -e '.notes | any(test("^no intel_iommu=on: kernel 6\\.14\\.8-2-pve is 6\\.8 or newer"))' "$OUT" >/dev/null ||
+            fail "pve90: no note naming the kernel that makes intel_iommu=on unneeded: $(jq -c .notes "$OUT")"
+        if jq -r '.files[].content // empty' "$OUT" | grep -q 'intel_iommu=on'; then fail "pve90: intel_iommu=on planned on kernel 6.14"; fi
+        "$PASSTHRU" --root "$root" scan >"$T/pve90.scan" 2>&1 || fail "pve90: scan failed"
+        grep -q '^  Proxmox VE *9\.0\.[0-9]* (qemu-server 9\.0\.16)$' "$T/pve90.scan" || fail "pve90: scan does not name the release and qemu-server: $(grep -i proxmox "$T/pve90.scan")"
+        grep -q '^  Kernel *6\.14\.8-2-pve$' "$T/pve90.scan" || fail "pve90: scan does not name the running kernel"
+        ok "pve90-t180-4xv100 (release, qemu-server and kernel in scan; intel_iommu=on left out, naming kernel 6.14)"
+    fi
+fi
+
 finish "all plan checks passed"

@@ -56,7 +56,7 @@ std::string value_of(std::string_view token)
     return eq == std::string_view::npos ? std::string() : std::string(token.substr(eq + 1));
 }
 
-void compute_wanted(const PlanContext& ctx, const HostInputs& in, std::vector<WantedArg>& wanted, std::vector<UnwantedArg>& unwanted)
+void compute_wanted(const PlanContext& ctx, Plan& plan, const HostInputs& in, std::vector<WantedArg>& wanted, std::vector<UnwantedArg>& unwanted)
 {
     const auto& host = ctx.inventory.host;
     // The kernel releases are data (profiles/host/kernel.json; docs/facts.md: iommu).
@@ -67,6 +67,9 @@ void compute_wanted(const PlanContext& ctx, const HostInputs& in, std::vector<Wa
             wanted.push_back({"intel_iommu=on", Match::key,
                               "turns on the Intel IOMMU (VT-d), which kernels before " + KernelCutoffs::text(cut.intel_iommu_default_on)
                                   + " leave off by default (kernel " + in.kernel_release.value_or("unknown") + ")"});
+        } else {
+            plan.notes.push_back("no intel_iommu=on: kernel " + in.kernel_release.value_or("?") + " is "
+                                 + KernelCutoffs::text(cut.intel_iommu_default_on) + " or newer, which turns the Intel IOMMU on by default");
         }
     }
     wanted.push_back({"iommu=pt", Match::key,
@@ -490,7 +493,7 @@ void plan_cmdline(const PlanContext& ctx, Plan& plan, HostInputs& in)
 {
     std::vector<WantedArg> wanted;
     std::vector<UnwantedArg> unwanted;
-    compute_wanted(ctx, in, wanted, unwanted);
+    compute_wanted(ctx, plan, in, wanted, unwanted);
     const scan::BootLoaderSpec& loader = scan::boot_loader(ctx.inventory.host.bootloader);
     switch (loader.edit) {
     case scan::CmdlineEdit::grub_default:
