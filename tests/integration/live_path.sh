@@ -133,8 +133,13 @@ for host in "${VARIANTS[@]}"; do
     [[ $(generations "$R") == 1 && $(tree_sum "$R") == "$applied" ]] || fail "$host: re-apply changed something"
     # Before the reboot the cards are still on their host drivers: verify,
     # run as the live host, says so (exit 1) and changes nothing.
+    # (The EPYC hosts' first card is on nouveau; the T180's V100s have no driver yet.)
+    case $host in
+    *t180*) before='FAIL 0000:04:00.0 has no driver: vfio-pci did not claim it' ;;
+    *) before='FAIL 0000:01:00.0 is bound to the host driver nouveau' ;;
+    esac
     expect_rc 1 in_live "$R" "${PT[@]}" verify --vm 101 --gpus all > "$T/verify.out" 2>&1
-    grep -q 'ok   the IOMMU is on' "$T/verify.out" && grep -q 'FAIL 0000:01:00.0 is bound to the host driver nouveau' "$T/verify.out" ||
+    grep -q 'ok   the IOMMU is on' "$T/verify.out" && grep -q -F "$before" "$T/verify.out" ||
         fail "$host: verify before the reboot: $(head -5 "$T/verify.out")"
     [[ $(tree_sum "$R") == "$applied" ]] || fail "$host: verify changed the tree"
     ok "$host: re-apply is a no-op (no new generation); verify reports the state before the reboot"
