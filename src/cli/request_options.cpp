@@ -28,6 +28,7 @@ void add_request_options(po::options_description& options)
         ("address", po::value<std::string>(), "address of the bridge in CIDR form (192.168.1.252/24)")
         ("gateway", po::value<std::string>(), "default gateway of the bridge")
         ("vlan-aware", "make the bridge VLAN-aware (bridge-vids 2-4094)")
+        ("pin-nics", "pin every unpinned NIC's name to its MAC as Proxmox VE 9 does (50-pmx-nicN.link; with --bond)")
         ("apply-network", "apply the network change now with ifreload -a (else staged in interfaces.new)")
         ("confirm-timeout", po::value<int>(), "seconds to wait for 'passthru confirm' before restoring the network");
 }
@@ -85,6 +86,7 @@ plan::Request parse_request(const po::variables_map& vm)
 
     const bool any_network = vm.count("bond") != 0U || vm.count("bond-mode") != 0U || vm.count("bridge") != 0U
                              || vm.count("address") != 0U || vm.count("gateway") != 0U || vm.count("vlan-aware") != 0U
+                             || vm.count("pin-nics") != 0U
                              || vm.count("bond-name") != 0U || vm.count("apply-network") != 0U
                              || vm.count("confirm-timeout") != 0U || vm.count("bond-xmit-hash-policy") != 0U;
     if (any_network) {
@@ -112,6 +114,7 @@ plan::Request parse_request(const po::variables_map& vm)
             net.gateway = vm["gateway"].as<std::string>();
         }
         net.vlan_aware = vm.count("vlan-aware") != 0U;
+        net.pin_nics = vm.count("pin-nics") != 0U;
         if (vm.count("apply-network") != 0U) {
             net.apply = plan::ApplyNetwork::now;
         }
@@ -168,6 +171,9 @@ std::string request_to_options(const plan::Request& req)
         }
         if (n.vlan_aware) {
             args.emplace_back("--vlan-aware");
+        }
+        if (n.pin_nics) {
+            args.emplace_back("--pin-nics");
         }
         if (n.apply == plan::ApplyNetwork::now) {
             args.emplace_back("--apply-network");

@@ -100,6 +100,11 @@ json device_json(const scan::PciDevice& d)
                        {"totalvfs", opt(d.sriov_totalvfs)},
                        {"numvfs", opt(d.sriov_numvfs)}};
         jd["net"] = d.net_interfaces;
+        json links = json::array();
+        for (const auto& l : d.net_links) {
+            links.push_back({{"name", l.name}, {"mac", l.mac}, {"perm_mac", l.perm_mac}, {"ifindex", opt(l.ifindex)}});
+        }
+        jd["net_links"] = std::move(links);
     return jd;
 }
 

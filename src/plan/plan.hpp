@@ -47,6 +47,7 @@ struct NetworkRequest
     std::optional<std::string> gateway;
     std::optional<std::string> xmit_hash_policy;
     bool vlan_aware = false;
+    bool pin_nics = false; // --pin-nics: pin every unpinned NIC as Proxmox VE 9 does
     ApplyNetwork apply = ApplyNetwork::staged;
     std::optional<int> confirm_timeout_seconds;
 };

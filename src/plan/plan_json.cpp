@@ -138,6 +138,7 @@ Request parse_request(const json& r)
         net.gateway = get_opt_string(n, "gateway", nw);
         net.xmit_hash_policy = get_opt_string(n, "xmit_hash_policy", nw);
         net.vlan_aware = get_bool(n, "vlan_aware", nw, false);
+        net.pin_nics = get_bool(n, "pin_nics", nw, false);
         const std::string apply = n.value("apply", "staged");
         if (apply != "staged" && apply != "now") {
             throw ParseError{"request.network.apply must be staged or now"};
@@ -206,6 +207,7 @@ json request_to_json(const Request& request)
             {"gateway", opt_string(n.gateway)},
             {"xmit_hash_policy", opt_string(n.xmit_hash_policy)},
             {"vlan_aware", n.vlan_aware},
+            {"pin_nics", n.pin_nics},
             {"apply", n.apply == ApplyNetwork::now ? "now" : "staged"},
             {"confirm_timeout_seconds", n.confirm_timeout_seconds ? json(*n.confirm_timeout_seconds) : json(nullptr)},
         };

@@ -42,6 +42,16 @@ struct LinkInfo
 
 // One PCI function as the kernel shows it in sysfs. Every field the kernel
 // may lack (or a broken tree may garble) is optional.
+// A network interface on a PCI function, with the MAC that NIC name pinning
+// matches on (docs/facts.md: pve9).
+struct NetLink
+{
+    std::string name;
+    std::string mac;      // /sys/class/net/<name>/address, lower case
+    std::string perm_mac; // permanent MAC: bonding_slave/perm_hwaddr for a bond member (its address is the bond's), else mac
+    std::optional<int> ifindex;
+};
+
 struct PciDevice
 {
     PciAddress address;
@@ -70,6 +80,7 @@ struct PciDevice
     std::optional<int> sriov_totalvfs;
     std::optional<int> sriov_numvfs;
     std::vector<std::string> net_interfaces; // /sys/class/net names on this function
+    std::vector<NetLink> net_links;          // the same interfaces with their MACs
 
     std::optional<std::uint16_t> class16() const
     {

@@ -2,6 +2,7 @@
 #include "scan/scanner.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 #include <thread>
 
@@ -224,6 +225,34 @@ PciDevice read_pci_device(const util::HostFs& fs, LibPci& pci, const util::HostD
 
 } // namespace
 
+namespace {
+
+std::string lower_text(std::string s)
+{
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return s;
+}
+
+// The interface's MACs as pve-network-interface-pinning reads them: a bond
+// member's own MAC is the bonding driver's perm_hwaddr, any other NIC's is its address.
+NetLink read_net_link(const util::HostFs& fs, const std::string& ifname)
+{
+    const std::string base = "/sys/class/net/" + ifname;
+    NetLink link;
+    link.name = ifname;
+    link.mac = lower_text(std::string(util::trim(fs.read_attr(base + "/address").value_or(""))));
+    const auto perm = fs.read_attr(base + "/bonding_slave/perm_hwaddr");
+    link.perm_mac = perm ? lower_text(std::string(util::trim(*perm))) : link.mac;
+    if (const auto index = fs.read_attr(base + "/ifindex")) {
+        if (const auto n = util::parse_int(util::trim(*index)); n && *n > 0 && *n < (1LL << 31)) {
+            link.ifindex = static_cast<int>(*n);
+        }
+    }
+    return link;
+}
+
+} // namespace
+
 Result<std::vector<PciDevice>> scan_pci_devices(const util::HostFs& fs, std::vector<Problem>& problems)
 {
     if (!fs.is_dir(k_pci_devices)) {
@@ -323,6 +352,7 @@ Result<std::vector<PciDevice>> scan_pci_devices(const util::HostFs& fs, std::vec
                                              [](const PciDevice& d, const PciAddress& x) { return d.address < x; });
             if (it != devices.end() && it->address == *parent) {
                 it->net_interfaces.push_back(ifname);
+                it->net_links.push_back(read_net_link(fs, ifname));
             }
         }
     }

@@ -13,6 +13,7 @@
 #include "plan/common.hpp"
 #include "plan/network/address.hpp"
 #include "plan/network/edit.hpp"
+#include "plan/network/pinning.hpp"
 #include "plan/network/plan.hpp"
 #include "plan/network/routes.hpp"
 #include "plan/planner.hpp"
@@ -150,6 +151,11 @@ void validate_network_request(const NetworkRequest& net, const scan::Inventory& 
             }
         }
     }
+    if (net.pin_nics && net.apply == ApplyNetwork::now) {
+        throw usage("--pin-nics and --apply-network cannot go together: pinned names take effect at the next boot, and "
+                    "ifreload -a now would name NICs that do not exist yet",
+                    "leave out --apply-network: the pins and the bond take effect together at the next boot");
+    }
     if (net.confirm_timeout_seconds && net.apply != ApplyNetwork::now) {
         throw usage("--confirm-timeout needs --apply-network", "without --apply-network the change is only staged in interfaces.new");
     }
@@ -161,7 +167,22 @@ void plan_network(const PlanContext& ctx, Plan& plan)
         return;
     }
     const NetworkRequest& net = *ctx.request.network;
-    validate_network_request(net, ctx.inventory, ctx.fs);
+    // Pinned names (docs/facts.md: pve9): a pin whose .link takes effect at the
+    // next boot stands for the NIC's current kernel name while validating.
+    const auto pins = read_pinned_nics(ctx.fs, plan.warnings);
+    NetworkRequest checked = net;
+    const auto pending = pending_pins(ctx.inventory, pins);
+    for (auto& slave : checked.bond_slaves) {
+        if (const auto it = pending.find(slave); it != pending.end()) {
+            slave = it->second;
+        }
+    }
+    validate_network_request(checked, ctx.inventory, ctx.fs);
+    check_bond_pinning(ctx, net.bond_slaves, pins, net.pin_nics, plan);
+    if (plan.refused()) {
+        return;
+    }
+    const PinChange pin_change = net.pin_nics ? plan_pins(ctx.inventory, pins) : PinChange{};
 
     const std::string live(k_interfaces);
     const std::string staged(k_interfaces_new);
@@ -235,6 +256,23 @@ void plan_network(const PlanContext& ctx, Plan& plan)
         return;
     }
 
+    if (!pin_change.rename.empty()) {
+        std::vector<std::string> renames;
+        for (const auto& [from, to] : pin_change.rename) {
+            renames.push_back(from + " -> " + to);
+        }
+        edit.text = rename_nics(edit.text, pin_change.rename);
+        edit.changed = true;
+        edit.reasons.push_back("--pin-nics: NICs named by their pinned names (" + util::join(renames, ", ")
+                               + "), as pve-network-interface-pinning rewrites the file");
+        for (const auto& [path, content] : pin_change.files) {
+            detail::stage_file(ctx, plan, path, content, {pin_change.why.at(path)});
+        }
+        plan.notes.push_back("network: the pinned names (" + util::join(renames, ", ")
+                             + ") take effect at the next boot, together with the staged interfaces.new");
+    } else if (net.pin_nics) {
+        plan.notes.push_back("network: --pin-nics: every physical NIC is pinned already");
+    }
     const bool now = net.apply == ApplyNetwork::now;
     if (!edit.changed) {
         plan.notes.push_back("network: " + base_path + " already has " + net.bond_name + " under " + net.bridge
