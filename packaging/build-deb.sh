@@ -1,15 +1,61 @@
 #!/usr/bin/env bash
 # Builds the Debian package from the source tree with CPack:
-#   packaging/build-deb.sh [BUILD_DIR [OUT_DIR]]
+#   packaging/build-deb.sh [--release bookworm|trixie|12|13] [BUILD_DIR [OUT_DIR]]
 # BUILD_DIR (default build-deb) is reused, so a second run only rebuilds
 # what changed. The build uses Debian's compiler and linker flags
 # (dpkg-buildflags, hardening=+all), installs to /usr and leaves out the
 # test-only fault-injection hook (PASSTHRU_TESTING=OFF). Prints the path of
 # the .deb on stdout; everything else goes to stderr.
+#
+# The package is for one Debian release: its Depends come from that release's
+# shlibs and its version says which (0.1.0-1+deb12, 0.1.0-1+deb13). Without
+# --release it is built on this machine for this machine's release. With
+# --release it is built inside a root of that release made from Debian's own
+# packages (scripts/debian-root.sh, kept under BUILD_DIR's parent as
+# debian-roots/RELEASE-dev, shared with scripts/test-debian13.sh), through
+# scripts/in-root.sh: the source read-only, no network, nothing of this machine
+# touched. That needs root, mmdebstrap and Debian's archive for the first build.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
+release=""
+if [[ ${1:-} == --release ]]; then
+    release=${2:?--release needs bookworm, trixie, 12 or 13}
+    shift 2
+elif [[ ${1:-} == --release=* ]]; then
+    release=${1#*=}
+    shift
+fi
 build=${1:-$here/build-deb}
 out=${2:-$build/package}
+
+if [[ -n $release ]]; then
+    case $release in
+        12 | bookworm) release=bookworm ;;
+        13 | trixie) release=trixie ;;
+        *) echo "build-deb: unknown release '$release' (bookworm/12 or trixie/13)" >&2; exit 2 ;;
+    esac
+    mkdir -p "$build" "$out"
+    build=$(cd "$build" && pwd)
+    out=$(cd "$out" && pwd)
+    mapfile -t packages < <("$here/scripts/deps.sh" --list build test docs package)
+    packages+=(ifupdown2 ccache)
+    root=$("$here/scripts/debian-root.sh" "$release" "$(dirname "$build")/debian-roots/$release-dev" "${packages[@]}")
+    deb=$("$here/scripts/in-root.sh" --ro "$here:/src" --rw "$build:/build" --rw "$out:/out" "$root" \
+        bash /src/packaging/build-deb.sh /build /out)
+    echo "$out/$(basename "$deb")"
+    exit 0
+fi
+
+# The release this machine runs, for the version suffix (+deb12, +deb13).
+deb_revision=1
+if [[ -r /etc/os-release ]]; then
+    # shellcheck source=/dev/null
+    os_id=$(. /etc/os-release && echo "${ID:-}")
+    os_version=$(. /etc/os-release && echo "${VERSION_ID:-}")
+    if [[ $os_id == debian && $os_version =~ ^[0-9]+ ]]; then
+        deb_revision=1+deb${BASH_REMATCH[0]}
+    fi
+fi
 
 export DEB_BUILD_MAINT_OPTIONS=hardening=+all
 CXXFLAGS="$(dpkg-buildflags --get CXXFLAGS) $(dpkg-buildflags --get CPPFLAGS)"
@@ -17,7 +63,7 @@ LDFLAGS="$(dpkg-buildflags --get LDFLAGS)"
 export CXXFLAGS LDFLAGS
 
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=None -DCMAKE_INSTALL_PREFIX=/usr \
-      -DPASSTHRU_TESTING=OFF -DPASSTHRU_WARNINGS_AS_ERRORS=OFF >&2
+      -DPASSTHRU_TESTING=OFF -DPASSTHRU_WARNINGS_AS_ERRORS=OFF -DPASSTHRU_DEB_RELEASE="$deb_revision" >&2
 cmake --build "$build" -j"$(nproc)" >&2
 rm -f "$out"/passthru_*.deb
 (cd "$build" && cpack -G DEB -B "$out") >&2

@@ -31,6 +31,10 @@ at_exit cleanup
 
 version=$(sed -n 's/^project(passthru VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")
 [[ -n $version ]] || fatal "no project(VERSION) in CMakeLists.txt"
+# The Debian revision names this machine's release (packaging/build-deb.sh).
+revision=1
+os_major=$(. /etc/os-release && [[ ${ID:-} == debian ]] && echo "${VERSION_ID%%.*}" || true)
+[[ -z $os_major ]] || revision=1+deb$os_major
 
 # --- build -------------------------------------------------------------------
 pkgbuild=$PASSTHRU_BUILD_DIR/package-build
@@ -41,7 +45,7 @@ if ! deb=$("$src/packaging/build-deb.sh" "$pkgbuild" "$T/out" 2>"$T/build.log");
     tail -n 40 "$T/build.log" >&2
     fatal "packaging/build-deb.sh failed"
 fi
-[[ $(basename "$deb") == "passthru_${version}-1_$(dpkg --print-architecture).deb" ]] || fail "unexpected package name $deb"
+[[ $(basename "$deb") == "passthru_${version}-${revision}_$(dpkg --print-architecture).deb" ]] || fail "unexpected package name $deb"
 echo "built $deb"
 
 # --- contents ----------------------------------------------------------------
@@ -63,7 +67,7 @@ have=$(grep -c '^/usr/share/passthru/samples/epyc-4x2080ti\(/\|$\)' "$T/contents
 [[ $want == "$have" ]] || fail "the sample host has $want entries in the tree but $have in the package"
 
 # --- control -----------------------------------------------------------------
-[[ $(dpkg-deb -f "$deb" Version) == "${version}-1" ]] || fail "Version is $(dpkg-deb -f "$deb" Version), not ${version}-1"
+[[ $(dpkg-deb -f "$deb" Version) == "${version}-${revision}" ]] || fail "Version is $(dpkg-deb -f "$deb" Version), not ${version}-${revision}"
 depends=$(dpkg-deb -f "$deb" Depends)
 for lib in libc6 libpci3 libkmod2 libstdc++6; do
     [[ $depends == *"$lib "* || $depends == *"$lib," || $depends == *"$lib" ]] ||
