@@ -176,6 +176,26 @@ void detect_bootloader(const util::HostFs& fs, const util::CommandRunner& runner
     host.bootloader_evidence = std::move(why);
 }
 
+// The one line of the running kernel's config that decides whether VT-d is on without
+// intel_iommu=on (docs/facts.md: iommu). A kernel name with a '/' names no file of /boot.
+void read_kernel_config(const util::HostFs& fs, HostInfo& host)
+{
+    if (!host.kernel || host.kernel->empty() || host.kernel->find('/') != std::string::npos) {
+        return;
+    }
+    auto text = fs.read_file("/boot/config-" + *host.kernel);
+    if (!text) {
+        return;
+    }
+    for (const auto& line : util::split_lines(*text)) {
+        if (line == "CONFIG_INTEL_IOMMU_DEFAULT_ON=y") {
+            host.intel_iommu_default_on_config = true;
+        } else if (line == "# CONFIG_INTEL_IOMMU_DEFAULT_ON is not set" || line.starts_with("CONFIG_INTEL_IOMMU_DEFAULT_ON=")) {
+            host.intel_iommu_default_on_config = false;
+        }
+    }
+}
+
 } // namespace
 
 HostInfo scan_host_info(const util::HostFs& fs, const util::CommandRunner& runner)
@@ -183,6 +203,7 @@ HostInfo scan_host_info(const util::HostFs& fs, const util::CommandRunner& runne
     HostInfo host;
     read_cpuinfo(fs, host);
     host.kernel = fs.read_attr("/proc/sys/kernel/osrelease");
+    read_kernel_config(fs, host);
     host.cmdline = fs.read_attr("/proc/cmdline");
     read_modules(fs, host);
     read_meminfo(fs, host);

@@ -153,6 +153,10 @@ struct HostInfo
     std::string cpu_model;
     std::optional<bool> virtualization; // vmx/svm flag present
     std::optional<std::string> kernel;  // /proc/sys/kernel/osrelease
+    // CONFIG_INTEL_IOMMU_DEFAULT_ON as the running kernel's own config says it
+    // (/boot/config-<kernel>, which Debian's and Proxmox's kernel packages ship); nullopt
+    // when that file or its line is missing. docs/facts.md: iommu.
+    std::optional<bool> intel_iommu_default_on_config;
     std::optional<std::string> cmdline; // /proc/cmdline
     Bootloader bootloader = Bootloader::unknown; // its description: boot_loader(bootloader)
     std::string bootloader_evidence;

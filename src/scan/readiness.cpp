@@ -16,13 +16,6 @@ std::string cmdline_howto(const HostInfo& host, const std::string& what)
     return scan::cmdline_howto(boot_loader(host.bootloader), what);
 }
 
-bool intel_iommu_default_on(const Inventory& inv)
-{
-    // docs/facts.md: iommu; the release is data (profiles/host/kernel.json).
-    const auto version = inv.host.kernel ? util::major_minor(*inv.host.kernel) : std::nullopt;
-    return KernelCutoffs::at_least(version, inv.kernel_cutoffs.intel_iommu_default_on);
-}
-
 std::string names_of(const Inventory& inv, const std::vector<PciAddress>& addrs)
 {
     std::vector<std::string> parts;
@@ -38,6 +31,23 @@ std::string names_of(const Inventory& inv, const std::vector<PciAddress>& addrs)
 }
 
 } // namespace
+
+IntelIommuDefault intel_iommu_default(const Inventory& inv)
+{
+    // docs/facts.md: iommu. The kernel's own config wins over its release: Debian's kernels
+    // leave VT-d off at every release, Proxmox's turn it on from the release in the data.
+    const std::string kernel = inv.host.kernel.value_or("?");
+    if (const auto config = inv.host.intel_iommu_default_on_config) {
+        return {*config, "kernel " + kernel + "'s config (/boot/config-" + kernel + ") "
+                             + (*config ? "has CONFIG_INTEL_IOMMU_DEFAULT_ON=y" : "has CONFIG_INTEL_IOMMU_DEFAULT_ON unset")};
+    }
+    const auto version = inv.host.kernel ? util::major_minor(*inv.host.kernel) : std::nullopt;
+    const std::string cut = KernelCutoffs::text(inv.kernel_cutoffs.intel_iommu_default_on);
+    if (KernelCutoffs::at_least(version, inv.kernel_cutoffs.intel_iommu_default_on)) {
+        return {true, "kernel " + kernel + " enables the Intel IOMMU by default"};
+    }
+    return {false, "kernels before " + cut + " leave the Intel IOMMU off by default"};
+}
 
 void assess_readiness(Inventory& inv)
 {
@@ -60,12 +70,11 @@ void assess_readiness(Inventory& inv)
             fix += "Enable the IOMMU (AMD-Vi, often 'IOMMU' or 'SVM' under NBIO/AMD CBS) in the firmware setup and reboot; "
                    "AMD-Vi is on by default in the kernel, and there is no amd_iommu=on option";
         } else if (host.is_intel()) {
-            if (intel_iommu_default_on(inv)) {
-                fix += "Enable VT-d in the firmware setup and reboot (kernel " + host.kernel.value_or("?")
-                       + " enables the Intel IOMMU by default)";
+            const IntelIommuDefault by_default = intel_iommu_default(inv);
+            if (by_default.on) {
+                fix += "Enable VT-d in the firmware setup and reboot (" + by_default.why + ")";
             } else {
-                fix += "Enable VT-d in the firmware setup, and " + cmdline_howto(host, "set intel_iommu=on") + " (kernels before "
-                       + KernelCutoffs::text(inv.kernel_cutoffs.intel_iommu_default_on) + " leave the Intel IOMMU off by default)";
+                fix += "Enable VT-d in the firmware setup, and " + cmdline_howto(host, "set intel_iommu=on") + " (" + by_default.why + ")";
             }
         } else {
             fix += "Enable the IOMMU in the firmware setup and on the kernel command line for this platform";

@@ -27,4 +27,15 @@ std::vector<GpuCard> find_gpu_cards(const std::vector<PciDevice>& devices, const
 // Appends readiness problems (IOMMU, interrupt remapping, links, groups...).
 void assess_readiness(Inventory& inventory);
 
+// Whether the running kernel turns the Intel IOMMU on by itself, and why: from its own
+// config when scan read it (Debian's kernels leave it off, Proxmox's turn it on from 6.8),
+// else from the release in profiles/host/kernel.json. `why` ends a sentence: "kernel X's
+// config (/boot/config-X) has CONFIG_INTEL_IOMMU_DEFAULT_ON unset". docs/facts.md: iommu.
+struct IntelIommuDefault
+{
+    bool on = false;
+    std::string why;
+};
+IntelIommuDefault intel_iommu_default(const Inventory& inventory);
+
 } // namespace passthru::scan

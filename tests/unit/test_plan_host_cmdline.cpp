@@ -163,6 +163,46 @@ TEST_SUITE("plan::host::cmdline")
                           [](const std::string& s) { return s.find("kernels before 6.9 leave off by default") != std::string::npos; }));
     }
 
+    TEST_CASE("the kernel's own config decides whether VT-d is on by default, over its release")
+    {
+        // Debian 13's 6.12 leaves CONFIG_INTEL_IOMMU_DEFAULT_ON unset although 6.12 is past the
+        // release at which Proxmox's kernels turn it on (docs/facts.md: iommu).
+        FakeHost host;
+        base_host(host, "GenuineIntel", "6.12.118+deb13-amd64");
+        host.dir.write("etc/default/grub", "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\n");
+        const auto release_only = run_cmdline(host);
+        CHECK_FALSE(release_only.inventory.host.intel_iommu_default_on_config.has_value());
+        CHECK_FALSE(adds(release_only.plan, "intel_iommu=on"));
+
+        host.dir.write("boot/config-6.12.118+deb13-amd64",
+                       "CONFIG_INTEL_IOMMU=y\n# CONFIG_INTEL_IOMMU_DEFAULT_ON is not set\nCONFIG_INTEL_IOMMU_DEFAULT_ON_INTGPU_OFF=y\n");
+        const auto debian = run_cmdline(host);
+        CHECK(debian.inventory.host.intel_iommu_default_on_config == std::optional<bool>(false));
+        CHECK(adds(debian.plan, "intel_iommu=on"));
+        const auto* dropin = file(debian.plan, "/etc/default/grub.d/passthru.cfg");
+        REQUIRE(dropin);
+        CHECK(std::any_of(dropin->reasons.begin(), dropin->reasons.end(), [](const std::string& s) {
+            return s.find("(/boot/config-6.12.118+deb13-amd64) has CONFIG_INTEL_IOMMU_DEFAULT_ON unset") != std::string::npos;
+        }));
+        CHECK(scan::intel_iommu_default(debian.inventory).on == false);
+
+        // A kernel before the release whose config turns VT-d on needs no intel_iommu=on.
+        FakeHost old;
+        base_host(old, "GenuineIntel", "6.5.13-5-pve");
+        old.dir.write("etc/default/grub", "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\n");
+        CHECK(adds(run_cmdline(old).plan, "intel_iommu=on"));
+        old.dir.write("boot/config-6.5.13-5-pve", "CONFIG_INTEL_IOMMU=y\nCONFIG_INTEL_IOMMU_DEFAULT_ON=y\n");
+        const auto on = run_cmdline(old);
+        CHECK(on.inventory.host.intel_iommu_default_on_config == std::optional<bool>(true));
+        CHECK_FALSE(adds(on.plan, "intel_iommu=on"));
+        CHECK(scan::intel_iommu_default(on.inventory).why
+              == "kernel 6.5.13-5-pve's config (/boot/config-6.5.13-5-pve) has CONFIG_INTEL_IOMMU_DEFAULT_ON=y");
+
+        // A config without the line (an AMD-only build) leaves the release to decide.
+        old.dir.write("boot/config-6.5.13-5-pve", "CONFIG_AMD_IOMMU=y\n");
+        CHECK_FALSE(run_cmdline(old).inventory.host.intel_iommu_default_on_config.has_value());
+    }
+
     TEST_CASE("the boot framebuffer argument follows the sysfb release of the data")
     {
         FakeHost host;

@@ -18,6 +18,7 @@
 #include "plan/host/common.hpp"
 #include "format/kernel_cmdline.hpp"
 #include "scan/boot_loader.hpp"
+#include "scan/scanner.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan::detail {
@@ -63,7 +64,15 @@ void compute_wanted(const PlanContext& ctx, Plan& plan, const HostInputs& in, st
     const scan::KernelCutoffs& cut = ctx.inventory.kernel_cutoffs;
     using scan::KernelCutoffs;
     if (host.is_intel()) {
-        if (!KernelCutoffs::at_least(in.kernel_version, cut.intel_iommu_default_on)) {
+        const auto& config = host.intel_iommu_default_on_config;
+        if (config) {
+            // The kernel's own config wins over its release (docs/facts.md: iommu).
+            if (!*config) {
+                wanted.push_back({"intel_iommu=on", Match::key,
+                                  "turns on the Intel IOMMU (VT-d), which " + scan::intel_iommu_default(ctx.inventory).why
+                                      + ": without it the kernel leaves VT-d off"});
+            }
+        } else if (!KernelCutoffs::at_least(in.kernel_version, cut.intel_iommu_default_on)) {
             wanted.push_back({"intel_iommu=on", Match::key,
                               "turns on the Intel IOMMU (VT-d), which kernels before " + KernelCutoffs::text(cut.intel_iommu_default_on)
                                   + " leave off by default (kernel " + in.kernel_release.value_or("unknown") + ")"});
