@@ -423,11 +423,12 @@ def check_passthrough(ck, files, drivers_before, groups):
     ck.check(any(l.startswith("update-grub") for l in stub_log.splitlines()),
              "apply ran update-grub (plain GRUB host)", repr(stub_log))
     grub = "".join(body for path, (kind, body) in changes.items() if path.startswith("/etc/default/grub"))
-    if v == "intel":
-        # Debian 12's 6.1 kernel has CONFIG_INTEL_IOMMU_DEFAULT_ON unset: the guest has VT-d
-        # only because QEMU passes intel_iommu=on, so the host's boot config must carry it.
-        ck.check("intel_iommu=on" in grub, "apply put intel_iommu=on in the GRUB configuration",
-                 "GRUB files written: %r" % grub[-300:])
+    if v == "intel" and not ck.intel_iommu_default_on:
+        # Debian's kernels (12's 6.1 and 13's 6.12 alike) have CONFIG_INTEL_IOMMU_DEFAULT_ON
+        # unset: the guest has VT-d only because QEMU passes intel_iommu=on, so the host's
+        # boot config must carry it.
+        ck.check("intel_iommu=on" in grub, "apply put intel_iommu=on in the GRUB configuration (the kernel's "
+                 "config leaves VT-d off by default)", "GRUB files written: %r" % grub[-300:])
     ck.check("amd_iommu=on" not in shown, "nothing written contains amd_iommu=on")
     vmconf = changes.get("/etc/pve/qemu-server/101.conf", ("", ""))[1]
     qm = [l for l in stub_log.splitlines() if l.startswith("qm ")]
@@ -482,8 +483,15 @@ def main():
     ap.add_argument("--timeout", type=int, default=0)
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--capture", action="store_true")
+    ap.add_argument("--debian", choices=["12", "13"], default="12")
+    ap.add_argument("--kernel-config", help="the booted kernel's config (boot/config-VERSION of its package)")
     a = ap.parse_args()
     ck = Checker(a.variant)
+    ck.intel_iommu_default_on = None
+    if a.kernel_config:
+        with open(a.kernel_config, encoding="utf-8", errors="replace") as f:
+            config = f.read().splitlines()
+        ck.intel_iommu_default_on = "CONFIG_INTEL_IOMMU_DEFAULT_ON=y" in config
 
     with open(a.serial, encoding="utf-8", errors="replace") as f:
         serial = f.read()
@@ -536,7 +544,11 @@ def main():
 
     for state, tree in sorted(trees.items()):
         fixture = os.path.join(a.fixtures, fixture_name(a.variant, state))
-        if a.capture:
+        if a.debian != "12":
+            # The committed captures are Debian 12's kernel; 6.12 shows other attributes.
+            print("  note: the %s-state capture is not compared with %s (a Debian 12 capture)"
+                  % (state, fixture_name(a.variant, state)))
+        elif a.capture:
             store_fixture(tree, fixture)
         else:
             # proc/ changes with every boot (counters, bogomips); the "after" /etc is what

@@ -1,27 +1,41 @@
 #!/usr/bin/env bash
-# Real-kernel test harness: boots Debian 12's own kernel under QEMU (TCG, q35) with an
-# emulated Intel VT-d IOMMU, an emulated AMD-Vi IOMMU, or none, with real emulated PCI
-# devices, runs the real `passthru` binary inside a busybox initramfs, and checks the
-# results on the host (tests/vm/check.py). See tests/vm/README.md.
+# Real-kernel test harness: boots Debian 12's (or, with --debian 13, Debian 13's) own
+# kernel under QEMU (TCG, q35) with an emulated Intel VT-d IOMMU, an emulated AMD-Vi IOMMU,
+# or none, with real emulated PCI devices, runs the real `passthru` binary inside a busybox
+# initramfs, and checks the results on the host (tests/vm/check.py). See tests/vm/README.md.
 #
-# Usage: tests/vm/run.sh [--variant intel|amd|none]... [--capture] [--smoke] [--keep DIR]
-#                        [--timeout SECONDS]
+# Usage: tests/vm/run.sh [--debian 12|13] [--variant intel|amd|none]... [--capture] [--smoke]
+#                        [--keep DIR] [--timeout SECONDS]
 #   PASSTHRU=<binary>   the passthru binary to run in the guest (required unless --smoke)
-#   PASSTHRU_VM_CACHE   download/unpack cache (default <repo>/.cache/vm)
+#   PASSTHRU_VM_CACHE   download/unpack cache (default <repo>/.cache/vm for Debian 12,
+#                       <build>/vm-cache/trixie for Debian 13, <build> being
+#                       PASSTHRU_BUILD_DIR or <repo>/build)
 #   PASSTHRU_VM_ACCEL   qemu accelerator (default tcg; kvm where the host CPU allows it)
 #   PASSTHRU_VM_TIMEOUT seconds per boot before qemu is killed (default 150)
+#   PASSTHRU_QEMU_LOCK  the lock every QEMU run holds (default /work/.qemu.lock when /work
+#                       exists, else /tmp/passthru-qemu.lock)
 #
 # Nothing is installed into this machine except qemu-system-x86 (with apt, when missing).
-# The kernel, busybox, kmod and pci.ids packages are fetched with `apt-get download` and
-# unpacked with `dpkg -x` into the cache.
+# The kernel, busybox, kmod, dash and pci.ids packages are fetched with `apt-get download`
+# and unpacked with `dpkg -x` into the cache: Debian 12's through this machine's apt,
+# Debian 13's through an apt configuration of the cache's own (trixie, trixie-updates,
+# trixie-security from Debian's archive, checked with debian-archive-keyring), which
+# never touches this machine's apt state.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
-CACHE=${PASSTHRU_VM_CACHE:-$REPO/.cache/vm}
+DEBIAN=12
 ACCEL=${PASSTHRU_VM_ACCEL:-tcg}
 FIXTURES=$REPO/tests/fixtures/hosts
 TIMEOUT=${PASSTHRU_VM_TIMEOUT:-150}
+if [ -n "${PASSTHRU_QEMU_LOCK:-}" ]; then
+    LOCK=$PASSTHRU_QEMU_LOCK
+elif [ -d /work ]; then
+    LOCK=/work/.qemu.lock
+else
+    LOCK=${TMPDIR:-/tmp}/passthru-qemu.lock
+fi
 CAPTURE=0
 SMOKE=0
 KEEP=
@@ -34,7 +48,7 @@ die() {
 log() { echo "[vm] $*"; }
 
 usage() {
-    sed -n '7,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '7,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 while [ $# -gt 0 ]; do
@@ -42,6 +56,11 @@ while [ $# -gt 0 ]; do
     --variant)
         [ $# -ge 2 ] || die "--variant needs intel, amd or none"
         case $2 in intel | amd | none) VARIANTS+=("$2") ;; *) die "unknown variant '$2' (intel, amd, none)" ;; esac
+        shift 2
+        ;;
+    --debian)
+        [ $# -ge 2 ] || die "--debian needs 12 or 13"
+        case $2 in 12 | bookworm) DEBIAN=12 ;; 13 | trixie) DEBIAN=13 ;; *) die "unknown Debian release '$2' (12 or 13)" ;; esac
         shift 2
         ;;
     --capture) CAPTURE=1; shift ;;
@@ -61,6 +80,15 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ ${#VARIANTS[@]} -gt 0 ] || VARIANTS=(intel amd none)
+if [ "$DEBIAN" = 12 ]; then
+    CACHE=${PASSTHRU_VM_CACHE:-$REPO/.cache/vm}
+else
+    CACHE=${PASSTHRU_VM_CACHE:-${PASSTHRU_BUILD_DIR:-$REPO/build}/vm-cache/trixie}
+    # The committed captures are of Debian 12's kernel; 6.12's sysfs has other attributes.
+    [ "$CAPTURE" = 0 ] || die "--capture rewrites the Debian 12 fixtures: use it without --debian 13"
+fi
+mkdir -p "$CACHE"
+CACHE=$(cd "$CACHE" && pwd)
 
 if [ "$SMOKE" = 0 ]; then
     [ -n "${PASSTHRU:-}" ] || die "PASSTHRU is not set: give the passthru binary to test (or --smoke)"
@@ -100,20 +128,54 @@ command -v timeout >/dev/null || die "timeout (coreutils) missing"
 # --- packages into the cache -------------------------------------------------------------
 mkdir -p "$CACHE/debs"
 
+# apt for the release under test. Debian 12 is this machine's own release: its apt. Debian 13
+# gets a configuration of its own under the cache: its sources (checked with Debian's archive
+# keyring), lists, package cache and an empty dpkg status; nothing of this machine's apt
+# state is read or written but the keyring.
+APTC=()
+if [ "$DEBIAN" = 13 ]; then
+    A=$CACHE/apt
+    mkdir -p "$A/state/lists/partial" "$A/cache/archives/partial" "$A/etc/apt.conf.d" \
+        "$A/etc/preferences.d" "$A/etc/sources.list.d"
+    [ -e "$A/status" ] || : >"$A/status"
+    KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+    [ -r "$KEYRING" ] || die "$KEYRING missing (package debian-archive-keyring)"
+    mirror=${PASSTHRU_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+    security=${PASSTHRU_DEBIAN_SECURITY:-http://deb.debian.org/debian-security}
+    cat >"$A/sources.list" <<EOF
+deb [signed-by=$KEYRING] $mirror trixie main
+deb [signed-by=$KEYRING] $mirror trixie-updates main
+deb [signed-by=$KEYRING] $security trixie-security main
+EOF
+    cat >"$A/apt.conf" <<EOF
+Dir::State "$A/state";
+Dir::State::status "$A/status";
+Dir::Cache "$A/cache";
+Dir::Etc::SourceList "$A/sources.list";
+Dir::Etc::SourceParts "$A/etc/sources.list.d";
+Dir::Etc::Parts "$A/etc/apt.conf.d";
+Dir::Etc::PreferencesParts "$A/etc/preferences.d";
+APT::Architecture "amd64";
+APT::Architectures { "amd64"; };
+Acquire::Languages "none";
+EOF
+    APTC=(env "APT_CONFIG=$A/apt.conf")
+fi
+
 # The versioned kernel package linux-image-amd64 currently depends on. awk reads all of
 # its input (no early exit) so pipefail never sees a SIGPIPE.
 resolve_kernel_pkg() {
-    apt-cache depends linux-image-amd64 2>/dev/null |
+    "${APTC[@]}" apt-cache depends linux-image-amd64 2>/dev/null |
         awk '!found && $1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; found = 1 }'
 }
 KPKG=$(resolve_kernel_pkg || true)
 if [ -z "$KPKG" ]; then
-    log "apt has no linux-image-amd64 yet: running apt-get update"
-    apt-get update -q -o DPkg::Lock::Timeout=120 >"$WORK/apt-update.log" 2>&1 ||
+    log "apt has no linux-image-amd64 (Debian $DEBIAN) yet: running apt-get update"
+    "${APTC[@]}" apt-get update -q -o DPkg::Lock::Timeout=120 >"$WORK/apt-update.log" 2>&1 ||
         { tail -n 20 "$WORK/apt-update.log" >&2; die "apt-get update failed"; }
     KPKG=$(resolve_kernel_pkg || true)
 fi
-[ -n "$KPKG" ] || die "cannot resolve linux-image-amd64 to a versioned kernel package (is this Debian 12 with its archive reachable?)"
+[ -n "$KPKG" ] || die "cannot resolve linux-image-amd64 to a versioned kernel package (is Debian $DEBIAN's archive reachable?)"
 
 deb_of() { # deb_of PKG: the cached .deb of PKG, if any
     local f
@@ -123,11 +185,16 @@ deb_of() { # deb_of PKG: the cached .deb of PKG, if any
     return 1
 }
 PKGS=("$KPKG" busybox-static kmod dash pci.ids)
+# Debian 13's kmod and dash run in the guest on Debian 13's own libraries: those the
+# binaries link (libc, libcrypto, zlib, zstd) and liblzma, which kmod 34 loads with
+# dlopen to read the kernel's .ko.xz modules.
+LIBPKGS=(libc6 libssl3t64 zlib1g libzstd1 liblzma5)
+[ "$DEBIAN" = 12 ] || PKGS+=("${LIBPKGS[@]}")
 missing=()
 for p in "${PKGS[@]}"; do deb_of "$p" >/dev/null || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
-    log "downloading ${missing[*]}"
-    (cd "$CACHE/debs" && apt-get download -q -o APT::Sandbox::User=root "${missing[@]}") \
+    log "downloading ${missing[*]} (Debian $DEBIAN)"
+    (cd "$CACHE/debs" && "${APTC[@]}" apt-get download -q -o APT::Sandbox::User=root "${missing[@]}") \
         >"$WORK/apt-download.log" 2>&1 ||
         { tail -n 20 "$WORK/apt-download.log" >&2; die "apt-get download ${missing[*]} failed"; }
     for p in "${missing[@]}"; do deb_of "$p" >/dev/null || die "apt-get download did not produce $p"; done
@@ -148,13 +215,22 @@ unpack kmod kmod
 unpack dash dash
 unpack pci.ids pci.ids
 KROOT=$CACHE/unpacked/$KPKG
-BUSYBOX=$CACHE/unpacked/busybox/bin/busybox
-KMOD=$CACHE/unpacked/kmod/bin/kmod
-DASH=$CACHE/unpacked/dash/bin/dash
+# Debian 13's packages ship under /usr only (merged /usr): busybox, kmod and dash in
+# usr/bin, the modules in usr/lib/modules. kmod looks in /lib/modules, which the merged-/usr
+# symlink gives it on an installed system; the unpacked kernel gets the same link.
+pick() { # pick FILE...: the first that exists (else the first)
+    local f
+    for f in "$@"; do [ -e "$f" ] && { echo "$f"; return 0; }; done
+    echo "$1"
+}
+[ -e "$KROOT/lib" ] || [ ! -d "$KROOT/usr/lib/modules" ] || ln -s usr/lib "$KROOT/lib"
+BUSYBOX=$(pick "$CACHE/unpacked/busybox/bin/busybox" "$CACHE/unpacked/busybox/usr/bin/busybox")
+KMOD=$(pick "$CACHE/unpacked/kmod/bin/kmod" "$CACHE/unpacked/kmod/usr/bin/kmod")
+DASH=$(pick "$CACHE/unpacked/dash/bin/dash" "$CACHE/unpacked/dash/usr/bin/dash")
 PCIIDS=$CACHE/unpacked/pci.ids/usr/share/misc/pci.ids
-[ -x "$BUSYBOX" ] || die "busybox-static did not contain bin/busybox"
-[ -x "$KMOD" ] || die "kmod did not contain bin/kmod"
-[ -x "$DASH" ] || die "dash did not contain bin/dash"
+[ -x "$BUSYBOX" ] || die "busybox-static did not contain busybox"
+[ -x "$KMOD" ] || die "kmod did not contain kmod"
+[ -x "$DASH" ] || die "dash did not contain dash"
 [ -f "$PCIIDS" ] || die "pci.ids did not contain usr/share/misc/pci.ids"
 
 KVER=
@@ -166,10 +242,32 @@ VMLINUZ=$KROOT/boot/vmlinuz-$KVER
 [ -f "$VMLINUZ" ] || die "$KPKG has no boot/vmlinuz-$KVER"
 
 # kmod is a multi-call binary that picks its tool from argv[0]; the package's own links
-# are absolute (/bin/kmod), so make our own.
+# are absolute (/bin/kmod), so make our own. Debian 13's kmod needs Debian 13's libc: on
+# this machine it runs through that release's dynamic loader and libraries (unpacked into
+# LIBROOT), the loader setting argv[0].
 KBIN=$CACHE/unpacked/kbin
 mkdir -p "$KBIN"
-for t in depmod modprobe; do ln -sfn "$KMOD" "$KBIN/$t"; done
+LIBROOT=
+if [ "$DEBIAN" = 12 ]; then
+    for t in depmod modprobe; do ln -sfn "$KMOD" "$KBIN/$t"; done
+else
+    LIBROOT=$CACHE/unpacked/libs
+    if [ ! -e "$LIBROOT/.done" ]; then
+        rm -rf "$LIBROOT"
+        mkdir -p "$LIBROOT"
+        for p in "${LIBPKGS[@]}"; do dpkg -x "$(deb_of "$p")" "$LIBROOT"; done
+        touch "$LIBROOT/.done"
+    fi
+    LIBDIR=$LIBROOT/usr/lib/x86_64-linux-gnu
+    LDSO=$LIBDIR/ld-linux-x86-64.so.2
+    [ -x "$LDSO" ] || die "libc6 did not contain usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
+    for t in depmod modprobe; do
+        printf '#!/bin/sh\nexec %q --library-path %q --argv0 %s %q "$@"\n' "$LDSO" "$LIBDIR" "$t" "$KMOD" >"$KBIN/$t"
+        chmod 755 "$KBIN/$t"
+    done
+    "$KBIN/modprobe" --version >"$WORK/kmod-version" 2>&1 ||
+        { cat "$WORK/kmod-version" >&2; die "Debian 13's kmod does not run here"; }
+fi
 # Debian's kernel package has no modules.dep (depmod runs at install time): generate it.
 if [ ! -s "$KROOT/lib/modules/$KVER/modules.dep.bin" ]; then
     log "depmod for $KVER"
@@ -220,8 +318,29 @@ copy_libs() {
         cp -L "$lib" "$STAGE$lib"
     done <<<"$out"
 }
-copy_libs "$STAGE/bin/kmod"
-copy_libs "$STAGE/bin/dash"
+if [ "$DEBIAN" = 12 ]; then
+    copy_libs "$STAGE/bin/kmod"
+    copy_libs "$STAGE/bin/dash"
+else
+    # Debian 13's loader and libraries, at the paths this machine's ldd prints for its own
+    # (/lib64/ld-linux-x86-64.so.2, /lib/x86_64-linux-gnu/), so copy_libs below keeps them
+    # and passthru (built here, against Debian 12) runs on them too, as on an upgraded host.
+    mkdir -p "$STAGE/lib/x86_64-linux-gnu"
+    install -m 755 "$LDSO" "$STAGE/lib64/ld-linux-x86-64.so.2"
+    for bin in "$KMOD" "$DASH"; do
+        out=$("$LDSO" --library-path "$LIBDIR" --list "$bin") || die "Debian 13's loader cannot list $bin: $out"
+        case $out in *"not found"*) die "$bin: a Debian 13 library is missing: $out" ;; esac
+        while read -r _ arrow lib _; do
+            [ "$arrow" = "=>" ] && [ "${lib#"$LIBDIR"/}" != "$lib" ] || continue
+            [ "${lib##*/}" = ld-linux-x86-64.so.2 ] && continue
+            cp -L "$lib" "$STAGE/lib/x86_64-linux-gnu/"
+        done <<<"$out"
+    done
+    cp -L "$LIBDIR/liblzma.so.5" "$STAGE/lib/x86_64-linux-gnu/"
+    # kmod and depmod in the guest find the modules through the merged-/usr path as well.
+    mkdir -p "$STAGE/usr/lib"
+    ln -sfn ../../lib/modules "$STAGE/usr/lib/modules"
+fi
 
 # Kernel modules, with everything they depend on, in the /lib/modules/<kver> layout, and
 # a modules.dep(.bin) generated for exactly this set, so real modprobe works in the guest.
@@ -249,6 +368,10 @@ nmods=$(find "$STAGE/$MDIR" -name '*.ko*' | wc -l)
 
 mkdir -p "$STAGE/usr/share/misc"
 cp "$PCIIDS" "$STAGE/usr/share/misc/pci.ids"
+# The kernel's build config, where its installed package puts it: scan reads
+# CONFIG_INTEL_IOMMU_DEFAULT_ON there (Debian's kernels leave it unset).
+mkdir -p "$STAGE/boot"
+cp "$KROOT/boot/config-$KVER" "$STAGE/boot/"
 
 if [ "$SMOKE" = 0 ]; then
     # Debug info is not needed in the guest (a Debug build is ~35 MB); the code is unchanged.
@@ -306,7 +429,7 @@ install -m 755 "$HERE/guest-init.sh" "$STAGE/init"
 # dependencies, libicudata alone is 30 MB, make it large).
 INITRD=$WORK/initrd.cpio
 (cd "$STAGE" && find . -mindepth 1 | LC_ALL=C sort | "$BUSYBOX" cpio -o -H newc 2>/dev/null) >"$INITRD"
-log "kernel $KVER ($KPKG); initramfs $(du -k "$INITRD" | cut -f1) KiB (uncompressed) with $nmods modules$([ "$SMOKE" = 1 ] && echo ", no passthru (smoke)")"
+log "Debian $DEBIAN: kernel $KVER ($KPKG), $("$KBIN/modprobe" --version | head -n 1); initramfs $(du -k "$INITRD" | cut -f1) KiB (uncompressed) with $nmods modules$([ "$SMOKE" = 1 ] && echo ", no passthru (smoke)")"
 
 # --- boot --------------------------------------------------------------------------------
 # qemu_args VARIANT: the machine. Every device has an explicit address; the IOMMU comes
@@ -366,23 +489,30 @@ for v in "${VARIANTS[@]}"; do
     mkdir -p "$out"
     qemu_args "$v"
     printf '%q ' qemu-system-x86_64 "${Q[@]}" >"$out/qemu-cmdline.txt"
-    log "booting variant $v (timeout ${TIMEOUT}s)"
+    log "booting variant $v (timeout ${TIMEOUT}s; waiting for $LOCK)"
+    # One QEMU at a time on the machine: a boot starved of CPU looks hung. The lock is
+    # held for the boot only; the time below is the boot's, not the wait's.
+    exec 9>>"$LOCK"
+    flock 9
     t0=$(date +%s.%N)
     set +e
-    timeout -k 10 "$TIMEOUT" qemu-system-x86_64 "${Q[@]}" </dev/null >"$out/serial.log" 2>"$out/qemu.err"
+    timeout -k 10 "$TIMEOUT" qemu-system-x86_64 "${Q[@]}" </dev/null >"$out/serial.log" 2>"$out/qemu.err" 9>&-
     qrc=$?
     set -e
     t1=$(date +%s.%N)
+    flock -u 9
+    exec 9>&-
     secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
     log "variant $v: qemu exited $qrc after ${secs}s"
     args=(--variant "$v" --serial "$out/serial.log" --qemu-rc "$qrc" --qemu-stderr "$out/qemu.err"
-        --out "$out" --fixtures "$FIXTURES" --timeout "$TIMEOUT")
+        --out "$out" --fixtures "$FIXTURES" --timeout "$TIMEOUT" --debian "$DEBIAN"
+        --kernel-config "$KROOT/boot/config-$KVER")
     [ "$SMOKE" = 1 ] && args+=(--smoke)
     [ "$CAPTURE" = 1 ] && args+=(--capture)
     if python3 "$HERE/check.py" "${args[@]}"; then
-        summary+=("$v: PASS in ${secs}s")
+        summary+=("$v (Debian $DEBIAN, $KVER): PASS in ${secs}s")
     else
-        summary+=("$v: FAIL in ${secs}s (serial log and results: $out)")
+        summary+=("$v (Debian $DEBIAN, $KVER): FAIL in ${secs}s (serial log and results: $out)")
         failed+=("$v")
     fi
 done
