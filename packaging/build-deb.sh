@@ -27,6 +27,11 @@ elif [[ ${1:-} == --release=* ]]; then
 fi
 build=${1:-$here/build-deb}
 out=${2:-$build/package}
+# Both made absolute here: cpack runs in BUILD_DIR, and a relative OUT_DIR would
+# land under it instead of where it was asked for.
+mkdir -p "$build" "$out"
+build=$(cd "$build" && pwd)
+out=$(cd "$out" && pwd)
 
 if [[ -n $release ]]; then
     case $release in
@@ -34,9 +39,6 @@ if [[ -n $release ]]; then
         13 | trixie) release=trixie ;;
         *) echo "build-deb: unknown release '$release' (bookworm/12 or trixie/13)" >&2; exit 2 ;;
     esac
-    mkdir -p "$build" "$out"
-    build=$(cd "$build" && pwd)
-    out=$(cd "$out" && pwd)
     mapfile -t packages < <("$here/scripts/deps.sh" --list build test docs package)
     packages+=(ifupdown2 ccache)
     root=$("$here/scripts/debian-root.sh" "$release" "$(dirname "$build")/debian-roots/$release-dev" "${packages[@]}")

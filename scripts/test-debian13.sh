@@ -13,7 +13,7 @@
 # chrooted in private namespaces, with no network, no /sys and a fresh /proc;
 # the source is bound read-only. Not run inside the root: the QEMU tests (the
 # real-kernel tests, Debian 12's and Debian 13's kernel, and the real reboot test
-# boot their guests from the host side), the package test and the root builder's own test; scripts/test.sh
+# boot their guests from the host side), the package tests and the root builder's own test; scripts/test.sh
 # runs those. Needs root and Debian's archive (for the first root build only).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,7 +42,7 @@ cmake -S /src -B /build/b -DCMAKE_BUILD_TYPE=Debug -DPASSTHRU_WARNINGS_AS_ERRORS
       -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
 cmake --build /build/b -j"$(nproc)"
 cd /build/b
-ctest --output-on-failure -j"$(nproc)" -E "^integration[.](real_kernel|real_kernel_debian13|real_kernel_reboot|package_deb|package_release|debian_root)$" "$@"
+ctest --output-on-failure -j"$(nproc)" -E "^integration[.](real_kernel|real_kernel_debian13|real_kernel_reboot|package_deb|package_deb_release|debian_root)$" "$@"
 '
 "$here/scripts/in-root.sh" --ro "$here:/src" --rw "$work:/build" "$root" \
     bash -c "$inner" test-debian13 "$@"

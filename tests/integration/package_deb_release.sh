@@ -59,6 +59,16 @@ check_release() {
     echo "$release: built $(basename "$deb") in $((SECONDS - start)) s"
     [[ $(basename "$deb") == "passthru_${version}-1+deb${major}_${arch}.deb" ]] || fail "$release: package named $(basename "$deb")"
     [[ $(dpkg-deb -f "$deb" Version) == "${version}-1+deb${major}" ]] || fail "$release: Version is $(dpkg-deb -f "$deb" Version)"
+    # Relative BUILD_DIR and OUT_DIR count from the caller's directory (the .deb once went
+    # under BUILD_DIR, where cpack runs): the same build again, from / inside the root,
+    # with OUT_DIR tmp/rel-out; it only repackages.
+    local rel
+    rel=$("$SRC/scripts/in-root.sh" --ro "$SRC:/src" --rw "$PASSTHRU_BUILD_DIR/package-$release:/build" "$roots/$release-dev" \
+        sh -c 'cd / && bash /src/packaging/build-deb.sh build tmp/rel-out 2>/tmp/log || { tail -n 20 /tmp/log; exit 1; }; ls /tmp/rel-out' 2>&1) ||
+        fail "$release: packaging/build-deb.sh build tmp/rel-out (relative, from /) failed: $rel"
+    [[ $rel == "/tmp/rel-out/$(basename "$deb")"$'\n'"$(basename "$deb")" ]] ||
+        fail "$release: with relative directories the .deb is not printed and placed as /tmp/rel-out/$(basename "$deb"): $rel"
+    [[ ! -e $PASSTHRU_BUILD_DIR/package-$release/tmp ]] || fail "$release: a relative OUT_DIR put the .deb under BUILD_DIR"
     depends=$(dpkg-deb -f "$deb" Depends)
     echo "$release: Depends: $depends"
     for lib in "$boost" "$ssl" libpci3 libkmod2 libc6 libstdc++6; do
