@@ -3,8 +3,9 @@
 #   packaging/build-deb.sh [--release bookworm|trixie|12|13] [BUILD_DIR [OUT_DIR]]
 # BUILD_DIR (default build-deb) is reused, so a second run only rebuilds
 # what changed. The build uses Debian's compiler and linker flags
-# (dpkg-buildflags, hardening=+all), installs to /usr and leaves out the
-# test-only fault-injection hook (PASSTHRU_TESTING=OFF). Prints the path of
+# (dpkg-buildflags, hardening=+all), installs to /usr and builds no tests
+# (PASSTHRU_TESTING=OFF; passthru itself never carries the test-only
+# fault-injection hook, which only tests/ passthru-faults links). Prints the path of
 # the .deb on stdout; everything else goes to stderr.
 #
 # The package is for one Debian release: its Depends come from that release's

@@ -8,7 +8,7 @@
 
 namespace passthru::util::fault {
 
-#ifdef PASSTHRU_TESTING
+#ifdef PASSTHRU_FAULT_HOOK
 namespace {
 
 struct Spec

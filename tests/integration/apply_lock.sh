@@ -6,6 +6,7 @@
 FAIL_FAST=1
 source "$(dirname "$0")/lib.inc"
 need_binary
+need_fault_hook
 need flock
 
 # Starts a process that holds the journal lock and waits until it does. The
@@ -41,11 +42,11 @@ for host in "${VARIANTS[@]}"; do
     # running apply, not an interrupted one.
     # Killed at its first command, when the files are written and the generation is pending.
     cp -a "$R" "$T/trace-root"
-    PASSTHRU_TEST_FAULT_TRACE=1 "$P" --root "$T/trace-root" apply "${REQ[@]}" --yes > /dev/null 2> "$T/trace.all"
+    PASSTHRU_TEST_FAULT_TRACE=1 "$PF" --root "$T/trace-root" apply "${REQ[@]}" --yes > /dev/null 2> "$T/trace.all"
     rm -rf "$T/trace-root"
     cmd_point=$(grep '^fault-point ' "$T/trace.all" | grep -n ' command ' | head -1 | cut -d: -f1)
     [[ -n $cmd_point ]] || fail "$host: no command among the fault points"
-    PASSTHRU_TEST_FAULT=kill@$cmd_point "$P" --root "$R" apply "${REQ[@]}" --yes > /dev/null 2>&1 || true
+    PASSTHRU_TEST_FAULT=kill@$cmd_point "$PF" --root "$R" apply "${REQ[@]}" --yes > /dev/null 2>&1 || true
     grep -q '"state": "pending"' "$R"/var/lib/passthru/generations/1/manifest.json || fail "$host: no pending generation to test with"
     hold_lock "$R"
     "$P" --root "$R" history > "$T/h.out" 2> "$T/h.err"

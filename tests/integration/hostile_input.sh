@@ -10,6 +10,14 @@ need_binary
 # crashed RC: true when RC is a signal's (a crash is never a safe outcome).
 crashed() { [[ $1 -ge 128 ]]; }
 
+# section_ok MSG: ok MSG unless a check failed since the last section_start.
+section_start() { SECTION_F0=$LIB_FAILED; }
+section_ok() {
+    if [[ $LIB_FAILED -eq $SECTION_F0 ]]; then
+        ok "$*"
+    fi
+}
+
 # run_rc CMD...: runs CMD with stdout/stderr in $T/out, $T/err; its exit code in RC.
 run_rc() {
     RC=0
@@ -70,5 +78,18 @@ run_rc "$P" --root "$R" plan --vm 101 --gpus all --out "$T/save/plan.json"
 [[ $(tree_sum "$T/victim") == "$victim_before" ]] || fail "plan --out wrote through a symlink at FILE"
 [[ -f $T/save/plan.json && ! -L $T/save/plan.json ]] || fail "plan --out did not replace the symlink at FILE"
 ok "plan --out: unique temporary name, O_EXCL|O_NOFOLLOW, mode 0600, symlinks never followed"
+
+# --- Medium 5: the passthru binary ignores the test-only fault hook ---------
+# It honoured PASSTHRU_TEST_FAULT unless the package build turned the hook off;
+# only the test-only passthru-faults binary carries it now.
+section_start
+R=$T/fault
+copy_host epyc-4x2080ti "$R"
+run_rc env PASSTHRU_TEST_FAULT=kill@1 PASSTHRU_TEST_FAULT_TRACE=1 "$P" --root "$R" apply --vm 101 --gpus all --yes
+[[ $RC -eq 0 ]] || fail "PASSTHRU_TEST_FAULT=kill@1: passthru exit $RC (it must ignore the test-only hook)"
+! grep -q '^fault-point ' "$T/err" || fail "passthru printed fault points (PASSTHRU_TEST_FAULT_TRACE)"
+[[ $(generations "$R") -eq 1 ]] || fail "the apply under PASSTHRU_TEST_FAULT did not finish"
+! grep -q PASSTHRU_TEST_FAULT "$P" || fail "the passthru binary carries the fault hook's environment names"
+section_ok "passthru ignores PASSTHRU_TEST_FAULT and PASSTHRU_TEST_FAULT_TRACE (the hook is in passthru-faults only)"
 
 finish "hostile input"

@@ -82,7 +82,7 @@ done
 dpkg-deb -x "$deb" "$T/x"
 bin=$T/x/usr/bin/passthru
 if grep -q PASSTHRU_TEST_FAULT "$bin"; then
-    fail "the shipped binary carries the fault-injection hook (PASSTHRU_TESTING)"
+    fail "the shipped binary carries the fault-injection hook (PASSTHRU_FAULT_HOOK)"
 fi
 sections=$(readelf -SW "$bin")
 grep -q '\.debug_info\|\.symtab' <<<"$sections" && fail "the shipped binary is not stripped"
