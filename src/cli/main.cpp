@@ -8,6 +8,7 @@
 #include "cli/apply_common.hpp"
 #include "cli/commands.hpp"
 #include "cli/help.hpp"
+#include "cli/terminal_guard.hpp"
 #include "util/error.hpp"
 
 using namespace passthru;
@@ -114,6 +115,14 @@ int run(int argc, char** argv, bool& error_color)
     }
     options.color = vm.count("color") != 0U ? parse_color(vm["color"].as<std::string>()) : color_mode;
     error_color = util::use_color(stderr, options.color);
+    // From here on host text may be printed: both streams escape control
+    // characters on their way out (cli/terminal_guard.hpp); JSON stays exact.
+    guard_stream(stderr, error_color);
+    const bool stdout_color = util::use_color(stdout, options.color); // before the guard hides the TTY
+    const bool json_out = vm.count("json") != 0U;
+    if (!json_out) {
+        guard_stream(stdout, stdout_color);
+    }
 
     auto fs = util::HostFs::open(options.root);
     if (!fs) {
@@ -124,8 +133,8 @@ int run(int argc, char** argv, bool& error_color)
     if (ctx.fs.is_live()) {
         ctx.runner = util::CommandRunner(util::RunMode::execute);
     }
-    ctx.color_out = util::use_color(stdout, options.color);
-    ctx.color_err = util::use_color(stderr, options.color);
+    ctx.color_out = stdout_color;
+    ctx.color_err = error_color;
     notice_interrupted(ctx, command->name); // a kill -9 mid-apply is reported by every command
     return command->run(ctx, vm);
 }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 
@@ -28,33 +29,104 @@ bool use_color(std::FILE* stream, ColorMode mode)
     return ::isatty(::fileno(stream)) == 1;
 }
 
+namespace {
+
+// The colour sequences styled() writes, and the only ones terminal_safe() keeps.
+constexpr std::array<std::string_view, 7> kSgrCodes{"1", "1;31", "1;33", "32", "36", "2", "0"};
+constexpr std::size_t kMaxSgr = 8; // "\x1b[1;31m"
+
+std::string_view sgr_code(Style style)
+{
+    switch (style) {
+    case Style::bold:
+        return kSgrCodes[0];
+    case Style::red:
+        return kSgrCodes[1];
+    case Style::yellow:
+        return kSgrCodes[2];
+    case Style::green:
+        return kSgrCodes[3];
+    case Style::cyan:
+        return kSgrCodes[4];
+    case Style::dim:
+        return kSgrCodes[5];
+    }
+    return kSgrCodes[6];
+}
+
+// The length of the colour sequence of styled() that starts text, or 0.
+std::size_t own_sgr_at(std::string_view text)
+{
+    for (const auto code : kSgrCodes) {
+        const std::size_t n = code.size() + 3;
+        if (text.size() >= n && text.substr(0, 2) == "\x1b[" && text.substr(2, code.size()) == code && text[n - 1] == 'm') {
+            return n;
+        }
+    }
+    return 0;
+}
+
+void append_hex(std::string& out, const char* prefix, unsigned value)
+{
+    static constexpr char kDigits[] = "0123456789abcdef";
+    out += prefix;
+    out += kDigits[(value >> 4U) & 0xfU];
+    out += kDigits[value & 0xfU];
+}
+
+} // namespace
+
 std::string styled(std::string_view text, Style style, bool color)
 {
     if (!color) {
         return std::string(text);
     }
-    const char* code = "";
-    switch (style) {
-    case Style::bold:
-        code = "1";
-        break;
-    case Style::red:
-        code = "1;31";
-        break;
-    case Style::yellow:
-        code = "1;33";
-        break;
-    case Style::green:
-        code = "32";
-        break;
-    case Style::cyan:
-        code = "36";
-        break;
-    case Style::dim:
-        code = "2";
-        break;
+    return "\x1b[" + std::string(sgr_code(style)) + "m" + std::string(text) + "\x1b[0m";
+}
+
+std::string terminal_safe(std::string_view text, bool keep_color)
+{
+    std::string out;
+    out.reserve(text.size());
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c == 0x1b && keep_color) {
+            if (const std::size_t n = own_sgr_at(text.substr(i)); n != 0) {
+                out.append(text.substr(i, n));
+                i += n - 1;
+                continue;
+            }
+        }
+        if (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80
+            && static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+            append_hex(out, "\\u00", static_cast<unsigned char>(text[i + 1]));
+            ++i;
+        } else if (c == 0x1b) {
+            out += "\\e";
+        } else if (c == '\r') {
+            out += "\\r";
+        } else if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+            append_hex(out, "\\x", c);
+        } else {
+            out += static_cast<char>(c);
+        }
     }
-    return "\x1b[" + std::string(code) + "m" + std::string(text) + "\x1b[0m";
+    return out;
+}
+
+std::size_t terminal_safe_pending(std::string_view text)
+{
+    const std::size_t from = text.size() > kMaxSgr ? text.size() - kMaxSgr : 0;
+    const auto esc = text.find_last_of('\x1b');
+    if (esc != std::string_view::npos && esc >= from) {
+        const auto tail = text.substr(esc);
+        const bool open = tail.find('m') == std::string_view::npos && (tail.size() < 2 || tail[1] == '[')
+                          && tail.substr(std::min<std::size_t>(2, tail.size())).find_first_not_of("0123456789;") == std::string_view::npos;
+        if (open) {
+            return tail.size();
+        }
+    }
+    return !text.empty() && static_cast<unsigned char>(text.back()) == 0xc2 ? 1 : 0;
 }
 
 std::size_t display_width(std::string_view text)

@@ -92,4 +92,47 @@ run_rc env PASSTHRU_TEST_FAULT=kill@1 PASSTHRU_TEST_FAULT_TRACE=1 "$P" --root "$
 ! grep -q PASSTHRU_TEST_FAULT "$P" || fail "the passthru binary carries the fault hook's environment names"
 section_ok "passthru ignores PASSTHRU_TEST_FAULT and PASSTHRU_TEST_FAULT_TRACE (the hook is in passthru-faults only)"
 
+# --- Medium 7: terminal escapes in host data --------------------------------
+# A VM description (any PVE user with VM.Config rights can set it) and a
+# driver name from sysfs carried ESC[2K and CR to the terminal raw: one could
+# hide a line of the reviewed diff. Human output shows them escaped; JSON
+# carries the exact value.
+section_start
+R=$T/esc
+copy_host epyc-4x2080ti "$R"
+esc_desc=$'hidden\e[2K\rshown'
+esc_drv=$'evil\e[2K\rx'
+own_copy "$R/etc/pve/qemu-server/101.conf"
+{ printf 'description: %s\n' "$esc_desc"; cat "$R/etc/pve/qemu-server/101.conf"; } > "$T/101.conf"
+cat "$T/101.conf" > "$R/etc/pve/qemu-server/101.conf"
+nvme=$(readlink -f "$R/sys/bus/pci/devices/0000:c1:00.0")
+mkdir "$R/sys/bus/pci/drivers/$esc_drv"
+ln -sfn "../../../../bus/pci/drivers/$esc_drv" "$nvme/driver"
+no_raw_esc() { # FILE WHAT: no ESC, CR or other C0 control but newline and tab in FILE
+    if LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$1"; then
+        fail "$2: raw control characters reach the terminal: $(LC_ALL=C grep -a $'[\x01-\x08\x0b-\x1f\x7f]' "$1" | head -2 | cat -v)"
+    fi
+}
+for cmd in "scan" "plan --vm 101 --gpus all" "apply --vm 101 --gpus all --yes" "history" "verify --vm 101" "rollback --yes"; do
+    # shellcheck disable=SC2086
+    run_rc "$P" --root "$R" --color never $cmd
+    crashed "$RC" && fail "escapes: '$cmd' crashed (exit $RC)"
+    no_raw_esc "$T/out" "'$cmd' (stdout)"
+    no_raw_esc "$T/err" "'$cmd' (stderr)"
+done
+run_rc "$P" --root "$R" --color never scan
+grep -qF 'evil\e[2K\rx' "$T/out" || fail "scan does not show the driver name escaped: $(grep -a c1:00.0 "$T/out" | cat -v)"
+run_rc "$P" --root "$R" --color never plan --vm 101 --gpus all
+grep -qF 'description: hidden\e[2K\rshown' "$T/out" || fail "plan does not show the description escaped"
+# --color always: the tool's own colour, and no other escape
+run_rc "$P" --root "$R" --color always plan --vm 101 --gpus all
+LC_ALL=C grep -q $'\e\\[' "$T/out" || fail "--color always: no colour in the plan"
+! LC_ALL=C grep -q $'\e\\[2K\|\r' "$T/out" || fail "--color always: the host's ESC[2K or CR reached the terminal"
+# JSON: the exact value
+[[ $("$P" --root "$R" scan --json | jq -r '.. | objects | select(.address? == "0000:c1:00.0") | .driver') == "$esc_drv" ]] \
+    || fail "scan --json does not carry the driver name exactly"
+"$P" --root "$R" plan --vm 101 --gpus all --json 2> /dev/null | jq -r '.. | strings' > "$T/strings"
+grep -qF "description: $esc_desc" "$T/strings" || fail "plan --json does not carry the description exactly"
+section_ok "control characters in a VM description and a sysfs driver name are escaped in human output, exact in JSON"
+
 finish "hostile input"

@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <cstdio>
+
+namespace passthru::cli {
+
+// Puts util::terminal_safe() between everything the command prints to
+// `stream` (stdout or stderr) and its file descriptor: the stream is replaced
+// by one that escapes control characters in host text on their way out, so
+// every human renderer goes through the one guard. keep_color lets the
+// tool's own colour through. Called once by main; JSON output keeps the
+// plain stdout (it is exact).
+void guard_stream(std::FILE*& stream, bool keep_color);
+
+} // namespace passthru::cli

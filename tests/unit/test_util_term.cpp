@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include <doctest/doctest.h>
+
+#include "util/term.hpp"
+
+using namespace passthru::util;
+
+TEST_SUITE("util::term")
+{
+    TEST_CASE("terminal_safe escapes every control character but newline and tab")
+    {
+        CHECK(terminal_safe("plain text\n\twith a tab\n", false) == "plain text\n\twith a tab\n");
+        CHECK(terminal_safe("a\x1b[2Kb", false) == "a\\e[2Kb");
+        CHECK(terminal_safe("hidden\rshown", false) == "hidden\\rshown");
+        CHECK(terminal_safe(std::string_view("\x00\x07\x7f", 3), false) == "\\x00\\x07\\x7f");
+        CHECK(terminal_safe("\x1b]0;title\x07", true) == "\\e]0;title\\x07");
+        // C1 controls in UTF-8 (U+009B is a one-byte CSI to some terminals); other UTF-8 stays
+        CHECK(terminal_safe("x\xc2\x9b"
+                            "2Ky",
+                            false)
+              == "x\\u009b2Ky");
+        CHECK(terminal_safe("Gr\xc3\xa4"
+                            "fin \xc2\xb5",
+                            false)
+              == "Gr\xc3\xa4"
+                 "fin \xc2\xb5");
+    }
+
+    TEST_CASE("only the tool's own colour passes, and only when colour is on")
+    {
+        const std::string red = styled("error:", Style::red, true);
+        CHECK(terminal_safe(red, true) == red);
+        CHECK(terminal_safe(red, false) == "\\e[1;31merror:\\e[0m");
+        CHECK(terminal_safe("\x1b[8mconcealed", true) == "\\e[8mconcealed");
+        CHECK(terminal_safe("\x1b[1;31", true) == "\\e[1;31");
+    }
+
+    TEST_CASE("a sequence cut between two writes is held back, at most 8 bytes")
+    {
+        CHECK(terminal_safe_pending("text") == 0);
+        CHECK(terminal_safe_pending("text\x1b") == 1);
+        CHECK(terminal_safe_pending("text\x1b[1;3") == 5);
+        CHECK(terminal_safe_pending("text\x1b[1;31m") == 0);
+        CHECK(terminal_safe_pending("text\x1b[2K") == 0);
+        CHECK(terminal_safe_pending("text\xc2") == 1);
+        CHECK(terminal_safe_pending("\x1b[11111111111") == 0);
+    }
+}
