@@ -135,4 +135,25 @@ LC_ALL=C grep -q $'\e\\[' "$T/out" || fail "--color always: no colour in the pla
 grep -qF "description: $esc_desc" "$T/strings" || fail "plan --json does not carry the description exactly"
 section_ok "control characters in a VM description and a sysfs driver name are escaped in human output, exact in JSON"
 
+# --- Medium 8: host strings checked against their grammar before rendering --
+# A driver name with a newline (a sysfs link name) became an `install` line
+# of its own in /etc/modprobe.d/passthru-vfio.conf.
+section_start
+R=$T/grammar
+copy_host epyc-4x2080ti "$R"
+evil=$'nouveau\ninstall vfio_pci touch pwned'
+gpu=$(readlink -f "$R/sys/bus/pci/devices/0000:41:00.0")
+mkdir "$R/sys/bus/pci/drivers/$evil"
+ln -sfn "../../../../bus/pci/drivers/$evil" "$gpu/driver"
+before=$(tree_sum "$R")
+run_rc "$P" --root "$R" plan --vm 101 --gpus all
+[[ $RC -eq 3 ]] || fail "a driver name with a newline: plan exit $RC, expected 3 (refused)"
+grep -qF "passthru: error: refused: will not write /etc/modprobe.d/passthru-vfio.conf: the host driver module 'nouveau\\ninstall vfio_pci touch pwned' is not a module name" "$T/err" \
+    || fail "no clear refusal: $(head -3 "$T/err")"
+run_rc "$P" --root "$R" apply --vm 101 --gpus all --yes
+[[ $RC -eq 3 ]] || fail "a driver name with a newline: apply exit $RC, expected 3"
+[[ $(tree_sum "$R") == "$before" ]] || fail "the refused apply wrote something"
+! grep -rqs '^install vfio_pci touch' "$R/etc" || fail "the driver name became an install line"
+section_ok "a driver name with a newline is refused (exit 3, one line), nothing written"
+
 finish "hostile input"

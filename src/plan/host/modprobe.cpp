@@ -22,6 +22,7 @@
 #include <map>
 #include <set>
 
+#include "format/grammar.hpp"
 #include "format/modprobe_d.hpp"
 #include "plan/host/common.hpp"
 #include "plan/host/drivers.hpp"
@@ -556,9 +557,51 @@ void explain_options(const ModprobeJob& job, std::vector<std::string>& reasons)
     }
 }
 
+// The first value of passthru-vfio.conf that does not match its grammar
+// (format/grammar.hpp), as one line; nullopt when all do. Driver and module
+// names come from sysfs links under the root: a newline in one must not
+// become an `install` line of its own.
+std::optional<std::string> invalid_conf_value(const ModprobeJob& job)
+{
+    using format::Grammar;
+    using format::invalid_value;
+    for (const auto& [name, s] : job.softdeps) {
+        std::vector<std::string> modules{name};
+        modules.insert(modules.end(), s.pre.begin(), s.pre.end());
+        modules.insert(modules.end(), s.post.begin(), s.post.end());
+        for (const auto& m : modules) {
+            if (auto bad = invalid_value(Grammar::module_name, m, "the host driver module")) {
+                return bad;
+            }
+        }
+    }
+    for (const auto& d : job.drivers.drivers) {
+        if (auto bad = invalid_value(Grammar::module_name, d.module, "the blacklisted module")) {
+            return bad;
+        }
+    }
+    for (const auto& id : job.in.vfio_ids) {
+        if (auto bad = invalid_value(Grammar::pci_id, id, "the device id")) {
+            return bad;
+        }
+    }
+    for (const auto& fn : job.in.functions) {
+        if (auto bad = invalid_value(Grammar::pci_address, fn.str(), "the device address")) {
+            return bad;
+        }
+    }
+    return std::nullopt;
+}
+
 // passthru-vfio.conf from its template, staged with its reasons.
 void render_modprobe_conf(ModprobeJob& job)
 {
+    if (auto bad = invalid_conf_value(job)) {
+        job.plan.refusals.push_back({"will not write " + std::string(k_modprobe_conf) + ": " + *bad,
+                                     {"the value comes from the host (sysfs under the root, or the data files); "
+                                      "fix its source, then run 'passthru scan' to check"}});
+        return;
+    }
     std::vector<std::string> reasons{job.binding_reason};
     reasons.insert(reasons.end(), job.kernel_driver_reasons.begin(), job.kernel_driver_reasons.end());
     nlohmann::json devices = hook_devices(job);

@@ -17,6 +17,7 @@
 #include "plan/network/plan.hpp"
 #include "plan/network/routes.hpp"
 #include "plan/planner.hpp"
+#include "format/grammar.hpp"
 #include "format/interfaces.hpp"
 #include "util/strings.hpp"
 
@@ -213,6 +214,13 @@ void plan_network(const PlanContext& ctx, Plan& plan)
     std::vector<std::string> ours = net.bond_slaves;
     ours.push_back(net.bond_name);
     ours.push_back(net.bridge);
+    // Each name becomes an `iface`/`bond-slaves`/`bridge-ports` word of a root-run file.
+    for (const auto& name : ours) {
+        if (auto bad = format::invalid_value(format::Grammar::nic_name, name, "the interface name")) {
+            plan.refusals.push_back({"will not write " + base_path + ": " + *bad, {"name the interface as the kernel does ('ip link')"}});
+            return;
+        }
+    }
     for (const auto& line : file.lines()) {
         if ((line.kind != format::IfLineKind::source && line.kind != format::IfLineKind::source_directory) || line.words.size() < 2) {
             continue;
