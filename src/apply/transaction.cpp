@@ -9,6 +9,7 @@
 #include "util/fault.hpp"
 #include "util/sha256.hpp"
 #include "util/strings.hpp"
+#include "util/temp_name.hpp"
 
 namespace passthru::apply {
 
@@ -156,6 +157,29 @@ void record_after_state(const util::HostFs& fs, Manifest& m)
 }
 
 } // namespace
+
+// Removes the temporary files HostFs::write_file_atomic may have left next
+// to `path` (a kill -9 between writing one and renaming it onto `path`); their
+// names follow from the journaled path (util/temp_name.hpp). One line per
+// failure, for the report.
+void remove_temp_files(const util::HostFs& fs, const std::string& path, std::vector<std::string>& failures)
+{
+    const std::string dir = util::dir_name(path);
+    auto names = fs.list_dir(dir);
+    if (!names) {
+        return; // no directory, no temporary file
+    }
+    const std::string base(util::base_name(path));
+    for (const auto& name : *names) {
+        const std::string tmp = (dir == "/" ? "" : dir) + "/" + name;
+        if (!util::is_temp_name(name, base) || fs.stat(tmp).type != util::FileType::regular) {
+            continue;
+        }
+        if (auto r = fs.remove_file(tmp); !r) {
+            failures.push_back(tmp + ": " + r.error().what() + "; a temporary file of an interrupted write: rm " + tmp);
+        }
+    }
+}
 
 bool rerun_after_restore(const std::vector<std::string>& argv)
 {
@@ -364,6 +388,13 @@ TransactionReport run_transaction(const Journal& journal,
             check(util::fault::check("domain", d.name));
             check(domains->define(d.uri, d.after_xml));
         }
+        std::vector<std::string> stray;
+        for (const auto& c : spec.files) {
+            remove_temp_files(fs, c.path, stray);
+        }
+        if (!stray.empty()) {
+            throw Error(Errc::io, stray.front());
+        }
         for (const auto& d : spec.remove_dirs) {
             if (fs.is_dir(d)) {
                 auto entries = fs.list_dir(d);
@@ -482,6 +513,9 @@ RestoreReport restore_generation(const Journal& journal,
             }
             rep.failures.push_back(std::move(what));
         }
+    }
+    for (const auto& f : m.files) {
+        remove_temp_files(fs, f.path, rep.failures);
     }
     for (auto it = m.created_dirs.rbegin(); it != m.created_dirs.rend(); ++it) {
         if (!fs.is_dir(*it) || fs.stat(*it).type != util::FileType::directory) {

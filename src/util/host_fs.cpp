@@ -17,6 +17,7 @@
 #include <random>
 
 #include "util/fault.hpp"
+#include "util/temp_name.hpp"
 
 namespace passthru::util {
 
@@ -681,7 +682,7 @@ Result<void> HostFs::write_file_atomic(std::string_view host_path,
     }
 
     std::random_device rd;
-    const std::string tmp = dir_local + "/." + std::string(base_name(*resolved)) + ".passthru-" + std::to_string(rd() % 1000000);
+    const std::string tmp = dir_local + "/" + temp_name(base_name(*resolved), static_cast<unsigned>(rd()));
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) {
         return tl::unexpected(io_error("cannot create a temporary file next to", host_path, errno));
@@ -712,6 +713,12 @@ Result<void> HostFs::write_file_atomic(std::string_view host_path,
         const int err = errno;
         ::unlink(tmp.c_str());
         return tl::unexpected(io_error("cannot write", host_path, err));
+    }
+    // Between the temporary file and the rename: a kill here leaves the
+    // temporary file, which recovery and rollback find by its name (temp_name.hpp).
+    if (auto injected = fault::check("rename", host_path); !injected) {
+        ::unlink(tmp.c_str());
+        return tl::unexpected(injected.error());
     }
     if (::rename(tmp.c_str(), target.c_str()) != 0) {
         const int err = errno;

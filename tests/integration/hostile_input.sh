@@ -156,4 +156,40 @@ run_rc "$P" --root "$R" apply --vm 101 --gpus all --yes
 ! grep -rqs '^install vfio_pci touch' "$R/etc" || fail "the driver name became an install line"
 section_ok "a driver name with a newline is refused (exit 3, one line), nothing written"
 
+# --- Medium 4: temporary files of an interrupted write ----------------------
+# A kill -9 between writing ".NAME.passthru-N" and renaming it onto NAME left
+# it (and the directory apply created for it) behind: rollback never removed
+# them, so the tree was not byte-identical.
+section_start
+need_fault_hook
+R=$T/tmpfiles
+copy_host epyc-4x2080ti "$R"
+S0=$(tree_sum "$R")
+# (a) what a kill right after the temporary file was written leaves: the
+# apply stopped at the write of grub.d/passthru.cfg, with its temporary file.
+copy_host epyc-4x2080ti "$T/trace-root"
+PASSTHRU_TEST_FAULT_TRACE=1 "$PF" --root "$T/trace-root" apply --vm 101 --gpus all --yes > /dev/null 2> "$T/trace" || true
+n_write=$(grep -m1 ' write /etc/default/grub.d/passthru.cfg$' "$T/trace" | cut -d' ' -f2)
+[[ -n $n_write ]] || fatal "no write of /etc/default/grub.d/passthru.cfg among the fault points"
+run_rc env PASSTHRU_TEST_FAULT=kill@$n_write "$PF" --root "$R" apply --vm 101 --gpus all --yes
+[[ $RC -eq 137 ]] || fail "kill@$n_write: exit $RC, expected 137"
+printf 'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT iommu=pt"\n' > "$R/etc/default/grub.d/.passthru.cfg.passthru-123456"
+run_rc "$P" --root "$R" rollback
+[[ $RC -eq 0 ]] || fail "rollback after a planted temporary file: exit $RC: $(head -3 "$T/err")"
+[[ $(tree_sum "$R") == "$S0" ]] || fail "rollback left the temporary file (or its directory): $(ls -A "$R/etc/default/grub.d" 2>&1)"
+# (b) a real kill -9 between the temporary file and the rename, for every
+# file apply writes under /etc
+for n in $(grep ' rename /etc/' "$T/trace" | cut -d' ' -f2); do
+    what=$(grep "^fault-point $n " "$T/trace" | cut -d' ' -f3-)
+    copy_host epyc-4x2080ti "$R"
+    run_rc env PASSTHRU_TEST_FAULT=kill@$n "$PF" --root "$R" apply --vm 101 --gpus all --yes
+    [[ $RC -eq 137 ]] || fail "kill@$n ($what): exit $RC, expected 137"
+    ls -A "$R$(dirname "${what#rename }")" | grep -q '\.passthru-[0-9]*$' || fail "kill@$n ($what): no temporary file to test with"
+    run_rc "$P" --root "$R" rollback
+    [[ $RC -eq 0 ]] || fail "kill@$n ($what): rollback exit $RC: $(head -3 "$T/err")"
+    [[ $(tree_sum "$R") == "$S0" ]] || fail "kill@$n ($what): the tree is not byte-identical after rollback (temporary files included)"
+done
+grep -q ' rename /etc/' "$T/trace" || fail "no rename fault point among the writes under /etc"
+section_ok "a kill -9 between a temporary file and its rename: rollback removes it and the directory apply made, byte-identical"
+
 finish "hostile input"
