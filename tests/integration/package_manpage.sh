@@ -142,4 +142,11 @@ if [[ -f /usr/share/bash-completion/bash_completion ]]; then
     fi
 fi
 
+# --- the SAFETY section: the guarantees and the assumptions they rest on --------
+safety=$(awk '/^\.SH SAFETY/ { on = 1; next } on && /^\.SH / { exit } on { print }' "$page")
+[[ -n $safety ]] || fail "the man page has no SAFETY section"
+for want in 'owned by root' 'saved plan' 'Temporary files' 'escaped' 'exit status 3' 'PASSTHRU_TEST_FAULT'; do
+    grep -qF -- "$want" <<<"$safety" || fail "SAFETY does not say '$want'"
+done
+
 finish "man page, --help and completions agree (${#commands[@]} commands)"
