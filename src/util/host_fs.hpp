@@ -40,9 +40,11 @@ struct FileInfo
 };
 
 // An open directory of the host (a sysfs device directory, say) whose entries
-// are read by name with openat(2). Entry names are single components, so a
-// read can never leave the directory; symlinks among the entries are read as
-// links, never followed.
+// are read by name relative to it: opened once, then one openat(2) per file.
+// A name is one component ("vendor") or a relative path below the directory
+// ("12/type", one openat2(2) with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS):
+// no read can leave the directory, and no symlink is followed on the way;
+// symlinks among the entries are read as links (link()), never followed.
 class HostDir
 {
 public:
@@ -63,9 +65,12 @@ public:
     // Target of a symlink entry, verbatim; nullopt when it is not a link.
     std::optional<std::string> link(const char* name) const;
     bool has(const char* name) const;
-    // Names of the entries of the subdirectory `name`, sorted; empty when missing.
+    // Names of the entries of the subdirectory `name` ("." for this one, or a
+    // relative path below it), sorted; empty when missing.
     std::vector<std::string> list(const char* name) const;
-    // The subdirectory `name` (not through a symlink); nullopt when missing.
+    // The subdirectory `name`, one component or a relative path below this
+    // directory ("pci0000:00/0000:00:01.0"); no symlink is followed on the way
+    // and ".." cannot leave the directory. nullopt when missing.
     std::optional<HostDir> subdir(const std::string& name) const;
 
 private:

@@ -95,6 +95,37 @@ TEST_SUITE("util::host_fs")
         CHECK_FALSE(dir->attr("missing"));
     }
 
+    TEST_CASE("HostDir reads relative paths below itself and never through a symlink")
+    {
+        TempDir root;
+        root.write("sys/kernel/iommu_groups/12/type", "DMA\n");
+        root.write("sys/kernel/iommu_groups/12/devices/0000:01:00.0", "");
+        root.write("outside/secret", "no\n");
+        root.write("sys/devices/pci0000:00/0000:00:01.0/vendor", "0x10de\n");
+        root.symlink("sys/kernel/iommu_groups/13", "../../outside");
+        root.symlink("sys/kernel/iommu_groups/14", "12");
+        auto fs = HostFs::open(root.path());
+        REQUIRE(fs);
+        auto top = fs->open_dir("/sys/kernel/iommu_groups");
+        REQUIRE(top);
+        CHECK(top->attr("12/type").value() == "DMA");
+        CHECK(top->list("12/devices") == std::vector<std::string>{"0000:01:00.0"});
+        CHECK_FALSE(top->attr("13/secret"));   // a symlink on the way is not followed
+        CHECK_FALSE(top->attr("14/type"));     // not even one that stays inside
+        CHECK_FALSE(top->attr("../../../outside/secret"));
+        CHECK_FALSE(top->attr("12/../13/secret"));
+        CHECK(top->list("13").empty());
+        auto sys = fs->open_dir("/sys/devices");
+        REQUIRE(sys);
+        auto dev = sys->subdir("pci0000:00/0000:00:01.0");
+        REQUIRE(dev);
+        CHECK(dev->path() == "/sys/devices/pci0000:00/0000:00:01.0");
+        CHECK(dev->attr("vendor").value() == "0x10de");
+        CHECK_FALSE(top->subdir("13"));
+        CHECK_FALSE(top->subdir("../iommu_groups"));
+        CHECK_FALSE(top->subdir("/12"));
+    }
+
     TEST_CASE("paths through '..' resolve while renames race elsewhere on the system")
     {
         // The kernel answers EAGAIN to an openat2 with RESOLVE_IN_ROOT whose ".." resolution
