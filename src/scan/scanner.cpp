@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <functional>
+#include <memory>
 #include <set>
 #include <thread>
 
@@ -17,24 +20,90 @@ constexpr const char* k_pci_devices = "/sys/bus/pci/devices";
 
 std::optional<double> parse_gts(const std::optional<std::string>& speed)
 {
-    // "8.0 GT/s PCIe", "2.5 GT/s", "Unknown"
+    // "8.0 GT/s PCIe", "2.5 GT/s", "Unknown". No exceptions: every SR-IOV
+    // virtual function reports "Unknown", and a throw per function was a
+    // measurable part of a large scan (bench/PROFILE.md).
     if (!speed) {
         return std::nullopt;
     }
-    const auto parts = util::split(*speed, " ");
-    if (parts.empty()) {
+    const std::string_view text = *speed;
+    const std::string_view number = text.substr(0, text.find(' '));
+    double value = 0;
+    const auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+    if (number.empty() || ec != std::errc() || ptr != number.data() + number.size() || value <= 0) {
         return std::nullopt;
     }
-    try {
-        std::size_t used = 0;
-        const double value = std::stod(parts[0], &used);
-        if (used != parts[0].size() || value <= 0) {
-            return std::nullopt;
+    return value;
+}
+
+// What one read of a PCI function's `uevent` says: the kernel writes
+// DRIVER=<name> when a driver is bound (drivers/base/core.c, dev_uevent) and
+// PCI_CLASS, PCI_ID and PCI_SUBSYS_ID from the same pci_dev fields the
+// vendor/device/class/subsystem_* attributes and the driver link show
+// (drivers/pci/pci-driver.c, pci_uevent; docs/facts.md: sysfs uevent).
+struct Uevent
+{
+    bool from_kernel = false; // read, with a well-formed PCI_ID line
+    std::optional<std::uint16_t> vendor;
+    std::optional<std::uint16_t> device;
+    std::optional<std::uint32_t> class_code;
+    std::optional<std::uint16_t> subsystem_vendor;
+    std::optional<std::uint16_t> subsystem_device;
+    std::optional<std::string> driver;
+};
+
+// "10DE:1E07" -> both halves; nullopt unless both are 16-bit hex.
+std::optional<std::pair<std::uint16_t, std::uint16_t>> hex_pair(std::string_view text)
+{
+    const auto colon = text.find(':');
+    if (colon == std::string_view::npos) {
+        return std::nullopt;
+    }
+    const auto a = util::parse_hex(text.substr(0, colon));
+    const auto b = util::parse_hex(text.substr(colon + 1));
+    if (!a || !b || *a > 0xffff || *b > 0xffff) {
+        return std::nullopt;
+    }
+    return std::pair{static_cast<std::uint16_t>(*a), static_cast<std::uint16_t>(*b)};
+}
+
+Uevent parse_uevent(const std::optional<std::string>& text)
+{
+    Uevent out;
+    if (!text) {
+        return out;
+    }
+    std::string_view rest = *text;
+    while (!rest.empty()) {
+        const auto nl = rest.find('\n');
+        const std::string_view line = rest.substr(0, nl);
+        rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+        const auto eq = line.find('=');
+        if (eq == std::string_view::npos) {
+            continue;
         }
-        return value;
-    } catch (const std::exception&) {
-        return std::nullopt;
+        const std::string_view key = line.substr(0, eq);
+        const std::string_view value = line.substr(eq + 1);
+        if (key == "PCI_ID") {
+            if (auto ids = hex_pair(value)) {
+                out.vendor = ids->first;
+                out.device = ids->second;
+                out.from_kernel = true;
+            }
+        } else if (key == "PCI_SUBSYS_ID") {
+            if (auto ids = hex_pair(value)) {
+                out.subsystem_vendor = ids->first;
+                out.subsystem_device = ids->second;
+            }
+        } else if (key == "PCI_CLASS") {
+            if (auto code = util::parse_hex(value); code && *code <= 0xffffff) {
+                out.class_code = static_cast<std::uint32_t>(*code);
+            }
+        } else if (key == "DRIVER" && !value.empty()) {
+            out.driver = std::string(value);
+        }
     }
+    return out;
 }
 
 template<typename T>
@@ -126,19 +195,33 @@ std::optional<std::string> speed_text(const std::optional<int>& code)
     return std::string(k_speeds[*code - 1]);
 }
 
-PciDevice read_pci_device(const util::HostFs& fs, LibPci& pci, const util::HostDir& devices_dir, const std::string& name,
-                          const PciAddress& addr, std::vector<Problem>& problems)
+// The function's sysfs directory. The kernel's link target gives its place
+// in the topology; the directory is opened below the open /sys/devices with
+// no symlink followed (a walk of the few components under it), else through
+// the link, confined to the root.
+Result<util::HostDir> open_device_dir(const util::HostFs& fs, const util::HostDir& devices_dir,
+                                      const std::optional<util::HostDir>& sys_devices, const std::string& name)
 {
-    PciDevice dev;
-    dev.address = addr;
-    const std::string entry = std::string(k_pci_devices) + "/" + name;
-    // The kernel's link target gives the device's place in the topology
-    // without a second path walk; the open itself stays confined to the root.
     std::optional<std::string> known;
     if (auto link = devices_dir.link(name.c_str())) {
         known = util::join_host_path(devices_dir.path(), *link);
+        if (sys_devices && known->size() > sys_devices->path().size() + 1 && known->starts_with(sys_devices->path())
+            && (*known)[sys_devices->path().size()] == '/') {
+            if (auto dir = sys_devices->subdir(known->substr(sys_devices->path().size() + 1))) {
+                return std::move(*dir);
+            }
+        }
     }
-    auto dir = fs.open_dir(entry, known);
+    return fs.open_dir(std::string(k_pci_devices) + "/" + name, known);
+}
+
+PciDevice read_pci_device(const util::HostFs& fs, LibPci& pci, const util::HostDir& devices_dir,
+                          const std::optional<util::HostDir>& sys_devices, const std::string& name, const PciAddress& addr,
+                          std::vector<Problem>& problems)
+{
+    PciDevice dev;
+    dev.address = addr;
+    auto dir = open_device_dir(fs, devices_dir, sys_devices, name);
     if (!dir) {
         problems.push_back({Severity::warning, name + ": cannot open its sysfs directory (" + dir.error().what() + ")",
                             "the device is listed without details"});
@@ -146,16 +229,28 @@ PciDevice read_pci_device(const util::HostFs& fs, LibPci& pci, const util::HostD
     }
     dev.sysfs_path = dir->path();
     const std::string a = addr.str();
-    dev.vendor = hex_attr<std::uint16_t>(*dir, "vendor", 0xffff, a, problems);
-    dev.device = hex_attr<std::uint16_t>(*dir, "device", 0xffff, a, problems);
-    dev.class_code = hex_attr<std::uint32_t>(*dir, "class", 0xffffff, a, problems);
+    // One read of uevent gives ids, class, subsystem and driver; the
+    // attributes and the driver link remain the fallback for what it lacks
+    // (trees copied without it).
+    const Uevent ue = parse_uevent(dir->attr("uevent"));
+    if (ue.from_kernel) {
+        dev.vendor = ue.vendor;
+        dev.device = ue.device;
+    } else {
+        dev.vendor = hex_attr<std::uint16_t>(*dir, "vendor", 0xffff, a, problems);
+        dev.device = hex_attr<std::uint16_t>(*dir, "device", 0xffff, a, problems);
+    }
+    dev.class_code = ue.class_code ? ue.class_code : hex_attr<std::uint32_t>(*dir, "class", 0xffffff, a, problems);
     // One read of the config space gives what would otherwise be nine
     // attribute files (subsystem, revision, link status and capabilities,
     // ACS, SR-IOV); the attributes remain the fallback when the bytes are
     // short (an unprivileged read returns 64 bytes).
     std::string config = dir->read("config", 4096).value_or(std::string());
     const auto facts = pci.parse_config(addr, config);
-    if (facts.subsystem_vendor && facts.subsystem_device) {
+    if (ue.subsystem_vendor && ue.subsystem_device) {
+        dev.subsystem_vendor = ue.subsystem_vendor;
+        dev.subsystem_device = ue.subsystem_device;
+    } else if (facts.subsystem_vendor && facts.subsystem_device) {
         dev.subsystem_vendor = facts.subsystem_vendor;
         dev.subsystem_device = facts.subsystem_device;
     } else {
@@ -165,7 +260,9 @@ PciDevice read_pci_device(const util::HostFs& fs, LibPci& pci, const util::HostD
         dev.subsystem_device = hex_attr<std::uint16_t>(*dir, "subsystem_device", 0xffff, a, problems);
     }
     dev.revision = facts.revision ? facts.revision : hex_attr<std::uint8_t>(*dir, "revision", 0xff, a, problems);
-    if (auto drv = dir->link("driver")) {
+    if (ue.from_kernel) {
+        dev.driver = ue.driver;
+    } else if (auto drv = dir->link("driver")) {
         dev.driver = std::string(util::base_name(*drv));
     }
     if (auto ov = dir->attr("driver_override"); ov && *ov != "(null)" && !ov->empty()) {
@@ -268,6 +365,11 @@ Result<std::vector<PciDevice>> scan_pci_devices(const util::HostFs& fs, std::vec
         return tl::unexpected(devices_dir.error());
     }
 
+    std::optional<util::HostDir> sys_devices;
+    if (auto d = fs.open_dir("/sys/devices")) {
+        sys_devices = std::move(*d);
+    }
+
     std::vector<std::pair<std::string, PciAddress>> entries;
     entries.reserve(names->size());
     for (const auto& name : *names) {
@@ -292,7 +394,7 @@ Result<std::vector<PciDevice>> scan_pci_devices(const util::HostFs& fs, std::vec
         // its own pci_access.
         LibPci pci(sysfs_path);
         for (std::size_t i = w; i < entries.size(); i += workers) {
-            devices[i] = read_pci_device(fs, pci, *devices_dir, entries[i].first, entries[i].second, worker_problems[w]);
+            devices[i] = read_pci_device(fs, pci, *devices_dir, sys_devices, entries[i].first, entries[i].second, worker_problems[w]);
         }
         worker_warnings[w] = pci.warnings();
     };
@@ -361,6 +463,11 @@ Result<std::vector<PciDevice>> scan_pci_devices(const util::HostFs& fs, std::vec
 
 std::map<int, IommuGroup> scan_iommu_groups(const util::HostFs& fs)
 {
+    return scan_iommu_groups(fs, [](int) { return true; });
+}
+
+std::map<int, IommuGroup> scan_iommu_groups(const util::HostFs& fs, const std::function<bool(int)>& list_members)
+{
     std::map<int, IommuGroup> groups;
     auto top = fs.open_dir("/sys/kernel/iommu_groups");
     if (!top) {
@@ -371,23 +478,60 @@ std::map<int, IommuGroup> scan_iommu_groups(const util::HostFs& fs)
         if (!number || *number < 0) {
             continue;
         }
-        auto dir = top->subdir(name);
-        if (!dir) {
-            continue;
-        }
+        // "N/devices" and "N/type" relative to the one open iommu_groups
+        // directory: no descriptor of its own per group.
         IommuGroup group;
         group.number = static_cast<int>(*number);
-        for (const auto& d : dir->list("devices")) {
-            if (auto addr = PciAddress::parse(d)) {
-                group.devices.push_back(*addr);
+        if (list_members(group.number)) {
+            for (const auto& d : top->list((name + "/devices").c_str())) {
+                if (auto addr = PciAddress::parse(d)) {
+                    group.devices.push_back(*addr);
+                }
             }
         }
         std::sort(group.devices.begin(), group.devices.end());
-        group.type = dir->attr("type");
+        group.type = top->attr((name + "/type").c_str());
         groups.emplace(group.number, std::move(group));
     }
     return groups;
 }
+
+namespace {
+
+// Which IOMMU groups scan lists the devices/ directory of. The kernel makes
+// a function's iommu_group link and its entry in the group's devices/ in one
+// step (drivers/iommu/iommu.c, iommu_group_add_device; docs/facts.md: IOMMU
+// groups in sysfs), so the links of the scanned functions already give every
+// membership. The listing is still read where it can say more: every group
+// when a function has no iommu_group link (it may be listed somewhere), the
+// groups a GPU card's functions are in (a member missing from
+// /sys/bus/pci/devices changes the card's isolation verdict), and groups no
+// scanned function links to.
+std::function<bool(int)> groups_to_list(const std::vector<PciDevice>& devices)
+{
+    bool gap = false;
+    std::set<std::string> gpu_slots;
+    for (const auto& dev : devices) {
+        gap = gap || !dev.iommu_group;
+        if (dev.is_display() && !dev.is_virtfn) {
+            gpu_slots.insert(dev.address.slot());
+        }
+    }
+    if (gap) {
+        return [](int) { return true; };
+    }
+    auto linked = std::make_shared<std::set<int>>();
+    auto must_list = std::make_shared<std::set<int>>();
+    for (const auto& dev : devices) {
+        linked->insert(*dev.iommu_group);
+        if (!dev.is_virtfn && gpu_slots.contains(dev.address.slot())) {
+            must_list->insert(*dev.iommu_group);
+        }
+    }
+    return [linked, must_list](int number) { return must_list->contains(number) || !linked->contains(number); };
+}
+
+} // namespace
 
 Result<Inventory> scan_host(const util::HostFs& fs, const util::CommandRunner& runner, const KernelCutoffs& cutoffs)
 {
@@ -398,7 +542,7 @@ Result<Inventory> scan_host(const util::HostFs& fs, const util::CommandRunner& r
         return tl::unexpected(devices.error());
     }
     inv.devices = std::move(*devices);
-    inv.groups = scan_iommu_groups(fs);
+    inv.groups = scan_iommu_groups(fs, groups_to_list(inv.devices));
     // Group membership from the devices' own links fills gaps in the group
     // directory listing, and vice versa.
     std::map<PciAddress, int> group_of;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 
+#include <functional>
+
 #include "scan/inventory.hpp"
 #include "util/command_runner.hpp"
 #include "util/error.hpp"
@@ -22,6 +24,10 @@ Result<Inventory> scan_host(const util::HostFs& fs, const util::CommandRunner& r
 // Parts of scan_host, exposed for tests.
 Result<std::vector<PciDevice>> scan_pci_devices(const util::HostFs& fs, std::vector<Problem>& problems);
 std::map<int, IommuGroup> scan_iommu_groups(const util::HostFs& fs);
+// Lists the devices/ directory only of the groups list_members() accepts;
+// the others get their type and no members (scan_host fills them in from the
+// functions' own iommu_group links).
+std::map<int, IommuGroup> scan_iommu_groups(const util::HostFs& fs, const std::function<bool(int)>& list_members);
 HostInfo scan_host_info(const util::HostFs& fs, const util::CommandRunner& runner);
 std::vector<GpuCard> find_gpu_cards(const std::vector<PciDevice>& devices, const std::map<int, IommuGroup>& groups);
 // Appends readiness problems (IOMMU, interrupt remapping, links, groups...).

@@ -98,6 +98,50 @@ TEST_SUITE("scan::scanner")
         CHECK(inv.gpus[0].functions.size() == 1);
     }
 
+    TEST_CASE("one read of uevent gives ids, class, subsystem and driver; attributes stay the fallback")
+    {
+        FakeHost host;
+        // No vendor/device/class/subsystem attributes and no driver link: only uevent has them.
+        host.add("0000:01:00.0")
+            .group(4)
+            .attr("uevent", "DRIVER=vfio-pci\nPCI_CLASS=30000\nPCI_ID=10DE:1E07\nPCI_SUBSYS_ID=1458:37A9\n"
+                            "PCI_SLOT_NAME=0000:01:00.0\nMODALIAS=pci:v000010DEd00001E07sv00001458sd000037A9bc03sc00i00");
+        // uevent without DRIVER: no driver, even with a stale link.
+        host.add("0000:02:00.0").group(5).driver("nouveau").attr("uevent", "PCI_CLASS=40300\nPCI_ID=10DE:10F7\nPCI_SUBSYS_ID=0000:0000");
+        // A garbled uevent is no evidence: attributes and link as before.
+        host.add("0000:03:00.0").ids(0x8086, 0x1533).pci_class(0x020000).group(6).driver("igb").attr("uevent", "PCI_ID=zz");
+        const auto inv = scan_of(host);
+        REQUIRE(inv.devices.size() == 3);
+        const auto& gpu = inv.devices[0];
+        CHECK(gpu.vendor == 0x10de);
+        CHECK(gpu.device == 0x1e07);
+        CHECK(gpu.class_code == 0x030000u);
+        CHECK(gpu.subsystem_vendor == 0x1458);
+        CHECK(gpu.subsystem_device == 0x37a9);
+        CHECK(gpu.driver == "vfio-pci");
+        CHECK_FALSE(has_problem(inv, "0000:01:00.0: sysfs attribute"));
+        CHECK(inv.devices[1].class_code == 0x040300u);
+        CHECK_FALSE(inv.devices[1].driver.has_value());
+        CHECK(inv.devices[2].vendor == 0x8086);
+        CHECK(inv.devices[2].driver == "igb");
+        REQUIRE(inv.gpus.size() == 1);
+    }
+
+    TEST_CASE("a GPU's group lists a function sysfs does not show: still host-critical")
+    {
+        // scan reads the devices/ listing of GPU groups even when every function has its link.
+        FakeHost host;
+        host.add("0000:01:00.0").ids(0x10de, 0x1e07).pci_class(0x030000).group(7);
+        host.add("0000:05:00.0").ids(0x8086, 0x1533).pci_class(0x020000).group(8);
+        host.dir.symlink("sys/kernel/iommu_groups/7/devices/0000:02:00.0", "../../../../devices/pci0000:00/0000:02:00.0");
+        const auto inv = scan_of(host);
+        REQUIRE(inv.gpus.size() == 1);
+        CHECK(inv.gpus[0].isolation == scan::Isolation::shared);
+        CHECK(inv.gpus[0].host_critical == std::vector<scan::PciAddress>{*scan::PciAddress::parse("0000:02:00.0")});
+        CHECK(inv.groups.at(8).devices == std::vector<scan::PciAddress>{*scan::PciAddress::parse("0000:05:00.0")});
+        CHECK(inv.groups.at(8).type == "DMA");
+    }
+
     TEST_CASE("missing and garbage attributes leave the device listed with empty fields")
     {
         FakeHost host;
