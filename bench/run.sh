@@ -1,23 +1,28 @@
 #!/usr/bin/env bash
-# Benchmark (not a test): passthru scan --json vs lspci -nn vs the usual shell loop over
-# /sys/kernel/iommu_groups, on generated trees of about 300, 3,000 and 10,000 PCI functions
-# (an 8-GPU server behind PCIe switches plus SR-IOV NIC virtual functions).
+# Benchmark (not a test): passthru scan --json against lspci -nn on generated trees of about
+# 300, 3,000 and 10,000 PCI functions (an 8-GPU server behind PCIe switches plus SR-IOV NIC
+# virtual functions), and plan / apply --dry-run on the seed host (epyc-4x2080ti).
 #
 #   bench/run.sh [PASSTHRU_BINARY]
-#   env: RUNS=5 (runs per command), SIZES="300 3000 10000",
-#        LOOP_SAMPLE=300 (iterations of the shell loop actually timed when a tree has more
-#        functions than that; the full-loop time is then extrapolated and marked "~")
+#   env: RUNS=5 (pairs per size, at least 5), SIZES="300 3000 10000",
+#        LOOP=0 (1 also times the usual shell loop over /sys/kernel/iommu_groups, one lspci per
+#        entry; LOOP_SAMPLE=300 iterations timed and scaled to all entries, marked "~")
 #
+# scan and lspci run in pairs, one right after the other (scan, lspci, scan, lspci, ...), and the
+# ratio is taken per pair: on a shared machine both halves of a pair see about the same load,
+# so the median of the pairwise ratios is steadier than a ratio of medians.
 # Needs python3, pciutils (lspci) and GNU time (/usr/bin/time, package "time").
-# Prints a markdown table: median wall time, ratio to lspci -nn, peak RSS.
+# Prints markdown tables: median wall times, median pairwise ratio, peak RSS; load average.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(dirname "$here")
 bin=${1:-${PASSTHRU:-$repo/build/passthru}}
 runs=${RUNS:-5}
 sizes=${SIZES:-"300 3000 10000"}
+loop=${LOOP:-0}
 loop_sample=${LOOP_SAMPLE:-300}
 [[ -x "$bin" ]] || { echo "bench: error: passthru binary not found: $bin" >&2; exit 2; }
+[[ "$runs" -ge 5 ]] || { echo "bench: error: RUNS must be at least 5" >&2; exit 2; }
 command -v lspci >/dev/null || { echo "bench: error: lspci (pciutils) is needed" >&2; exit 2; }
 [[ -x /usr/bin/time ]] || { echo "bench: error: /usr/bin/time (package time) is needed" >&2; exit 2; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/passthru-bench.XXXXXX")
@@ -25,19 +30,16 @@ trap 'rm -rf "$tmp"' EXIT
 
 now_ns() { date +%s%N; }
 
-# time_cmd OUTVAR_PREFIX cmd... : one run, sets $wall (seconds) and $rss (KB)
+# time_cmd cmd... : one run, sets $wall (seconds) and $rss (KB); output discarded
 time_cmd() {
     local t0 t1
     t0=$(now_ns)
     /usr/bin/time -f %M -o "$tmp/rss" "$@" >/dev/null 2>"$tmp/err" || {
         echo "bench: error: command failed: $*" >&2; cat "$tmp/err" >&2; exit 1; }
     t1=$(now_ns)
-    wall=$(python3 -c "print(($t1 - $t0) / 1e9)")
+    wall=$(( t1 - t0 ))
     rss=$(tail -n 1 "$tmp/rss")
 }
-
-median() { python3 -c 'import statistics,sys; print("%.4f" % statistics.median(float(x) for x in sys.argv[1:]))' "$@"; }
-maxof() { python3 -c 'import sys; print(max(int(x) for x in sys.argv[1:]))' "$@"; }
 
 shell_loop() {  # the loop users paste from guides, over the tree T, first $2 entries (0 = all)
     local T=$1 limit=$2 i=0 d n
@@ -51,43 +53,80 @@ shell_loop() {  # the loop users paste from guides, over the tree T, first $2 en
 }
 export -f shell_loop
 
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 rows=()
 for size in $sizes; do
     T="$tmp/tree-$size"
     nfun=$(python3 "$repo/tests/fixtures/gen_host.py" --bench "$size" "$T")
     ngroups=$(ls "$T/sys/kernel/iommu_groups" | wc -l)
-    scan_t=() scan_r=() lspci_t=() lspci_r=()
+    # one untimed run of each warms the page and dentry caches
+    "$bin" --root "$T" scan --json >/dev/null
+    lspci -A linux-sysfs -O sysfs.path="$T/sys/bus/pci" -nn >/dev/null
+    pairs=()
     for _ in $(seq "$runs"); do
-        time_cmd "$bin" --root "$T" scan --json; scan_t+=("$wall"); scan_r+=("$rss")
-        time_cmd lspci -A linux-sysfs -O sysfs.path="$T/sys/bus/pci" -nn; lspci_t+=("$wall"); lspci_r+=("$rss")
+        time_cmd "$bin" --root "$T" scan --json; sw=$wall; sr=$rss
+        time_cmd lspci -A linux-sysfs -O sysfs.path="$T/sys/bus/pci" -nn
+        pairs+=("$sw:$sr:$wall:$rss")
     done
-    # the loop: all iterations when small enough, else a timed sample, extrapolated
-    nentries=$(ls -d "$T"/sys/kernel/iommu_groups/*/devices/* | wc -l)
-    loop_runs=$runs; limit=0; approx=""
-    if [[ $nentries -gt $loop_sample ]]; then limit=$loop_sample; approx="~"; loop_runs=1; fi
-    loop_t=() loop_r=()
-    for _ in $(seq "$loop_runs"); do
+    loop_cell="-"
+    if [[ "$loop" == 1 ]]; then
+        nentries=$(ls -d "$T"/sys/kernel/iommu_groups/*/devices/* | wc -l)
+        limit=0; approx=""
+        if [[ $nentries -gt $loop_sample ]]; then limit=$loop_sample; approx="~"; fi
         time_cmd bash -c "shell_loop '$T' $limit"
-        if [[ $limit -gt 0 ]]; then wall=$(python3 -c "print($wall * $nentries / $limit)"); fi
-        loop_t+=("$wall"); loop_r+=("$rss")
-    done
-    s=$(median "${scan_t[@]}"); l=$(median "${lspci_t[@]}"); o=$(median "${loop_t[@]}")
-    rows+=("$(python3 - "$nfun" "$ngroups" "$s" "$l" "$o" "$(maxof "${scan_r[@]}")" "$(maxof "${lspci_r[@]}")" "$(maxof "${loop_r[@]}")" "$approx" "$runs" "$loop_runs" <<'PY'
-import sys
-n, g, s, l, o, rs, rl, ro, approx, runs, loop_runs = sys.argv[1:]
-s, l, o = float(s), float(l), float(o)
-print("| %s | %s | %.3f s | %.3f s | %s%.1f s | %.2f | %s%.0f | %.1f MB | %.1f MB | %.1f MB | %s/%s |" % (
-    n, g, s, l, approx, o, s / l, approx, o / s, int(rs) / 1024, int(rl) / 1024, int(ro) / 1024, runs, loop_runs))
+        loop_cell=$(python3 -c "import sys; w=$wall/1e9; n=$nentries; l=$limit; print('%s%.1f s' % ('$approx', w * n / l if l else w))")
+    fi
+    rows+=("$(python3 - "$nfun" "$ngroups" "$loop_cell" "${pairs[@]}" <<'PY'
+import statistics, sys
+n, g, loop = sys.argv[1:4]
+pairs = [tuple(int(x) for x in p.split(":")) for p in sys.argv[4:]]
+scan = statistics.median(p[0] for p in pairs) / 1e9
+lspci = statistics.median(p[2] for p in pairs) / 1e9
+ratios = sorted(p[0] / p[2] for p in pairs)
+print("| %s | %s | %.3f s | %.3f s | **%.2f** | %.2f–%.2f | %.1f MB | %.1f MB | %s | %d |" % (
+    n, g, scan, lspci, statistics.median(ratios), ratios[0], ratios[-1],
+    max(p[1] for p in pairs) / 1024, max(p[3] for p in pairs) / 1024, loop, len(pairs)))
 PY
 )")
 done
 
+# plan and apply --dry-run on the seed host (a copy; --dry-run writes nothing)
+seed="$tmp/seed"
+cp -a "$repo/tests/fixtures/hosts/epyc-4x2080ti" "$seed"
+req=(--vm 101 --gpus all)
+cmd_rows=()
+for what in "plan ${req[*]} --json" "apply ${req[*]} --dry-run" "scan --json"; do
+    read -r -a args <<<"$what"
+    "$bin" --root "$seed" "${args[@]}" >/dev/null
+    ts=() rs=()
+    for _ in $(seq "$runs"); do
+        time_cmd "$bin" --root "$seed" "${args[@]}"; ts+=("$wall"); rs+=("$rss")
+    done
+    cmd_rows+=("$(python3 - "$what" "${#ts[@]}" "${ts[@]}" "${rs[@]}" <<'PY'
+import statistics, sys
+what, k = sys.argv[1], int(sys.argv[2])
+ts = [int(x) / 1e6 for x in sys.argv[3:3 + k]]
+rs = [int(x) for x in sys.argv[3 + k:]]
+print("| `%s` | %.1f ms | %.1f–%.1f ms | %.1f MB | %d |" % (what, statistics.median(ts), min(ts), max(ts), max(rs) / 1024, k))
+PY
+)")
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
 echo "passthru: $bin"
 echo "lspci: $(lspci --version)"
-echo "machine: $(nproc) CPUs, $(uname -r)"
+echo "machine: $(nproc) CPUs, $(uname -r); load average before: $load_before, after: $load_after"
 echo
-echo "| functions | IOMMU groups | scan --json (median) | lspci -nn (median) | shell loop | scan / lspci | loop / scan | scan peak RSS | lspci peak RSS | loop peak RSS | runs (scan, lspci / loop) |"
-echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| functions | IOMMU groups | scan --json (median) | lspci -nn (median) | scan / lspci (median of pairs) | pair range | scan peak RSS | lspci peak RSS | shell loop | pairs |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 printf '%s\n' "${rows[@]}"
 echo
-echo "~ = shell loop timed on its first $loop_sample iterations and scaled to all entries (one lspci per entry)."
+echo "Seed host (tests/fixtures/hosts/epyc-4x2080ti):"
+echo
+echo "| command | wall (median) | range | peak RSS | runs |"
+echo "|---|---:|---:|---:|---:|"
+printf '%s\n' "${cmd_rows[@]}"
+if [[ "$loop" == 1 ]]; then
+    echo
+    echo "~ = shell loop timed on its first $loop_sample iterations and scaled to all entries (one lspci per entry)."
+fi
