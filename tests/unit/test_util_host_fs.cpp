@@ -110,8 +110,8 @@ TEST_SUITE("util::host_fs")
         REQUIRE(top);
         CHECK(top->attr("12/type").value() == "DMA");
         CHECK(top->list("12/devices") == std::vector<std::string>{"0000:01:00.0"});
-        CHECK_FALSE(top->attr("13/secret"));   // a symlink on the way is not followed
-        CHECK_FALSE(top->attr("14/type"));     // not even one that stays inside
+        CHECK_FALSE(top->attr("13/secret")); // a symlink on the way is not followed
+        CHECK_FALSE(top->attr("14/type"));   // not even one that stays inside
         CHECK_FALSE(top->attr("../../../outside/secret"));
         CHECK_FALSE(top->attr("12/../13/secret"));
         CHECK(top->list("13").empty());
