@@ -60,8 +60,8 @@ for size in $sizes; do
     nfun=$(python3 "$repo/tests/fixtures/gen_host.py" --bench "$size" "$T")
     ngroups=$(ls "$T/sys/kernel/iommu_groups" | wc -l)
     # one untimed run of each warms the page and dentry caches
-    "$bin" --root "$T" scan --json >/dev/null
-    lspci -A linux-sysfs -O sysfs.path="$T/sys/bus/pci" -nn >/dev/null
+    "$bin" --root "$T" scan --json >/dev/null 2>&1
+    lspci -A linux-sysfs -O sysfs.path="$T/sys/bus/pci" -nn >/dev/null 2>&1
     pairs=()
     for _ in $(seq "$runs"); do
         time_cmd "$bin" --root "$T" scan --json; sw=$wall; sr=$rss
@@ -97,7 +97,7 @@ req=(--vm 101 --gpus all)
 cmd_rows=()
 for what in "plan ${req[*]} --json" "apply ${req[*]} --dry-run" "scan --json"; do
     read -r -a args <<<"$what"
-    "$bin" --root "$seed" "${args[@]}" >/dev/null
+    "$bin" --root "$seed" "${args[@]}" >/dev/null 2>&1
     ts=() rs=()
     for _ in $(seq "$runs"); do
         time_cmd "$bin" --root "$seed" "${args[@]}"; ts+=("$wall"); rs+=("$rss")
