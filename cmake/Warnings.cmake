@@ -8,10 +8,12 @@ target_compile_options(passthru_warnings INTERFACE
   -Werror=return-type -Werror=switch
   $<$<BOOL:${PASSTHRU_WARNINGS_AS_ERRORS}>:-Werror>)
 
+# Sanitizers for every target (scripts/test-sanitize.sh builds with address;undefined).
+# Nothing recovers: the first report ends the process, so it cannot go unnoticed.
 set(PASSTHRU_SANITIZE "" CACHE STRING "Sanitizers, e.g. address;undefined")
 if(PASSTHRU_SANITIZE)
   list(JOIN PASSTHRU_SANITIZE "," _passthru_san)
-  add_compile_options(-fsanitize=${_passthru_san} -fno-omit-frame-pointer)
-  add_link_options(-fsanitize=${_passthru_san})
+  add_compile_options(-fsanitize=${_passthru_san} -fno-sanitize-recover=all -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=${_passthru_san} -fno-sanitize-recover=all)
 endif()
 add_compile_definitions($<$<CONFIG:Debug>:_GLIBCXX_ASSERTIONS>)
