@@ -413,7 +413,7 @@ std::vector<std::pair<ModprobeKind, format::ModprobeLine>> locate(ModprobeJob& j
                                         + file.path + ", but passthru cannot tell its line; check that file by hand");
         }
         for (auto& l : lines) {
-            const auto line_no = l.first;  // read before l is moved into the pair
+            const auto line_no = l.first; // read before l is moved into the pair
             by_line.emplace(line_no, std::make_pair(d.kind, std::move(l)));
         }
     }
