@@ -231,21 +231,10 @@ TransactionSpec spec_from_plan(const plan::Plan& plan, nlohmann::json request)
     return spec;
 }
 
-TransactionReport run_transaction(const Journal& journal,
-                                  util::CommandRunner& runner,
-                                  const TransactionSpec& spec,
-                                  const Progress& progress,
-                                  const DomainHooks* domains)
-{
-    const util::HostFs& fs = journal.fs();
+namespace {
 
-    // 1. Preflight: nothing is written until every target is known to be safe.
-    if (!spec.domains.empty() && (domains == nullptr || !domains->define || !domains->restore)) {
-        throw Error(Errc::precondition, "this build cannot change libvirt domains, and the plan changes "
-                                            + std::to_string(spec.domains.size()) + " of them");
-    }
-    std::set<std::string> seen;
-    std::vector<CurrentFile> current;
+Manifest new_manifest(const Journal& journal, const TransactionSpec& spec)
+{
     Manifest m;
     m.id = journal.next_id();
     m.kind = spec.kind;
@@ -255,67 +244,74 @@ TransactionReport run_transaction(const Journal& journal,
     m.gpus = spec.gpus;
     m.kernel_args = spec.kernel_args;
     m.undoes = spec.undoes;
-    for (const auto& c : spec.files) {
-        if (c.path.empty() || c.path.front() != '/' || !seen.insert(c.path).second) {
-            throw Error(Errc::internal, "bad or duplicate path in the plan: '" + c.path + "'");
-        }
-        CurrentFile cur = read_current(fs, c.path);
-        if (cur.info.type != util::FileType::regular && cur.info.type != util::FileType::missing) {
-            throw Error(Errc::precondition, "refusing to change " + c.path + ": it is " + type_name(cur.info.type))
-                .with_hint("passthru only replaces regular files; make " + c.path + " a regular file, or change it by hand");
-        }
-        const std::optional<std::string> sha = cur.content ? std::optional(util::sha256_hex(*cur.content)) : std::nullopt;
-        if (c.expected_before_sha256 != sha) {
-            if (!sha) {
-                throw replan_error(c.path + " was removed since the plan was made");
-            }
-            if (!c.expected_before_sha256) {
-                throw replan_error(c.path + " was created since the plan was made");
-            }
-            throw replan_error(c.path + " changed since the plan was made");
-        }
-        if (c.action == FileAction::create && sha) {
-            throw replan_error(c.path + " exists, but the plan creates it");
-        }
-        if (c.action != FileAction::create && !sha) {
-            throw replan_error(c.path + " does not exist, but the plan changes it");
-        }
-        JournalFile jf;
-        jf.path = c.path;
-        jf.action = c.action;
-        jf.before_sha256 = sha;
-        jf.after_sha256 = c.after ? std::optional(util::sha256_hex(*c.after)) : std::nullopt;
-        jf.mode = sha ? cur.info.mode : c.mode;
-        jf.uid = sha ? cur.info.uid : 0;
-        jf.gid = sha ? cur.info.gid : 0;
-        m.files.push_back(std::move(jf));
-        // Directories a created file needs, parents first.
-        if (c.action != FileAction::remove) {
-            std::vector<std::string> missing;
-            for (std::string d = util::dir_name(c.path); d != "/"; d = util::dir_name(d)) {
-                if (fs.is_dir(d)) {
-                    break;
-                }
-                if (fs.stat(d).type != util::FileType::missing) {
-                    throw Error(Errc::precondition, "cannot create " + c.path + ": " + d + " is not a directory");
-                }
-                missing.push_back(d);
-            }
-            for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
-                if (std::find(m.created_dirs.begin(), m.created_dirs.end(), *it) == m.created_dirs.end()) {
-                    m.created_dirs.push_back(*it);
-                }
-            }
-        }
-        current.push_back(std::move(cur));
+    return m;
+}
+
+// Preflight of one planned file: it is still what the plan saw and a
+// regular file (or missing). Returns what is there now and its journal entry.
+std::pair<CurrentFile, JournalFile> preflight_file(const util::HostFs& fs, const Change& c)
+{
+    CurrentFile cur = read_current(fs, c.path);
+    if (cur.info.type != util::FileType::regular && cur.info.type != util::FileType::missing) {
+        throw Error(Errc::precondition, "refusing to change " + c.path + ": it is " + type_name(cur.info.type))
+            .with_hint("passthru only replaces regular files; make " + c.path + " a regular file, or change it by hand");
     }
-    for (const auto& cmd : spec.commands) {
-        m.commands.push_back(journal_command(cmd.argv, cmd.reason));
+    const std::optional<std::string> sha = cur.content ? std::optional(util::sha256_hex(*cur.content)) : std::nullopt;
+    if (c.expected_before_sha256 != sha) {
+        if (!sha) {
+            throw replan_error(c.path + " was removed since the plan was made");
+        }
+        if (!c.expected_before_sha256) {
+            throw replan_error(c.path + " was created since the plan was made");
+        }
+        throw replan_error(c.path + " changed since the plan was made");
     }
-    // Files an after-step edits that the plan does not write are journaled
-    // too (pre-image now, state after the steps later), so a rollback puts
-    // them back and sees no drift that passthru itself caused.
-    std::vector<std::pair<std::string, std::string>> step_pre_images;
+    if (c.action == FileAction::create && sha) {
+        throw replan_error(c.path + " exists, but the plan creates it");
+    }
+    if (c.action != FileAction::create && !sha) {
+        throw replan_error(c.path + " does not exist, but the plan changes it");
+    }
+    JournalFile jf;
+    jf.path = c.path;
+    jf.action = c.action;
+    jf.before_sha256 = sha;
+    jf.after_sha256 = c.after ? std::optional(util::sha256_hex(*c.after)) : std::nullopt;
+    jf.mode = sha ? cur.info.mode : c.mode;
+    jf.uid = sha ? cur.info.uid : 0;
+    jf.gid = sha ? cur.info.gid : 0;
+    return {std::move(cur), std::move(jf)};
+}
+
+// Directories a created file needs, parents first, added to the manifest once.
+void note_missing_dirs(const util::HostFs& fs, const Change& c, Manifest& m)
+{
+    if (c.action == FileAction::remove) {
+        return;
+    }
+    std::vector<std::string> missing;
+    for (std::string d = util::dir_name(c.path); d != "/"; d = util::dir_name(d)) {
+        if (fs.is_dir(d)) {
+            break;
+        }
+        if (fs.stat(d).type != util::FileType::missing) {
+            throw Error(Errc::precondition, "cannot create " + c.path + ": " + d + " is not a directory");
+        }
+        missing.push_back(d);
+    }
+    for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+        if (std::find(m.created_dirs.begin(), m.created_dirs.end(), *it) == m.created_dirs.end()) {
+            m.created_dirs.push_back(*it);
+        }
+    }
+}
+
+// Files an after-step edits that the plan does not write are journaled
+// too (pre-image now, state after the steps later), so a rollback puts
+// them back and sees no drift that passthru itself caused.
+std::vector<std::pair<std::string, std::string>> journal_step_edits(const util::HostFs& fs, Manifest& m)
+{
+    std::vector<std::pair<std::string, std::string>> pre_images;
     for (const auto& cmd : m.commands) {
         for (const auto& path : cmd.edits) {
             if (std::any_of(m.files.begin(), m.files.end(), [&](const JournalFile& f) { return f.path == path; })) {
@@ -334,176 +330,247 @@ TransactionReport run_transaction(const Journal& journal,
             jf.uid = cur.info.uid;
             jf.gid = cur.info.gid;
             m.files.push_back(std::move(jf));
-            step_pre_images.emplace_back(path, std::move(*cur.content));
+            pre_images.emplace_back(path, std::move(*cur.content));
         }
     }
-    for (const auto& d : spec.domains) {
-        m.domains.push_back(JournalDomain{d.uri, d.name, d.before_xml.has_value(), util::sha256_hex(d.after_xml)});
-    }
+    return pre_images;
+}
 
-    // 2. Write-ahead: pre-images first, the manifest last. A generation
-    //    directory without a manifest means the host was never touched.
+// What preflight found: the manifest to be, and the pre-images to keep.
+struct Prepared {
+    Manifest m;
+    std::vector<CurrentFile> current;                                 // per spec.files
+    std::vector<std::pair<std::string, std::string>> step_pre_images; // path, content
+};
+
+// 1. Preflight: nothing is written until every target is known to be safe.
+Prepared preflight(const Journal& journal, const TransactionSpec& spec, const DomainHooks* domains)
+{
+    const util::HostFs& fs = journal.fs();
+    if (!spec.domains.empty() && (domains == nullptr || !domains->define || !domains->restore)) {
+        throw Error(Errc::precondition, "this build cannot change libvirt domains, and the plan changes "
+                                            + std::to_string(spec.domains.size()) + " of them");
+    }
+    Prepared p{new_manifest(journal, spec), {}, {}};
+    std::set<std::string> seen;
+    for (const auto& c : spec.files) {
+        if (c.path.empty() || c.path.front() != '/' || !seen.insert(c.path).second) {
+            throw Error(Errc::internal, "bad or duplicate path in the plan: '" + c.path + "'");
+        }
+        auto [cur, jf] = preflight_file(fs, c);
+        p.m.files.push_back(std::move(jf));
+        note_missing_dirs(fs, c, p.m);
+        p.current.push_back(std::move(cur));
+    }
+    for (const auto& cmd : spec.commands) {
+        p.m.commands.push_back(journal_command(cmd.argv, cmd.reason));
+    }
+    p.step_pre_images = journal_step_edits(fs, p.m);
+    for (const auto& d : spec.domains) {
+        p.m.domains.push_back(JournalDomain{d.uri, d.name, d.before_xml.has_value(), util::sha256_hex(d.after_xml)});
+    }
+    return p;
+}
+
+// 2. Write-ahead: pre-images first, the manifest last. A generation
+//    directory without a manifest means the host was never touched.
+void write_ahead(const Journal& journal, const TransactionSpec& spec, const Prepared& p)
+{
     try {
         for (std::size_t i = 0; i < spec.files.size(); ++i) {
-            if (current[i].content) {
-                check(journal.write_pre_image(m.id, spec.files[i].path, *current[i].content));
+            if (p.current[i].content) {
+                check(journal.write_pre_image(p.m.id, spec.files[i].path, *p.current[i].content));
             }
         }
-        for (const auto& [path, content] : step_pre_images) {
-            check(journal.write_pre_image(m.id, path, content));
+        for (const auto& [path, content] : p.step_pre_images) {
+            check(journal.write_pre_image(p.m.id, path, content));
         }
         for (const auto& d : spec.domains) {
             if (d.before_xml) {
-                check(journal.write_domain_pre_image(m.id, d.name, *d.before_xml));
+                check(journal.write_domain_pre_image(p.m.id, d.name, *d.before_xml));
             }
         }
-        check(journal.save(m));
+        check(journal.save(p.m));
     } catch (const Error& e) {
         throw Error(Errc::io, std::string("cannot write the journal, so nothing was changed: ") + e.what())
-            .with_hint("free space under " + shown(fs, k_state_dir) + " and try again");
+            .with_hint("free space under " + shown(journal.fs(), k_state_dir) + " and try again");
     }
+}
 
+// 3. Files. Equivalent to: mkdir -p DIR; install -m MODE new PATH (atomically).
+// 4. Domains (libvirt backend): virsh define, in effect.
+void write_targets(const util::HostFs& fs, const TransactionSpec& spec, const Manifest& m, const Progress& progress,
+                   const DomainHooks* domains, TransactionReport& report)
+{
+    for (const auto& d : m.created_dirs) {
+        check(util::fault::check("mkdir", d));
+        check(fs.create_directories(d));
+        check(fs.sync_directory(util::dir_name(d)));
+    }
+    for (const auto& c : spec.files) {
+        if (c.action == FileAction::remove) {
+            emit(progress, "removing " + c.path);
+            check(fs.remove_file(c.path));
+        } else {
+            emit(progress, "writing " + c.path);
+            check(fs.write_file_atomic(c.path, *c.after, c.mode, util::FsSync::yes));
+        }
+        report.written.push_back(c.path);
+    }
+    for (const auto& d : spec.domains) {
+        emit(progress, "defining libvirt domain " + d.name);
+        check(util::fault::check("domain", d.name));
+        check(domains->define(d.uri, d.after_xml));
+    }
+    std::vector<std::string> stray;
+    for (const auto& c : spec.files) {
+        remove_temp_files(fs, c.path, stray);
+    }
+    if (!stray.empty()) {
+        throw Error(Errc::io, stray.front());
+    }
+    for (const auto& d : spec.remove_dirs) {
+        if (fs.is_dir(d)) {
+            auto entries = fs.list_dir(d);
+            if (entries && entries->empty()) {
+                check(fs.remove_directory(d));
+            }
+        }
+    }
+}
+
+// 5. After-steps. The manifest says they started, so a recovery knows to
+//    re-run them once the files are restored.
+void run_after_steps(const Journal& journal, util::CommandRunner& runner, Manifest& m, const Progress& progress)
+{
+    if (!m.commands.empty()) {
+        m.commands_started = true;
+        check(journal.save(m));
+    }
+    util::CommandRunner::LineSink sink;
+    if (progress.output) {
+        sink = progress.output;
+    }
+    runner.set_line_sink(sink);
+    for (std::size_t i = 0; i < m.commands.size(); ++i) {
+        run_after_step(journal.fs(), runner, m.commands, i, progress);
+    }
+    runner.set_line_sink({});
+}
+
+// A step failed: restore the generation and say what happened; throws.
+[[noreturn]] void undo_failed_transaction(const Journal& journal, util::CommandRunner& runner, Manifest& m, const Error& e,
+                                          const Progress& progress, const DomainHooks* domains)
+{
+    runner.set_line_sink({});
+    m.state = GenerationState::pending;
+    m.error = e.what();
+    emit(progress, std::string("failed: ") + e.what());
+    emit(progress, "restoring the files from generation " + std::to_string(m.id));
+    RestoreReport restore = restore_generation(journal, runner, m, progress, domains);
+    if (!restore.failures.empty()) {
+        throw rollback_failed_error(m.id, e.what(), restore);
+    }
+    Error out(Errc::io, e.what());
+    for (const auto& h : e.hints()) {
+        out.with_hint(h);
+    }
+    out.with_hint("nothing was left changed: " + std::to_string(restore.restored.size())
+                  + " file(s) were restored from generation " + std::to_string(m.id) + " (now marked rolled-back)");
+    for (const auto& n : restore.not_undone) {
+        out.with_hint("not undone automatically: " + n);
+    }
+    throw out;
+}
+
+} // namespace
+
+TransactionReport run_transaction(const Journal& journal,
+                                  util::CommandRunner& runner,
+                                  const TransactionSpec& spec,
+                                  const Progress& progress,
+                                  const DomainHooks* domains)
+{
+    Prepared p = preflight(journal, spec, domains);
+    write_ahead(journal, spec, p);
+    Manifest& m = p.m;
     TransactionReport report;
     report.generation = m.id;
     try {
-        // 3. Files. Equivalent to: mkdir -p DIR; install -m MODE new PATH (atomically).
-        for (const auto& d : m.created_dirs) {
-            check(util::fault::check("mkdir", d));
-            check(fs.create_directories(d));
-            check(fs.sync_directory(util::dir_name(d)));
-        }
-        for (const auto& c : spec.files) {
-            if (c.action == FileAction::remove) {
-                emit(progress, "removing " + c.path);
-                check(fs.remove_file(c.path));
-            } else {
-                emit(progress, "writing " + c.path);
-                check(fs.write_file_atomic(c.path, *c.after, c.mode, util::FsSync::yes));
-            }
-            report.written.push_back(c.path);
-        }
-        // 4. Domains (libvirt backend): virsh define, in effect.
-        for (const auto& d : spec.domains) {
-            emit(progress, "defining libvirt domain " + d.name);
-            check(util::fault::check("domain", d.name));
-            check(domains->define(d.uri, d.after_xml));
-        }
-        std::vector<std::string> stray;
-        for (const auto& c : spec.files) {
-            remove_temp_files(fs, c.path, stray);
-        }
-        if (!stray.empty()) {
-            throw Error(Errc::io, stray.front());
-        }
-        for (const auto& d : spec.remove_dirs) {
-            if (fs.is_dir(d)) {
-                auto entries = fs.list_dir(d);
-                if (entries && entries->empty()) {
-                    check(fs.remove_directory(d));
-                }
-            }
-        }
-        // 5. After-steps. The manifest says they started, so a recovery
-        //    knows to re-run them once the files are restored.
-        if (!m.commands.empty()) {
-            m.commands_started = true;
-            check(journal.save(m));
-        }
-        util::CommandRunner::LineSink sink;
-        if (progress.output) {
-            sink = progress.output;
-        }
-        runner.set_line_sink(sink);
-        for (std::size_t i = 0; i < m.commands.size(); ++i) {
-            run_after_step(fs, runner, m.commands, i, progress);
-        }
-        runner.set_line_sink({});
+        write_targets(journal.fs(), spec, m, progress, domains, report);
+        run_after_steps(journal, runner, m, progress);
         if (spec.before_commit) {
             check(util::fault::check("before-commit", "guard"));
             check(spec.before_commit());
         }
         // 6. Commit, with the files as the after-steps left them.
-        record_after_state(fs, m);
+        record_after_state(journal.fs(), m);
         m.state = GenerationState::committed;
         m.finished = utc_now();
         check(journal.save(m));
     } catch (const Error& e) {
-        runner.set_line_sink({});
-        m.state = GenerationState::pending;
-        m.error = e.what();
-        emit(progress, std::string("failed: ") + e.what());
-        emit(progress, "restoring the files from generation " + std::to_string(m.id));
-        RestoreReport restore = restore_generation(journal, runner, m, progress, domains);
-        if (!restore.failures.empty()) {
-            throw rollback_failed_error(m.id, e.what(), restore);
-        }
-        Error out(Errc::io, e.what());
-        for (const auto& h : e.hints()) {
-            out.with_hint(h);
-        }
-        out.with_hint("nothing was left changed: " + std::to_string(restore.restored.size())
-                      + " file(s) were restored from generation " + std::to_string(m.id) + " (now marked rolled-back)");
-        for (const auto& n : restore.not_undone) {
-            out.with_hint("not undone automatically: " + n);
-        }
-        throw out;
+        undo_failed_transaction(journal, runner, m, e, progress, domains);
     }
     report.commands = m.commands;
     return report;
 }
 
-RestoreReport restore_generation(const Journal& journal,
-                                 util::CommandRunner& runner,
-                                 Manifest& m,
-                                 const Progress& progress,
-                                 const DomainHooks* domains)
+namespace {
+
+// One file back to its pre-image (or removed when it did not exist);
+// throws with what went wrong. Returns false when nothing needed doing.
+bool restore_file(const Journal& journal, const Manifest& m, const JournalFile& f, const Progress& progress)
 {
     const util::HostFs& fs = journal.fs();
-    RestoreReport rep;
-    const std::string gen = std::to_string(m.id);
+    check(util::fault::check("restore", f.path));
+    const util::FileInfo info = fs.stat(f.path);
+    if (!f.before_sha256) {
+        // It did not exist before: remove what the transaction created.
+        if (info.type == util::FileType::missing) {
+            return false;
+        }
+        if (info.type != util::FileType::regular) {
+            throw Error(Errc::io, "it is now " + type_name(info.type) + ", not the file passthru created");
+        }
+        emit(progress, "removing " + f.path);
+        check(fs.remove_file(f.path));
+        return true;
+    }
+    auto pre = journal.read_pre_image(m.id, f.path);
+    if (!pre) {
+        throw Error(Errc::io, std::string("its pre-image is unreadable: ") + pre.error().what());
+    }
+    if (util::sha256_hex(*pre) != *f.before_sha256) {
+        throw Error(Errc::io, "its pre-image in generation " + std::to_string(m.id) + " does not match the recorded checksum");
+    }
+    if (info.type == util::FileType::regular) {
+        auto now = fs.read_file(f.path);
+        if (now && util::sha256_hex(*now) == *f.before_sha256) {
+            return false; // never touched, or already restored
+        }
+    } else if (info.type != util::FileType::missing) {
+        throw Error(Errc::io, "it is now " + type_name(info.type));
+    } else {
+        check(fs.create_directories(util::dir_name(f.path)));
+    }
+    emit(progress, "restoring " + f.path);
+    check(fs.write_file_atomic(f.path, *pre, f.mode, util::FsSync::yes));
+    auto back = fs.read_file(f.path);
+    if (!back || util::sha256_hex(*back) != *f.before_sha256) {
+        throw Error(Errc::io, "it does not read back as its pre-image");
+    }
+    return true;
+}
 
+void restore_files(const Journal& journal, const Manifest& m, const Progress& progress, RestoreReport& rep)
+{
+    const util::HostFs& fs = journal.fs();
     for (auto it = m.files.rbegin(); it != m.files.rend(); ++it) {
         const JournalFile& f = *it;
         try {
-            check(util::fault::check("restore", f.path));
-            const util::FileInfo info = fs.stat(f.path);
-            if (!f.before_sha256) {
-                // It did not exist before: remove what the transaction created.
-                if (info.type == util::FileType::missing) {
-                    continue;
-                }
-                if (info.type != util::FileType::regular) {
-                    throw Error(Errc::io, "it is now " + type_name(info.type) + ", not the file passthru created");
-                }
-                emit(progress, "removing " + f.path);
-                check(fs.remove_file(f.path));
+            if (restore_file(journal, m, f, progress)) {
                 rep.restored.push_back(f.path);
-                continue;
             }
-            auto pre = journal.read_pre_image(m.id, f.path);
-            if (!pre) {
-                throw Error(Errc::io, std::string("its pre-image is unreadable: ") + pre.error().what());
-            }
-            if (util::sha256_hex(*pre) != *f.before_sha256) {
-                throw Error(Errc::io, "its pre-image in generation " + gen + " does not match the recorded checksum");
-            }
-            if (info.type == util::FileType::regular) {
-                auto now = fs.read_file(f.path);
-                if (now && util::sha256_hex(*now) == *f.before_sha256) {
-                    continue; // never touched, or already restored
-                }
-            } else if (info.type != util::FileType::missing) {
-                throw Error(Errc::io, "it is now " + type_name(info.type));
-            } else {
-                check(fs.create_directories(util::dir_name(f.path)));
-            }
-            emit(progress, "restoring " + f.path);
-            check(fs.write_file_atomic(f.path, *pre, f.mode, util::FsSync::yes));
-            auto back = fs.read_file(f.path);
-            if (!back || util::sha256_hex(*back) != *f.before_sha256) {
-                throw Error(Errc::io, "it does not read back as its pre-image");
-            }
-            rep.restored.push_back(f.path);
         } catch (const Error& e) {
             std::string what = f.path + ": " + e.what() + "; ";
             if (f.before_sha256) {
@@ -529,6 +596,12 @@ RestoreReport restore_generation(const Journal& journal,
             rep.failures.push_back(*it + ": " + r.error().what() + "; it did not exist before: rmdir " + shown(fs, *it));
         }
     }
+}
+
+void restore_domains(const Journal& journal, const Manifest& m, const Progress& progress, const DomainHooks* domains,
+                     RestoreReport& rep)
+{
+    const util::HostFs& fs = journal.fs();
     for (auto it = m.domains.rbegin(); it != m.domains.rend(); ++it) {
         plan::DomainChange dc;
         dc.uri = it->uri;
@@ -553,31 +626,51 @@ RestoreReport restore_generation(const Journal& journal,
             rep.failures.push_back("libvirt domain " + it->name + ": " + r.error().what());
         }
     }
-    if (m.commands_started) {
-        std::size_t n = 0;
-        for (const auto& cmd : m.commands) {
-            if (cmd.undo == plan::StepUndo::rerun) {
-                ++n;
-                emit(progress, "re-running " + util::shell_quote(cmd.argv));
-                auto result = runner.run(cmd.argv);
-                if (!result || result->exit_code != 0) {
-                    rep.failures.push_back(util::shell_quote(cmd.argv) + ": "
-                                           + (result ? "exit code " + std::to_string(result->exit_code) : std::string(result.error().what()))
-                                           + "; run it by hand once the files above are restored");
-                }
-                continue;
+}
+
+// After-steps of a generation whose steps started: the re-runnable ones run
+// again on the restored files; the others are named as not undone.
+void undo_after_steps(util::CommandRunner& runner, const Manifest& m, const Progress& progress, RestoreReport& rep)
+{
+    std::size_t n = 0;
+    for (const auto& cmd : m.commands) {
+        if (cmd.undo == plan::StepUndo::rerun) {
+            ++n;
+            emit(progress, "re-running " + util::shell_quote(cmd.argv));
+            auto result = runner.run(cmd.argv);
+            if (!result || result->exit_code != 0) {
+                rep.failures.push_back(util::shell_quote(cmd.argv) + ": "
+                                       + (result ? "exit code " + std::to_string(result->exit_code) : std::string(result.error().what()))
+                                       + "; run it by hand once the files above are restored");
             }
-            if (cmd.status != "ran" && cmd.status != "failed") {
-                continue; // never run (or only recorded): nothing to undo
-            }
-            for (auto& k : kept_resources(cmd)) {
-                rep.not_undone.push_back(std::move(k));
-            }
-            if (cmd.undo == plan::StepUndo::manual) {
-                rep.not_undone.push_back(util::shell_quote(cmd.argv) + (cmd.manual_undo.empty() ? "" : "; undo it by hand: " + util::join(cmd.manual_undo, "; ")));
-            }
+            continue;
         }
-        rep.commands_rerun = n > 0;
+        if (cmd.status != "ran" && cmd.status != "failed") {
+            continue; // never run (or only recorded): nothing to undo
+        }
+        for (auto& k : kept_resources(cmd)) {
+            rep.not_undone.push_back(std::move(k));
+        }
+        if (cmd.undo == plan::StepUndo::manual) {
+            rep.not_undone.push_back(util::shell_quote(cmd.argv) + (cmd.manual_undo.empty() ? "" : "; undo it by hand: " + util::join(cmd.manual_undo, "; ")));
+        }
+    }
+    rep.commands_rerun = n > 0;
+}
+
+} // namespace
+
+RestoreReport restore_generation(const Journal& journal,
+                                 util::CommandRunner& runner,
+                                 Manifest& m,
+                                 const Progress& progress,
+                                 const DomainHooks* domains)
+{
+    RestoreReport rep;
+    restore_files(journal, m, progress, rep);
+    restore_domains(journal, m, progress, domains, rep);
+    if (m.commands_started) {
+        undo_after_steps(runner, m, progress, rep);
     }
     m.state = rep.failures.empty() ? GenerationState::rolled_back : GenerationState::restore_failed;
     m.manual_steps = rep.failures;

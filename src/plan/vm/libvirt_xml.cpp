@@ -330,47 +330,84 @@ bool sorts_before_hostdev(const std::string& name)
     return k_before.count(name) != 0U;
 }
 
-} // namespace
+// The parsed domain and where its devices go.
+struct Domain {
+    DocPtr doc;
+    xmlNode* devices = nullptr;
+    std::string indent; // of <devices>' children
+    bool q35 = false;
+};
 
-Result<HostdevEdit> add_pci_hostdevs(std::string_view domain_xml, const std::vector<std::vector<scan::PciAddress>>& cards)
+Result<Domain> open_domain(std::string_view domain_xml)
 {
-    DocPtr doc(xmlReadMemory(domain_xml.data(), static_cast<int>(domain_xml.size()), "domain.xml", nullptr,
-                             XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING));
-    if (!doc) {
+    Domain d;
+    d.doc.reset(xmlReadMemory(domain_xml.data(), static_cast<int>(domain_xml.size()), "domain.xml", nullptr,
+                              XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING));
+    if (!d.doc) {
         const xmlError* err = xmlGetLastError();
         const std::string message = err != nullptr && err->message != nullptr ? std::string(err->message) : "malformed XML";
         xmlResetLastError();
         return fail(Errc::parse, "cannot parse the domain XML: " + std::string(util::trim(message)));
     }
-    xmlNode* root = xmlDocGetRootElement(doc.get());
+    xmlNode* root = xmlDocGetRootElement(d.doc.get());
     if (!is_element(root, "domain")) {
         return fail(Errc::parse, "the XML is not a libvirt <domain>");
     }
     const std::string top_indent = child_indent(root, "  ");
-    xmlNode* devices = child(root, "devices");
-    if (devices == nullptr) {
+    d.devices = child(root, "devices");
+    if (d.devices == nullptr) {
         auto added = insert_fragment(root, children(root).empty() ? nullptr : children(root).back(), "<devices>\n" + top_indent + "</devices>",
                                      top_indent);
         if (!added) {
             return tl::unexpected(added.error());
         }
-        devices = *added;
+        d.devices = *added;
     }
-    const std::string indent = child_indent(devices, top_indent + top_indent);
-
-    HostdevEdit edit;
-    bool q35 = false;
+    d.indent = child_indent(d.devices, top_indent + top_indent);
     if (xmlNode* type = child(child(root, "os"), "type")) {
-        q35 = attr(type, "machine").value_or("").find("q35") != std::string::npos;
+        d.q35 = attr(type, "machine").value_or("").find("q35") != std::string::npos;
     }
-    for (xmlNode* c : children(devices, "controller")) {
+    for (xmlNode* c : children(d.devices, "controller")) {
         if (attr(c, "type") == "pci" && attr(c, "model") == "pcie-root") {
-            q35 = true;
+            d.q35 = true;
         }
     }
+    return d;
+}
 
-    // Pass 1: cards already attached as planned stay; stray hostdevs of
-    // their functions go.
+// True when the card's functions are attached exactly as planned: every
+// function once, managed, as functions 0.. of one guest slot (multifunction
+// on function 0 when there are several).
+bool attached_as_planned(const std::vector<std::pair<xmlNode*, scan::PciAddress>>& found,
+                         const std::vector<scan::PciAddress>& fns)
+{
+    if (found.size() != fns.size()) {
+        return false;
+    }
+    std::optional<GuestAddr> first;
+    for (std::size_t i = 0; i < fns.size(); ++i) {
+        const auto it = std::find_if(found.begin(), found.end(), [&](const auto& f) { return f.second == fns[i]; });
+        if (it == found.end() || attr(it->first, "managed") != "yes") {
+            return false;
+        }
+        const auto g = read_address(child(it->first, "address"));
+        if (!g || g->function != i || (i == 0 && fns.size() > 1 && !g->multifunction)) {
+            return false;
+        }
+        if (!first) {
+            first = g;
+        } else if (g->bus != first->bus || g->slot != first->slot) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// Pass 1: cards already attached as planned stay (false in the result);
+// stray hostdevs of the other cards' functions go.
+std::vector<bool> drop_partial_cards(xmlNode* devices, const std::vector<std::vector<scan::PciAddress>>& cards,
+                                     HostdevEdit& edit)
+{
     std::vector<bool> needs(cards.size(), true);
     for (std::size_t k = 0; k < cards.size(); ++k) {
         const auto& fns = cards[k];
@@ -380,26 +417,7 @@ Result<HostdevEdit> add_pci_hostdevs(std::string_view domain_xml, const std::vec
                 found.emplace_back(h, *src);
             }
         }
-        bool exact = found.size() == fns.size();
-        std::optional<GuestAddr> first;
-        for (std::size_t i = 0; exact && i < fns.size(); ++i) {
-            const auto it = std::find_if(found.begin(), found.end(), [&](const auto& f) { return f.second == fns[i]; });
-            if (it == found.end() || attr(it->first, "managed") != "yes") {
-                exact = false;
-                break;
-            }
-            const auto g = read_address(child(it->first, "address"));
-            if (!g || g->function != i || (i == 0 && fns.size() > 1 && !g->multifunction)) {
-                exact = false;
-                break;
-            }
-            if (!first) {
-                first = g;
-            } else if (g->bus != first->bus || g->slot != first->slot) {
-                exact = false;
-            }
-        }
-        if (exact) {
+        if (attached_as_planned(found, fns)) {
             needs[k] = false;
             continue;
         }
@@ -408,103 +426,143 @@ Result<HostdevEdit> add_pci_hostdevs(std::string_view domain_xml, const std::vec
             remove_element(node);
         }
     }
+    return needs;
+}
 
-    // Guest addresses in use, after the removals.
+// Guest PCI addresses in use and the PCI controllers, after the removals.
+struct GuestBuses {
     std::set<std::pair<unsigned long, unsigned long>> used; // (bus, slot)
-    std::map<unsigned long, std::string> pci_controllers;   // index -> model
-    for (xmlNode* d : children(devices)) {
-        for (xmlNode* a : children(d, "address")) {
-            if (attr(a, "type") == "pci") {
-                if (auto g = read_address(a)) {
-                    used.insert({g->bus, g->slot});
-                }
-            }
-        }
-        if (is_element(d, "controller") && attr(d, "type") == "pci") {
-            if (auto index = attr_number(d, "index")) {
-                pci_controllers[*index] = attr(d, "model").value_or("");
-            }
-        }
-    }
-    auto bus_used = [&](unsigned long bus) {
-        return std::any_of(used.begin(), used.end(), [&](const auto& u) { return u.first == bus; });
-    };
+    std::map<unsigned long, std::string> controllers;       // index -> model
 
-    for (std::size_t k = 0; k < cards.size(); ++k) {
-        if (!needs[k]) {
-            continue;
-        }
-        const auto& fns = cards[k];
-        unsigned long bus = 0;
-        unsigned long slot = 0;
-        if (q35) {
-            std::optional<unsigned long> port;
-            for (const auto& [index, model] : pci_controllers) {
-                if (model == "pcie-root-port" && !bus_used(index)) {
-                    port = index;
-                    break;
-                }
-            }
-            if (!port) {
-                port = pci_controllers.empty() ? 1 : std::max<unsigned long>(1, pci_controllers.rbegin()->first + 1);
-                if (*port > 0xff) {
-                    return fail(Errc::precondition, "no PCI bus number left for another pcie-root-port");
-                }
-                xmlNode* after = nullptr;
-                for (xmlNode* c : children(devices)) {
-                    const std::string n = name_of(c);
-                    if (n == "emulator" || n == "disk" || n == "controller") {
-                        after = c;
+    explicit GuestBuses(xmlNode* devices)
+    {
+        for (xmlNode* d : children(devices)) {
+            for (xmlNode* a : children(d, "address")) {
+                if (attr(a, "type") == "pci") {
+                    if (auto g = read_address(a)) {
+                        used.insert({g->bus, g->slot});
                     }
                 }
-                auto added = insert_fragment(devices, after,
-                                             "<controller type='pci' index='" + std::to_string(*port) + "' model='pcie-root-port'/>",
-                                             indent);
-                if (!added) {
-                    return tl::unexpected(added.error());
-                }
-                pci_controllers[*port] = "pcie-root-port";
-                edit.reasons.push_back("add pcie-root-port controller " + std::to_string(*port) + " for GPU " + fns.front().slot());
             }
-            bus = *port;
-            slot = 0;
-        } else {
-            bool found = false;
-            for (unsigned long s = 1; s <= 0x1f; ++s) {
-                if (used.count({0, s}) == 0U) {
-                    slot = s;
-                    found = true;
-                    break;
+            if (is_element(d, "controller") && attr(d, "type") == "pci") {
+                if (auto index = attr_number(d, "index")) {
+                    controllers[*index] = attr(d, "model").value_or("");
                 }
             }
-            if (!found) {
-                return fail(Errc::precondition, "no free guest PCI slot on bus 0 for GPU " + fns.front().slot());
-            }
         }
-        used.insert({bus, slot});
-        xmlNode* after = nullptr;
-        for (xmlNode* c : children(devices)) {
-            if (sorts_before_hostdev(name_of(c))) {
-                after = c;
-            }
-        }
-        for (std::size_t i = 0; i < fns.size(); ++i) {
-            auto added = insert_fragment(devices, after, hostdev_xml(fns[i], bus, slot, i, i == 0 && fns.size() > 1, indent), indent);
-            if (!added) {
-                return tl::unexpected(added.error());
-            }
-            after = *added;
-        }
-        edit.reasons.push_back("GPU " + fns.front().slot() + ": " + std::to_string(fns.size())
-                               + " hostdev(s), managed='yes', guest address " + hex_attr(bus, 2) + ":" + hex_attr(slot, 2)
-                               + (fns.size() > 1 ? " functions 0-" + std::to_string(fns.size() - 1) + ", multifunction='on'" : ""));
     }
-    edit.xml = serialize(doc.get());
+    [[nodiscard]] bool bus_used(unsigned long bus) const
+    {
+        return std::any_of(used.begin(), used.end(), [&](const auto& u) { return u.first == bus; });
+    }
+};
+
+// q35: a free pcie-root-port, or a new one added after the disks and
+// controllers. The card goes in its slot 0.
+Result<unsigned long> root_port_for(Domain& d, GuestBuses& buses, const std::string& gpu, HostdevEdit& edit)
+{
+    for (const auto& [index, model] : buses.controllers) {
+        if (model == "pcie-root-port" && !buses.bus_used(index)) {
+            return index;
+        }
+    }
+    const unsigned long port = buses.controllers.empty() ? 1 : std::max<unsigned long>(1, buses.controllers.rbegin()->first + 1);
+    if (port > 0xff) {
+        return fail(Errc::precondition, "no PCI bus number left for another pcie-root-port");
+    }
+    xmlNode* after = nullptr;
+    for (xmlNode* c : children(d.devices)) {
+        const std::string n = name_of(c);
+        if (n == "emulator" || n == "disk" || n == "controller") {
+            after = c;
+        }
+    }
+    auto added = insert_fragment(d.devices, after,
+                                 "<controller type='pci' index='" + std::to_string(port) + "' model='pcie-root-port'/>", d.indent);
+    if (!added) {
+        return tl::unexpected(added.error());
+    }
+    buses.controllers[port] = "pcie-root-port";
+    edit.reasons.push_back("add pcie-root-port controller " + std::to_string(port) + " for GPU " + gpu);
+    return port;
+}
+
+// i440fx: the first free slot on bus 0.
+Result<unsigned long> free_bus0_slot(const GuestBuses& buses, const std::string& gpu)
+{
+    for (unsigned long s = 1; s <= 0x1f; ++s) {
+        if (buses.used.count({0, s}) == 0U) {
+            return s;
+        }
+    }
+    return fail(Errc::precondition, "no free guest PCI slot on bus 0 for GPU " + gpu);
+}
+
+// Pass 2: one card as one multifunction guest device, after libvirt's
+// devices that sort before hostdevs.
+Result<void> attach_card(Domain& d, GuestBuses& buses, const std::vector<scan::PciAddress>& fns, HostdevEdit& edit)
+{
+    const std::string gpu = fns.front().slot();
+    unsigned long bus = 0;
+    unsigned long slot = 0;
+    if (d.q35) {
+        auto port = root_port_for(d, buses, gpu, edit);
+        if (!port) {
+            return tl::unexpected(port.error());
+        }
+        bus = *port;
+    } else {
+        auto s = free_bus0_slot(buses, gpu);
+        if (!s) {
+            return tl::unexpected(s.error());
+        }
+        slot = *s;
+    }
+    buses.used.insert({bus, slot});
+    xmlNode* after = nullptr;
+    for (xmlNode* c : children(d.devices)) {
+        if (sorts_before_hostdev(name_of(c))) {
+            after = c;
+        }
+    }
+    for (std::size_t i = 0; i < fns.size(); ++i) {
+        auto added = insert_fragment(d.devices, after, hostdev_xml(fns[i], bus, slot, i, i == 0 && fns.size() > 1, d.indent), d.indent);
+        if (!added) {
+            return tl::unexpected(added.error());
+        }
+        after = *added;
+    }
+    edit.reasons.push_back("GPU " + gpu + ": " + std::to_string(fns.size()) + " hostdev(s), managed='yes', guest address "
+                           + hex_attr(bus, 2) + ":" + hex_attr(slot, 2)
+                           + (fns.size() > 1 ? " functions 0-" + std::to_string(fns.size() - 1) + ", multifunction='on'" : ""));
+    return {};
+}
+
+} // namespace
+
+Result<HostdevEdit> add_pci_hostdevs(std::string_view domain_xml, const std::vector<std::vector<scan::PciAddress>>& cards)
+{
+    auto domain = open_domain(domain_xml);
+    if (!domain) {
+        return tl::unexpected(domain.error());
+    }
+    HostdevEdit edit;
+    const std::vector<bool> needs = drop_partial_cards(domain->devices, cards, edit);
+    GuestBuses buses(domain->devices);
+    for (std::size_t k = 0; k < cards.size(); ++k) {
+        if (needs[k]) {
+            if (auto r = attach_card(*domain, buses, cards[k], edit); !r) {
+                return tl::unexpected(r.error());
+            }
+        }
+    }
     edit.changed = std::any_of(needs.begin(), needs.end(), [](bool n) { return n; });
     if (!edit.changed) {
         edit.xml = std::string(domain_xml);
         edit.reasons.clear();
+        return edit;
     }
+    edit.xml = serialize(domain->doc.get());
     return edit;
 }
 
