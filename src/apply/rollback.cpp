@@ -109,66 +109,58 @@ void plan_step_undo(const std::vector<const Manifest*>& undone, RemoveVolumes re
 
 } // namespace
 
-RollbackPlan plan_rollback(const Journal& journal, std::optional<std::uint64_t> to, Force force, RemoveVolumes remove_volumes)
+namespace {
+
+// The generations a rollback undoes, newest first: all active ones from
+// `to` on, or the newest active one.
+std::vector<const Manifest*> generations_to_undo(const std::vector<Manifest>& all, const std::vector<Manifest>& active,
+                                                 std::optional<std::uint64_t> to)
 {
-    const util::HostFs& fs = journal.fs();
-    std::vector<std::string> errors;
-    const auto all = journal.load_all(&errors);
-    if (!errors.empty()) {
-        Error err(Errc::parse, errors.front());
-        err.with_hint("passthru will not roll back over a journal it cannot read");
-        throw err;
-    }
-    auto active = active_generations(all);
     if (active.empty()) {
         throw Error(Errc::not_found, "nothing to roll back: no applied generation is active")
             .with_hint("'passthru history' lists the generations");
     }
-    std::vector<const Manifest*> undone; // newest first
-    if (to) {
-        const auto target = std::find_if(all.begin(), all.end(), [&](const Manifest& m) { return m.id == *to; });
-        if (target == all.end()) {
-            throw Error(Errc::not_found, "there is no generation " + std::to_string(*to))
-                .with_hint("'passthru history' lists the generations");
-        }
-        const bool is_active = std::any_of(active.begin(), active.end(), [&](const Manifest& m) { return m.id == *to; });
-        if (!is_active) {
-            std::string why = target->kind == GenerationKind::rollback ? "it is a rollback"
-                              : target->state != GenerationState::committed ? "it is " + std::string(to_string(target->state))
-                                                                            : "it was already undone";
-            throw Error(Errc::precondition, "cannot roll back to before generation " + std::to_string(*to) + ": " + why)
-                .with_hint("'passthru history' lists the generations; --to takes an active apply generation");
-        }
-        for (auto it = active.rbegin(); it != active.rend(); ++it) {
-            if (it->id >= *to) {
-                undone.push_back(&*it);
-            }
-        }
-    } else {
+    std::vector<const Manifest*> undone;
+    if (!to) {
         undone.push_back(&active.back());
+        return undone;
     }
+    const auto target = std::find_if(all.begin(), all.end(), [&](const Manifest& m) { return m.id == *to; });
+    if (target == all.end()) {
+        throw Error(Errc::not_found, "there is no generation " + std::to_string(*to))
+            .with_hint("'passthru history' lists the generations");
+    }
+    const bool is_active = std::any_of(active.begin(), active.end(), [&](const Manifest& m) { return m.id == *to; });
+    if (!is_active) {
+        std::string why = target->kind == GenerationKind::rollback ? "it is a rollback"
+                          : target->state != GenerationState::committed ? "it is " + std::string(to_string(target->state))
+                                                                        : "it was already undone";
+        throw Error(Errc::precondition, "cannot roll back to before generation " + std::to_string(*to) + ": " + why)
+            .with_hint("'passthru history' lists the generations; --to takes an active apply generation");
+    }
+    for (auto it = active.rbegin(); it != active.rend(); ++it) {
+        if (it->id >= *to) {
+            undone.push_back(&*it);
+        }
+    }
+    return undone;
+}
 
-    RollbackPlan out;
-    for (const auto& a : active) {
-        out.active.push_back(a.id);
-    }
-    out.spec.kind = GenerationKind::rollback;
-    out.spec.request = nlohmann::json{{"rollback_to_before", undone.back()->id}};
-    for (const auto* m : undone) {
-        out.undoes.push_back(m->id);
-    }
-    out.spec.undoes = out.undoes;
+// Per path: the earliest undone generation holds the content to restore,
+// the newest one the content the file should have now.
+struct RestoreTarget
+{
+    const Manifest* earliest = nullptr;
+    const JournalFile* earliest_file = nullptr;
+    const JournalFile* newest_file = nullptr;
+};
 
-    // Per path: the earliest undone generation holds the content to restore,
-    // the newest one the content the file should have now.
-    struct Target
-    {
-        const Manifest* earliest = nullptr;
-        const JournalFile* earliest_file = nullptr;
-        const JournalFile* newest_file = nullptr;
-    };
-    std::vector<std::string> order; // newest generation first, its files in reverse
-    std::map<std::string, Target> targets;
+// The files the undone generations touched, newest generation first and
+// its files in reverse, each with its target.
+std::vector<std::pair<std::string, RestoreTarget>> restore_targets(const std::vector<const Manifest*>& undone)
+{
+    std::vector<std::string> order;
+    std::map<std::string, RestoreTarget> targets;
     for (const auto* m : undone) {
         for (auto it = m->files.rbegin(); it != m->files.rend(); ++it) {
             auto [pos, inserted] = targets.try_emplace(it->path);
@@ -180,48 +172,90 @@ RollbackPlan plan_rollback(const Journal& journal, std::optional<std::uint64_t> 
             pos->second.earliest_file = &*it;
         }
     }
+    std::vector<std::pair<std::string, RestoreTarget>> out;
+    out.reserve(order.size());
+    for (auto& path : order) {
+        const RestoreTarget t = targets.at(path);
+        out.emplace_back(std::move(path), t);
+    }
+    return out;
+}
 
-    for (const auto& path : order) {
-        const Target& t = targets.at(path);
-        const util::FileInfo info = fs.stat(path);
-        std::optional<std::string> now_sha;
-        if (info.type == util::FileType::regular) {
-            auto text = fs.read_file(path);
-            if (!text) {
-                throw text.error();
-            }
-            now_sha = util::sha256_hex(*text);
-        } else if (info.type != util::FileType::missing) {
-            throw Error(Errc::precondition, "cannot roll back " + path + ": it is no longer a regular file")
-                .with_hint("restore it by hand from " + Journal::pre_image_path(t.earliest->id, path));
+// The change that puts one file back; nullopt when it already is. Notes
+// drift (the file is not what the newest generation left).
+std::optional<Change> restore_change(const Journal& journal, const std::string& path, const RestoreTarget& t,
+                                     std::vector<std::string>& drifted)
+{
+    const util::HostFs& fs = journal.fs();
+    const util::FileInfo info = fs.stat(path);
+    std::optional<std::string> now_sha;
+    if (info.type == util::FileType::regular) {
+        auto text = fs.read_file(path);
+        if (!text) {
+            throw text.error();
         }
-        if (now_sha != t.newest_file->after_sha256) {
-            out.drifted.push_back(path);
+        now_sha = util::sha256_hex(*text);
+    } else if (info.type != util::FileType::missing) {
+        throw Error(Errc::precondition, "cannot roll back " + path + ": it is no longer a regular file")
+            .with_hint("restore it by hand from " + Journal::pre_image_path(t.earliest->id, path));
+    }
+    if (now_sha != t.newest_file->after_sha256) {
+        drifted.push_back(path);
+    }
+    const auto& want_sha = t.earliest_file->before_sha256;
+    if (now_sha == want_sha) {
+        return std::nullopt; // already as it was
+    }
+    Change c;
+    c.path = path;
+    c.expected_before_sha256 = now_sha;
+    c.mode = t.earliest_file->mode;
+    if (!want_sha) {
+        c.action = FileAction::remove;
+        return c;
+    }
+    auto pre = journal.read_pre_image(t.earliest->id, path);
+    if (!pre) {
+        throw Error(Errc::io, "cannot read the pre-image of " + path + " in generation " + std::to_string(t.earliest->id)
+                                  + ": " + pre.error().what());
+    }
+    if (util::sha256_hex(*pre) != *want_sha) {
+        throw Error(Errc::io, "the pre-image of " + path + " in generation " + std::to_string(t.earliest->id)
+                                  + " does not match its recorded checksum");
+    }
+    c.after = std::move(*pre);
+    c.action = now_sha ? FileAction::modify : FileAction::create;
+    return c;
+}
+
+} // namespace
+
+RollbackPlan plan_rollback(const Journal& journal, std::optional<std::uint64_t> to, Force force, RemoveVolumes remove_volumes)
+{
+    std::vector<std::string> errors;
+    const auto all = journal.load_all(&errors);
+    if (!errors.empty()) {
+        Error err(Errc::parse, errors.front());
+        err.with_hint("passthru will not roll back over a journal it cannot read");
+        throw err;
+    }
+    const auto active = active_generations(all);
+    const std::vector<const Manifest*> undone = generations_to_undo(all, active, to); // newest first
+
+    RollbackPlan out;
+    for (const auto& a : active) {
+        out.active.push_back(a.id);
+    }
+    out.spec.kind = GenerationKind::rollback;
+    out.spec.request = nlohmann::json{{"rollback_to_before", undone.back()->id}};
+    for (const auto* m : undone) {
+        out.undoes.push_back(m->id);
+    }
+    out.spec.undoes = out.undoes;
+    for (const auto& [path, target] : restore_targets(undone)) {
+        if (auto c = restore_change(journal, path, target, out.drifted)) {
+            out.spec.files.push_back(std::move(*c));
         }
-        const auto& want_sha = t.earliest_file->before_sha256;
-        if (now_sha == want_sha) {
-            continue; // already as it was
-        }
-        Change c;
-        c.path = path;
-        c.expected_before_sha256 = now_sha;
-        c.mode = t.earliest_file->mode;
-        if (!want_sha) {
-            c.action = FileAction::remove;
-        } else {
-            auto pre = journal.read_pre_image(t.earliest->id, path);
-            if (!pre) {
-                throw Error(Errc::io, "cannot read the pre-image of " + path + " in generation " + std::to_string(t.earliest->id)
-                                          + ": " + pre.error().what());
-            }
-            if (util::sha256_hex(*pre) != *want_sha) {
-                throw Error(Errc::io, "the pre-image of " + path + " in generation " + std::to_string(t.earliest->id)
-                                          + " does not match its recorded checksum");
-            }
-            c.after = std::move(*pre);
-            c.action = now_sha ? FileAction::modify : FileAction::create;
-        }
-        out.spec.files.push_back(std::move(c));
     }
     if (!out.drifted.empty() && force == Force::no) {
         Error err(Errc::conflict, std::to_string(out.drifted.size()) + " file(s) changed since generation "
