@@ -65,121 +65,152 @@ Result<std::vector<scan::PciAddress>> vm_config_functions(const scan::Inventory&
     return out;
 }
 
-VerifyReport verify_host(const scan::Inventory& inventory, const util::HostFs& fs, const VerifyTarget& target)
-{
-    VerifyReport rep;
-    auto add = [&](bool ok, std::string what, std::string fix = {}) {
+namespace {
+
+// Adds one check to a report; the fix is kept for failed checks only.
+struct Checks {
+    VerifyReport& rep;
+    void add(bool ok, std::string what, std::string fix = {}) const
+    {
         rep.checks.push_back(VerifyCheck{ok, std::move(what), ok ? std::string() : std::move(fix)});
-    };
-    rep.iommu_on = inventory.host.iommu.enabled;
-    if (!rep.iommu_on) {
-        add(false, "the IOMMU is off: /sys/kernel/iommu_groups is empty",
-            inventory.host.is_intel() ? "enable VT-d in the firmware setup and add intel_iommu=on to the kernel command line, then reboot"
-                                      : "enable the IOMMU (AMD-Vi / SVM + IOMMU) in the firmware setup, then reboot; check 'dmesg | grep -i -e DMAR -e AMD-Vi'");
-        return rep;
     }
-    add(true, "the IOMMU is on (" + std::to_string(inventory.host.iommu.groups) + " groups)");
+};
 
-    // Kernel command line: the arguments the plan added must be active.
-    if (!target.kernel_args.empty()) {
-        const std::string cmdline = inventory.host.cmdline.value_or("");
-        const auto active = util::split(cmdline, " \t\n");
-        std::vector<std::string> missing;
-        for (const auto& arg : target.kernel_args) {
-            if (std::find(active.begin(), active.end(), arg) == active.end()) {
-                missing.push_back(arg);
-            }
-        }
-        if (missing.empty()) {
-            add(true, "the kernel command line carries " + util::join(target.kernel_args, " "));
-        } else {
-            add(false, "the running kernel's command line lacks " + util::join(missing, " "),
-                scan::explain_missing_args(scan::boot_loader(inventory.host.bootloader), fs, missing).fix);
+// Kernel command line: the arguments the plan added must be active.
+void check_kernel_args(const scan::Inventory& inventory, const util::HostFs& fs, const VerifyTarget& target, const Checks& c)
+{
+    if (target.kernel_args.empty()) {
+        return;
+    }
+    const std::string cmdline = inventory.host.cmdline.value_or("");
+    const auto active = util::split(cmdline, " \t\n");
+    std::vector<std::string> missing;
+    for (const auto& arg : target.kernel_args) {
+        if (std::find(active.begin(), active.end(), arg) == active.end()) {
+            missing.push_back(arg);
         }
     }
-
-    if (target.functions.empty()) {
-        add(false, "no PCI function to check (" + target.source + ")", "give --vm VMID or --gpus, or apply a plan first");
-        return rep;
+    if (missing.empty()) {
+        c.add(true, "the kernel command line carries " + util::join(target.kernel_args, " "));
+    } else {
+        c.add(false, "the running kernel's command line lacks " + util::join(missing, " "),
+              scan::explain_missing_args(scan::boot_loader(inventory.host.bootloader), fs, missing).fix);
     }
-    const std::set<scan::PciAddress> selected(target.functions.begin(), target.functions.end());
+}
+
+// Each selected function on vfio-pci; returns the IOMMU groups they are in.
+std::set<int> check_bindings(const scan::Inventory& inventory, const VerifyTarget& target, const Checks& c)
+{
     std::set<int> groups;
     for (const auto& addr : target.functions) {
         const auto* dev = inventory.find(addr);
         if (dev == nullptr) {
-            add(false, addr.str() + " is not on the PCI bus",
-                "check that the card is seated and powered; if the slot address changed, plan and apply again");
+            c.add(false, addr.str() + " is not on the PCI bus",
+                  "check that the card is seated and powered; if the slot address changed, plan and apply again");
             continue;
         }
         if (dev->driver && *dev->driver == k_vfio) {
-            add(true, addr.str() + " is bound to vfio-pci");
+            c.add(true, addr.str() + " is bound to vfio-pci");
         } else if (!dev->driver) {
-            add(false, addr.str() + " has no driver: vfio-pci did not claim it",
-                "check /etc/modprobe.d/passthru-vfio.conf and that the initramfs was rebuilt (update-initramfs -u -k all) before "
-                "the reboot; 'modprobe vfio-pci' binds it now if its id or driver_override is set");
+            c.add(false, addr.str() + " has no driver: vfio-pci did not claim it",
+                  "check /etc/modprobe.d/passthru-vfio.conf and that the initramfs was rebuilt (update-initramfs -u -k all) before "
+                  "the reboot; 'modprobe vfio-pci' binds it now if its id or driver_override is set");
         } else {
-            add(false, addr.str() + " is bound to the host driver " + *dev->driver + ", not vfio-pci",
-                *dev->driver + " claimed it before vfio-pci: check the softdep and blacklist lines in /etc/modprobe.d/passthru-vfio.conf, "
-                "rebuild the initramfs (update-initramfs -u -k all) and reboot");
+            c.add(false, addr.str() + " is bound to the host driver " + *dev->driver + ", not vfio-pci",
+                  *dev->driver + " claimed it before vfio-pci: check the softdep and blacklist lines in /etc/modprobe.d/passthru-vfio.conf, "
+                  "rebuild the initramfs (update-initramfs -u -k all) and reboot");
         }
         if (dev->iommu_group) {
             groups.insert(*dev->iommu_group);
         } else {
-            add(false, addr.str() + " is in no IOMMU group", "the IOMMU does not cover this device; check the firmware's IOMMU settings");
+            c.add(false, addr.str() + " is in no IOMMU group", "the IOMMU does not cover this device; check the firmware's IOMMU settings");
         }
     }
-    for (int g : groups) {
-        const std::string node = "/dev/vfio/" + std::to_string(g);
-        if (fs.exists(node)) {
-            add(true, node + " exists");
-        } else {
-            add(false, node + " is missing",
-                "the group is not usable by VFIO: every device in group " + std::to_string(g) + " must be bound to vfio-pci (or have no driver)");
-        }
-        // Every other endpoint in the group must be free of host drivers too,
-        // or VFIO refuses the group ("group is not viable").
-        auto it = inventory.groups.find(g);
-        if (it == inventory.groups.end()) {
+    return groups;
+}
+
+// The group's /dev/vfio node exists, and no other endpoint of the group is
+// on a host driver, or VFIO refuses the group ("group is not viable").
+void check_group(const scan::Inventory& inventory, const util::HostFs& fs, const std::set<scan::PciAddress>& selected, int g,
+                 const Checks& c)
+{
+    const std::string node = "/dev/vfio/" + std::to_string(g);
+    if (fs.exists(node)) {
+        c.add(true, node + " exists");
+    } else {
+        c.add(false, node + " is missing",
+              "the group is not usable by VFIO: every device in group " + std::to_string(g) + " must be bound to vfio-pci (or have no driver)");
+    }
+    auto it = inventory.groups.find(g);
+    if (it == inventory.groups.end()) {
+        return;
+    }
+    for (const auto& addr : it->second.devices) {
+        if (selected.count(addr) != 0U) {
             continue;
         }
-        for (const auto& addr : it->second.devices) {
-            if (selected.count(addr) != 0U) {
-                continue;
-            }
-            const auto* dev = inventory.find(addr);
-            if (dev == nullptr || dev->is_bridge_like() || !dev->driver || *dev->driver == k_vfio || *dev->driver == "pci-stub"
-                || *dev->driver == "pcieport") {
-                continue;
-            }
-            add(false, "IOMMU group " + std::to_string(g) + " also holds " + addr.str() + " on the host driver " + *dev->driver,
-                "the group is not viable for VFIO while a host driver owns one of its devices; pass " + addr.str()
-                    + " too, or move the card to a slot with its own group");
+        const auto* dev = inventory.find(addr);
+        if (dev == nullptr || dev->is_bridge_like() || !dev->driver || *dev->driver == k_vfio || *dev->driver == "pci-stub"
+            || *dev->driver == "pcieport") {
+            continue;
         }
+        c.add(false, "IOMMU group " + std::to_string(g) + " also holds " + addr.str() + " on the host driver " + *dev->driver,
+              "the group is not viable for VFIO while a host driver owns one of its devices; pass " + addr.str()
+                  + " too, or move the card to a slot with its own group");
     }
+}
 
-    // The VM config carries the cards (Proxmox VE hosts only).
-    if (target.vmid && fs.is_dir("/etc/pve")) {
-        auto text = fs.read_file(config_path(*target.vmid));
-        if (!text) {
-            add(false, "VM " + std::to_string(*target.vmid) + " has no config " + config_path(*target.vmid),
-                "create the VM, or apply the plan again with --vm " + std::to_string(*target.vmid));
-        } else {
-            const std::vector<std::string> ids = passed_ids(fs, *text);
-            std::vector<std::string> absent;
-            for (const auto& addr : target.functions) {
-                if (!covered_by(ids, addr)) {
-                    absent.push_back(addr.str());
-                }
-            }
-            if (absent.empty()) {
-                add(true, "VM " + std::to_string(*target.vmid) + " passes every selected function (hostpci)");
-            } else {
-                add(false, "VM " + std::to_string(*target.vmid) + "'s config does not pass " + util::join(absent, ", "),
-                    "add hostpci entries (passthru apply --vm " + std::to_string(*target.vmid) + " --gpus ...) or qm set "
-                        + std::to_string(*target.vmid) + " --hostpci0 <slot>,pcie=1");
-            }
+// The VM config carries the cards (Proxmox VE hosts only).
+void check_vm_config(const util::HostFs& fs, const VerifyTarget& target, const Checks& c)
+{
+    if (!target.vmid || !fs.is_dir("/etc/pve")) {
+        return;
+    }
+    const std::string vm = std::to_string(*target.vmid);
+    auto text = fs.read_file(config_path(*target.vmid));
+    if (!text) {
+        c.add(false, "VM " + vm + " has no config " + config_path(*target.vmid), "create the VM, or apply the plan again with --vm " + vm);
+        return;
+    }
+    const std::vector<std::string> ids = passed_ids(fs, *text);
+    std::vector<std::string> absent;
+    for (const auto& addr : target.functions) {
+        if (!covered_by(ids, addr)) {
+            absent.push_back(addr.str());
         }
     }
+    if (absent.empty()) {
+        c.add(true, "VM " + vm + " passes every selected function (hostpci)");
+    } else {
+        c.add(false, "VM " + vm + "'s config does not pass " + util::join(absent, ", "),
+              "add hostpci entries (passthru apply --vm " + vm + " --gpus ...) or qm set " + vm + " --hostpci0 <slot>,pcie=1");
+    }
+}
+
+} // namespace
+
+VerifyReport verify_host(const scan::Inventory& inventory, const util::HostFs& fs, const VerifyTarget& target)
+{
+    VerifyReport rep;
+    const Checks c{rep};
+    rep.iommu_on = inventory.host.iommu.enabled;
+    if (!rep.iommu_on) {
+        c.add(false, "the IOMMU is off: /sys/kernel/iommu_groups is empty",
+              inventory.host.is_intel() ? "enable VT-d in the firmware setup and add intel_iommu=on to the kernel command line, then reboot"
+                                        : "enable the IOMMU (AMD-Vi / SVM + IOMMU) in the firmware setup, then reboot; check 'dmesg | grep -i -e DMAR -e AMD-Vi'");
+        return rep;
+    }
+    c.add(true, "the IOMMU is on (" + std::to_string(inventory.host.iommu.groups) + " groups)");
+    check_kernel_args(inventory, fs, target, c);
+    if (target.functions.empty()) {
+        c.add(false, "no PCI function to check (" + target.source + ")", "give --vm VMID or --gpus, or apply a plan first");
+        return rep;
+    }
+    const std::set<scan::PciAddress> selected(target.functions.begin(), target.functions.end());
+    for (int g : check_bindings(inventory, target, c)) {
+        check_group(inventory, fs, selected, g, c);
+    }
+    check_vm_config(fs, target, c);
     return rep;
 }
 
