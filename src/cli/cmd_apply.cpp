@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -125,6 +126,135 @@ bool only_recorded_steps_left(const Context& ctx, const apply::Journal& journal,
     return true;
 }
 
+// The plan to apply and how to name it when it has gone stale.
+struct PlanToApply {
+    plan::Plan plan;
+    bool from_saved = false; // a saved or the pending plan (checked for staleness)
+    bool pending = false;    // the pending plan that `passthru plan` recorded
+    std::string stale_what;
+    std::string replan_hint;
+};
+
+PlanToApply pending_plan(const Context& ctx, Result<std::optional<apply::PendingPlan>>& pending)
+{
+    if (!pending) {
+        throw Error(Errc::usage, "the pending plan cannot be read: " + std::string(pending.error().what()))
+            .with_hint("run 'passthru plan --vm VMID --gpus SEL' again to record a new one");
+    }
+    if (!*pending) {
+        throw Error(Errc::usage, "there is no pending plan: run 'passthru plan' first, or give the request (--vm and --gpus) or a saved plan (--plan FILE)")
+            .with_hint("e.g. passthru" + root_option(ctx) + " plan --vm 101 --gpus all, then passthru" + root_option(ctx) + " apply --dry-run");
+    }
+    PlanToApply out;
+    out.plan = std::move((*pending)->plan);
+    out.from_saved = true;
+    out.pending = true;
+    out.stale_what = "the pending plan";
+    out.replan_hint = "plan again: passthru" + root_option(ctx) + " plan " + request_to_options(out.plan.request) + ", review it, then apply it";
+    print_note(ctx, "applying the pending plan made " + apply::age_text((*pending)->created_epoch) + " ago: passthru plan "
+                        + request_to_options(out.plan.request));
+    return out;
+}
+
+PlanToApply fresh_plan(Context& ctx, const po::variables_map& vm, const Result<std::optional<apply::PendingPlan>>& pending)
+{
+    const plan::Request request = parse_request(vm);
+    if (request.vm.empty() || request.gpus.empty()) {
+        throw Error(Errc::usage, "give the request (--vm and --gpus) or a saved plan (--plan FILE)")
+            .with_hint("e.g. passthru apply --vm 101 --gpus all --dry-run");
+    }
+    if (pending && *pending && plan::request_to_json((*pending)->plan.request) != plan::request_to_json(request)) {
+        print_note(ctx, "the pending plan (passthru plan " + request_to_options((*pending)->plan.request)
+                            + ") differs from this request: applying the request given here");
+    }
+    const plan::DataDir data(ctx.fs, ctx.global.data_dir);
+    const scan::Inventory inventory = scan_with_data(ctx, data);
+    auto made = plan::make_plan(inventory, ctx.fs, data, request);
+    if (!made) {
+        throw made.error();
+    }
+    PlanToApply out;
+    out.plan = std::move(*made);
+    return out;
+}
+
+// The plan from --plan FILE, from the request options, or the pending one.
+PlanToApply plan_to_apply(Context& ctx, const po::variables_map& vm)
+{
+    auto pending = apply::load_pending(ctx.fs);
+    if (vm.count("plan") != 0U) {
+        const std::string plan_file = vm["plan"].as<std::string>();
+        PlanToApply out;
+        out.plan = load_saved_plan(plan_file);
+        out.from_saved = true;
+        out.stale_what = "the saved plan " + plan_file;
+        out.replan_hint = "replan: run 'passthru plan ... --out " + plan_file + "' again, review it, then apply it";
+        return out;
+    }
+    if (!has_request_options(vm)) {
+        return pending_plan(ctx, pending);
+    }
+    return fresh_plan(ctx, vm, pending);
+}
+
+// The lock-out guard: after `ifreload -a`, wait for `passthru confirm` from
+// a new connection; without it the guard puts the network files back, and
+// the error undoes the rest of the transaction.
+std::function<Result<void>()> network_guard_step(Context& ctx, const plan::Plan& p)
+{
+    const auto guard_spec = apply::network_guard_spec(p);
+    const auto timeout = std::chrono::seconds(*p.request.network->confirm_timeout_seconds);
+    return [&ctx, guard_spec, timeout]() -> Result<void> {
+        apply::GuardHooks hooks;
+        hooks.message = [&ctx](std::string_view text) { print_note(ctx, text); };
+        const char* ssh = std::getenv("SSH_CONNECTION");
+        apply::NetworkGuardSpec s = guard_spec;
+        if (ssh != nullptr && ctx.fs.is_live()) {
+            s.ssh_connection = ssh;
+        }
+        auto outcome = apply::run_network_guard(ctx.fs, ctx.runner, s, timeout, hooks);
+        if (!outcome) {
+            return tl::unexpected(outcome.error());
+        }
+        if (*outcome == apply::GuardOutcome::restored) {
+            return fail(Errc::io, "the network change was not confirmed within " + std::to_string(timeout.count()) + " s");
+        }
+        return {};
+    };
+}
+
+// Under the journal's lock: the transaction, then what was done and how to undo it.
+int commit_plan(Context& ctx, const apply::Journal& journal, const plan::Plan& p)
+{
+    auto lock = journal.lock();
+    if (!lock) {
+        throw lock.error();
+    }
+    // Checked again under the lock: another passthru may have just died.
+    if (auto m = apply::find_interrupted(journal, apply::LockHeld::by_us)) {
+        throw Error(Errc::precondition, "generation " + std::to_string(m->id) + " was interrupted and may have left the host half-changed")
+            .with_hint("run 'passthru rollback' to restore it first, then plan again");
+    }
+    apply::TransactionSpec spec = apply::spec_from_plan(p, plan::request_to_json(p.request));
+    if (apply::network_guard_wanted(p)) {
+        spec.before_commit = network_guard_step(ctx, p);
+    }
+    const auto report = apply::run_transaction(journal, ctx.runner, spec, cli_progress(ctx), &libvirt_hooks());
+    // Applied: whatever was pending was planned against the host as it was.
+    if (auto cleared = apply::clear_pending(ctx.fs); !cleared) {
+        print_warning(ctx, "could not remove the pending plan: " + std::string(cleared.error().what()));
+    }
+    print_recorded_commands(ctx);
+    std::printf("Applied as generation %llu: %zu file(s) written, %zu after-step(s) %s.\n",
+                static_cast<unsigned long long>(report.generation), report.written.size(), report.commands.size(),
+                ctx.runner.mode() == util::RunMode::record ? "recorded" : "run");
+    std::printf("Undo with: passthru rollback%s\n", ctx.fs.is_live() ? "" : (" --root " + ctx.fs.root().string()).c_str());
+    for (const auto& note : p.notes) {
+        std::printf("note: %s\n", note.c_str());
+    }
+    return exit_code::ok;
+}
+
 } // namespace
 
 void apply_options(po::options_description& options)
@@ -139,8 +269,7 @@ void apply_options(po::options_description& options)
 int run_apply(Context& ctx, const po::variables_map& vm)
 {
     const bool dry_run = vm.count("dry-run") != 0U;
-    const bool saved = vm.count("plan") != 0U;
-    if (saved && has_request_options(vm)) {
+    if (vm.count("plan") != 0U && has_request_options(vm)) {
         throw Error(Errc::usage, "--plan FILE and the request options (--vm, --gpus, ...) exclude each other")
             .with_hint("the saved plan already holds its request");
     }
@@ -158,51 +287,8 @@ int run_apply(Context& ctx, const po::variables_map& vm)
         print_warning(ctx, err.what());
     }
 
-    plan::Plan p;
-    std::string stale_what; // how a stale saved plan is named
-    std::string replan_hint;
-    bool from_saved = saved;
-    auto pending = apply::load_pending(ctx.fs);
-    if (saved) {
-        const std::string plan_file = vm["plan"].as<std::string>();
-        p = load_saved_plan(plan_file);
-        stale_what = "the saved plan " + plan_file;
-        replan_hint = "replan: run 'passthru plan ... --out " + plan_file + "' again, review it, then apply it";
-    } else if (!has_request_options(vm)) {
-        // No request: the pending plan that `passthru plan` recorded.
-        if (!pending) {
-            throw Error(Errc::usage, "the pending plan cannot be read: " + std::string(pending.error().what()))
-                .with_hint("run 'passthru plan --vm VMID --gpus SEL' again to record a new one");
-        }
-        if (!*pending) {
-            throw Error(Errc::usage, "there is no pending plan: run 'passthru plan' first, or give the request (--vm and --gpus) or a saved plan (--plan FILE)")
-                .with_hint("e.g. passthru" + root_option(ctx) + " plan --vm 101 --gpus all, then passthru" + root_option(ctx) + " apply --dry-run");
-        }
-        p = std::move((*pending)->plan);
-        from_saved = true;
-        stale_what = "the pending plan";
-        replan_hint = "plan again: passthru" + root_option(ctx) + " plan " + request_to_options(p.request) + ", review it, then apply it";
-        print_note(ctx, "applying the pending plan made " + apply::age_text((*pending)->created_epoch) + " ago: passthru plan "
-                            + request_to_options(p.request));
-    } else {
-        const plan::Request request = parse_request(vm);
-        if (request.vm.empty() || request.gpus.empty()) {
-            throw Error(Errc::usage, "give the request (--vm and --gpus) or a saved plan (--plan FILE)")
-                .with_hint("e.g. passthru apply --vm 101 --gpus all --dry-run");
-        }
-        if (pending && *pending && plan::request_to_json((*pending)->plan.request) != plan::request_to_json(request)) {
-            print_note(ctx, "the pending plan (passthru plan " + request_to_options((*pending)->plan.request)
-                                + ") differs from this request: applying the request given here");
-        }
-        const plan::DataDir data(ctx.fs, ctx.global.data_dir);
-        const scan::Inventory inventory = scan_with_data(ctx, data);
-        auto made = plan::make_plan(inventory, ctx.fs, data, request);
-        if (!made) {
-            throw made.error();
-        }
-        p = std::move(*made);
-    }
-
+    const PlanToApply chosen = plan_to_apply(ctx, vm);
+    const plan::Plan& p = chosen.plan;
     // Exactly what `plan` prints.
     std::fputs(render_plan(p, RenderOptions{ctx.color_out, true}).c_str(), stdout);
     std::fflush(stdout);
@@ -210,15 +296,15 @@ int run_apply(Context& ctx, const po::variables_map& vm)
         std::fprintf(stderr, "passthru: error: refused: %s\n", p.refusals.front().message.c_str());
         return exit_code::refused;
     }
-    if (from_saved) {
-        check_not_stale(ctx, p, stale_what, replan_hint);
+    if (chosen.from_saved) {
+        check_not_stale(ctx, p, chosen.stale_what, chosen.replan_hint);
     }
     if (p.empty()) {
         std::printf("Nothing to do: the host already matches the plan (no generation created).\n");
         return exit_code::ok;
     }
     if (only_recorded_steps_left(ctx, journal, p, dry_run)) {
-        if (!dry_run && from_saved && !saved) {
+        if (!dry_run && chosen.pending) {
             (void)apply::clear_pending(ctx.fs);
         }
         return exit_code::ok;
@@ -232,57 +318,7 @@ int run_apply(Context& ctx, const po::variables_map& vm)
         std::fprintf(stderr, "passthru: not applied; nothing was written\n");
         return exit_code::error;
     }
-
-    auto lock = journal.lock();
-    if (!lock) {
-        throw lock.error();
-    }
-    // Checked again under the lock: another passthru may have just died.
-    if (auto m = apply::find_interrupted(journal, apply::LockHeld::by_us)) {
-        throw Error(Errc::precondition, "generation " + std::to_string(m->id) + " was interrupted and may have left the host half-changed")
-            .with_hint("run 'passthru rollback' to restore it first, then plan again");
-    }
-
-    apply::TransactionSpec spec = apply::spec_from_plan(p, plan::request_to_json(p.request));
-    if (apply::network_guard_wanted(p)) {
-        // The lock-out guard: after `ifreload -a`, wait for `passthru confirm`
-        // from a new connection; without it the guard puts the network files
-        // back, and the error undoes the rest of the transaction.
-        const auto guard_spec = apply::network_guard_spec(p);
-        const auto timeout = std::chrono::seconds(*p.request.network->confirm_timeout_seconds);
-        spec.before_commit = [&ctx, guard_spec, timeout]() -> Result<void> {
-            apply::GuardHooks hooks;
-            hooks.message = [&ctx](std::string_view text) { print_note(ctx, text); };
-            const char* ssh = std::getenv("SSH_CONNECTION");
-            apply::NetworkGuardSpec s = guard_spec;
-            if (ssh != nullptr && ctx.fs.is_live()) {
-                s.ssh_connection = ssh;
-            }
-            auto outcome = apply::run_network_guard(ctx.fs, ctx.runner, s, timeout, hooks);
-            if (!outcome) {
-                return tl::unexpected(outcome.error());
-            }
-            if (*outcome == apply::GuardOutcome::restored) {
-                return fail(Errc::io, "the network change was not confirmed within " + std::to_string(timeout.count()) + " s");
-            }
-            return {};
-        };
-    }
-
-    const auto report = apply::run_transaction(journal, ctx.runner, spec, cli_progress(ctx), &libvirt_hooks());
-    // Applied: whatever was pending was planned against the host as it was.
-    if (auto cleared = apply::clear_pending(ctx.fs); !cleared) {
-        print_warning(ctx, "could not remove the pending plan: " + std::string(cleared.error().what()));
-    }
-    print_recorded_commands(ctx);
-    std::printf("Applied as generation %llu: %zu file(s) written, %zu after-step(s) %s.\n",
-                static_cast<unsigned long long>(report.generation), report.written.size(), report.commands.size(),
-                ctx.runner.mode() == util::RunMode::record ? "recorded" : "run");
-    std::printf("Undo with: passthru rollback%s\n", ctx.fs.is_live() ? "" : (" --root " + ctx.fs.root().string()).c_str());
-    for (const auto& note : p.notes) {
-        std::printf("note: %s\n", note.c_str());
-    }
-    return exit_code::ok;
+    return commit_plan(ctx, journal, p);
 }
 
 } // namespace passthru::cli
