@@ -64,101 +64,141 @@ std::optional<apply::PendingPlan> pending_plan(const Context& ctx)
 
 } // namespace
 
-int run_history(Context& ctx, const po::variables_map& vm)
-{
-    const auto pending = pending_plan(ctx);
-    const apply::Journal journal(ctx.fs);
+namespace {
+
+// The journal as history shows it.
+struct History {
+    std::vector<apply::Manifest> all;
     std::vector<std::string> errors;
-    const auto all = journal.load_all(&errors);
-    std::map<std::uint64_t, std::uint64_t> undone_by;
-    for (const auto& m : all) {
+    std::map<std::uint64_t, std::uint64_t> undone_by; // generation -> the rollback that undid it
+    std::vector<std::uint64_t> active;
+    bool running = false;
+};
+
+History read_history(const apply::Journal& journal)
+{
+    History h;
+    h.all = journal.load_all(&h.errors);
+    for (const auto& m : h.all) {
         if (m.kind == apply::GenerationKind::rollback && m.state == apply::GenerationState::committed) {
             for (auto id : m.undoes) {
-                undone_by[id] = m.id;
+                h.undone_by[id] = m.id;
             }
         }
     }
-    const bool running = journal.locked_by_other();
-    std::vector<std::uint64_t> active;
-    for (const auto& m : apply::active_generations(all)) {
-        active.push_back(m.id);
+    h.running = journal.locked_by_other();
+    for (const auto& m : apply::active_generations(h.all)) {
+        h.active.push_back(m.id);
     }
-    if (vm.count("json") != 0U) {
-        nlohmann::json gens = nlohmann::json::array();
-        for (const auto& m : all) {
-            auto j = apply::to_json(m);
-            j["undone_by"] = undone_by.count(m.id) != 0U ? nlohmann::json(undone_by[m.id]) : nlohmann::json(nullptr);
-            gens.push_back(std::move(j));
-        }
-        nlohmann::json doc{{"schema", "passthru.history/1"}, {"generations", std::move(gens)}, {"errors", errors}, {"active", active}};
-        doc["pending_plan"] = pending ? nlohmann::json{{"created", pending->created},
-                                                       {"request", plan::request_to_json(pending->plan.request)}}
-                                      : nlohmann::json(nullptr);
-        std::fputs((doc.dump(2) + "\n").c_str(), stdout);
-        return errors.empty() ? exit_code::ok : exit_code::error;
+    return h;
+}
+
+int print_history_json(const History& h, const std::optional<apply::PendingPlan>& pending)
+{
+    nlohmann::json gens = nlohmann::json::array();
+    for (const auto& m : h.all) {
+        auto j = apply::to_json(m);
+        const auto by = h.undone_by.find(m.id);
+        j["undone_by"] = by != h.undone_by.end() ? nlohmann::json(by->second) : nlohmann::json(nullptr);
+        gens.push_back(std::move(j));
     }
-    if (pending) {
-        std::printf("Pending plan: made %s ago (%s): passthru plan %s\n  'passthru%s apply --dry-run' shows it, 'passthru%s apply' applies it\n\n",
-                    apply::age_text(pending->created_epoch).c_str(), pending->created.c_str(),
-                    request_to_options(pending->plan.request).c_str(), root_option(ctx).c_str(), root_option(ctx).c_str());
-    }
-    if (all.empty() && errors.empty()) {
-        std::printf("No generations: passthru has not changed this host.\n");
-        return exit_code::ok;
-    }
+    nlohmann::json doc{{"schema", "passthru.history/1"}, {"generations", std::move(gens)}, {"errors", h.errors}, {"active", h.active}};
+    doc["pending_plan"] = pending ? nlohmann::json{{"created", pending->created},
+                                                   {"request", plan::request_to_json(pending->plan.request)}}
+                                  : nlohmann::json(nullptr);
+    std::fputs((doc.dump(2) + "\n").c_str(), stdout);
+    return h.errors.empty() ? exit_code::ok : exit_code::error;
+}
+
+void print_history_table(const History& h)
+{
     util::TextTable table;
     table.add_row({"GEN", "TIME", "KIND", "STATE", "FILES", "REQUEST"});
-    for (const auto& m : all) {
+    for (const auto& m : h.all) {
         std::string state(apply::to_string(m.state));
-        if (undone_by.count(m.id) != 0U) {
-            state += " (undone by " + std::to_string(undone_by[m.id]) + ")";
+        if (const auto by = h.undone_by.find(m.id); by != h.undone_by.end()) {
+            state += " (undone by " + std::to_string(by->second) + ")";
         }
         if (m.state == apply::GenerationState::pending) {
-            state += running ? " (running)" : " (interrupted)";
+            state += h.running ? " (running)" : " (interrupted)";
         }
-        if (std::find(active.begin(), active.end(), m.id) != active.end()) {
+        if (std::find(h.active.begin(), h.active.end(), m.id) != h.active.end()) {
             state += " (active)";
         }
         std::string kind(apply::to_string(m.kind));
         table.add_row({std::to_string(m.id), m.created, kind, state, std::to_string(m.files.size()), request_text(m.request)});
     }
     std::fputs(table.render().c_str(), stdout);
-    for (const auto& m : all) {
-        std::printf("\ngeneration %llu:\n", static_cast<unsigned long long>(m.id));
-        for (const auto& f : m.files) {
-            std::printf("  %-6s %s\n", std::string(plan::to_string(f.action)).c_str(), f.path.c_str());
+}
+
+void print_generation(const apply::Manifest& m)
+{
+    std::printf("\ngeneration %llu:\n", static_cast<unsigned long long>(m.id));
+    for (const auto& f : m.files) {
+        std::printf("  %-6s %s\n", std::string(plan::to_string(f.action)).c_str(), f.path.c_str());
+    }
+    for (const auto& c : m.commands) {
+        std::printf("  run    %s  [%s]\n", util::shell_quote(c.argv).c_str(), c.status.c_str());
+        for (const auto& r : c.created) {
+            std::printf("         created %s %s (VM %s's %s)\n", r.kind.c_str(), r.id.c_str(), r.vm.c_str(), r.config_key.c_str());
         }
-        for (const auto& c : m.commands) {
-            std::printf("  run    %s  [%s]\n", util::shell_quote(c.argv).c_str(), c.status.c_str());
-            for (const auto& r : c.created) {
-                std::printf("         created %s %s (VM %s's %s)\n", r.kind.c_str(), r.id.c_str(), r.vm.c_str(), r.config_key.c_str());
-            }
-            for (const auto& line : c.output) {
-                std::printf("         | %s\n", line.c_str());
-            }
-        }
-        if (!m.error.empty()) {
-            std::printf("  error: %s\n", m.error.c_str());
+        for (const auto& line : c.output) {
+            std::printf("         | %s\n", line.c_str());
         }
     }
-    if (!active.empty()) {
-        std::vector<std::string> ids;
-        ids.reserve(active.size());
-        for (auto id : active) {
-            ids.push_back(std::to_string(id));
-        }
-        std::printf("\nApplied now: generation%s %s. 'passthru%s rollback' undoes %llu", ids.size() == 1 ? "" : "s",
-                    util::join(ids, ", ").c_str(), root_option(ctx).c_str(), static_cast<unsigned long long>(active.back()));
-        if (active.size() > 1) {
-            std::printf(" only; 'passthru%s rollback --to %llu' undoes all of them", root_option(ctx).c_str(),
-                        static_cast<unsigned long long>(active.front()));
-        }
-        std::printf(".\n");
+    if (!m.error.empty()) {
+        std::printf("  error: %s\n", m.error.c_str());
     }
-    for (const auto& e : errors) {
+}
+
+// Which generations are applied now and how to undo one or all of them.
+void print_active(const Context& ctx, const std::vector<std::uint64_t>& active)
+{
+    if (active.empty()) {
+        return;
+    }
+    std::vector<std::string> ids;
+    ids.reserve(active.size());
+    for (auto id : active) {
+        ids.push_back(std::to_string(id));
+    }
+    std::printf("\nApplied now: generation%s %s. 'passthru%s rollback' undoes %llu", ids.size() == 1 ? "" : "s",
+                util::join(ids, ", ").c_str(), root_option(ctx).c_str(), static_cast<unsigned long long>(active.back()));
+    if (active.size() > 1) {
+        std::printf(" only; 'passthru%s rollback --to %llu' undoes all of them", root_option(ctx).c_str(),
+                    static_cast<unsigned long long>(active.front()));
+    }
+    std::printf(".\n");
+}
+
+} // namespace
+
+int run_history(Context& ctx, const po::variables_map& vm)
+{
+    const auto pending = pending_plan(ctx);
+    const apply::Journal journal(ctx.fs);
+    const History h = read_history(journal);
+    if (vm.count("json") != 0U) {
+        return print_history_json(h, pending);
+    }
+    if (pending) {
+        std::printf("Pending plan: made %s ago (%s): passthru plan %s\n  'passthru%s apply --dry-run' shows it, 'passthru%s apply' applies it\n\n",
+                    apply::age_text(pending->created_epoch).c_str(), pending->created.c_str(),
+                    request_to_options(pending->plan.request).c_str(), root_option(ctx).c_str(), root_option(ctx).c_str());
+    }
+    if (h.all.empty() && h.errors.empty()) {
+        std::printf("No generations: passthru has not changed this host.\n");
+        return exit_code::ok;
+    }
+    print_history_table(h);
+    for (const auto& m : h.all) {
+        print_generation(m);
+    }
+    print_active(ctx, h.active);
+    for (const auto& e : h.errors) {
         print_warning(ctx, e);
     }
-    return errors.empty() ? exit_code::ok : exit_code::error;
+    return h.errors.empty() ? exit_code::ok : exit_code::error;
 }
 
 } // namespace passthru::cli
