@@ -24,73 +24,56 @@ void rollback_options(po::options_description& options)
         ("yes,y", "accepted for symmetry with apply; rollback does not ask");
 }
 
-int run_rollback(Context& ctx, const po::variables_map& vm)
-{
-    const bool dry_run = vm.count("dry-run") != 0U;
-    if (!dry_run) {
-        require_root(ctx, "rollback");
-    }
-    const apply::Journal journal(ctx.fs);
-    if (journal.ids().empty()) {
-        throw Error(Errc::not_found, "nothing to roll back: no generation was ever recorded under "
-                                         + (ctx.fs.root() / std::string(apply::k_generations_dir).substr(1)).string());
-    }
-    std::optional<util::HostLock> lock;
-    if (!dry_run) {
-        auto l = journal.lock();
-        if (!l) {
-            throw l.error();
-        }
-        lock = std::move(*l);
-    }
+namespace {
 
-    // Crash recovery comes first: an interrupted generation is undone by
-    // itself (no new generation; it is marked rolled-back).
-    if (auto m = apply::find_interrupted(journal, dry_run ? apply::LockHeld::by_other_or_nobody : apply::LockHeld::by_us)) {
-        std::printf("Generation %llu (%s, started %s) was interrupted (%s): restoring its %zu file(s).\n",
-                    static_cast<unsigned long long>(m->id), std::string(apply::to_string(m->kind)).c_str(), m->created.c_str(),
-                    std::string(apply::to_string(m->state)).c_str(), m->files.size());
-        if (vm.count("to") != 0U) {
-            print_note(ctx, "--to is ignored until the interrupted generation is undone; run rollback again afterwards");
+// Crash recovery: an interrupted generation is undone by itself (no new
+// generation; it is marked rolled-back).
+int recover_interrupted(Context& ctx, const po::variables_map& vm, const apply::Journal& journal, apply::Manifest& m, bool dry_run)
+{
+    std::printf("Generation %llu (%s, started %s) was interrupted (%s): restoring its %zu file(s).\n",
+                static_cast<unsigned long long>(m.id), std::string(apply::to_string(m.kind)).c_str(), m.created.c_str(),
+                std::string(apply::to_string(m.state)).c_str(), m.files.size());
+    if (vm.count("to") != 0U) {
+        print_note(ctx, "--to is ignored until the interrupted generation is undone; run rollback again afterwards");
+    }
+    if (dry_run) {
+        for (auto it = m.files.rbegin(); it != m.files.rend(); ++it) {
+            std::printf("  %s %s\n", it->before_sha256 ? "restore" : "remove ", it->path.c_str());
         }
-        if (dry_run) {
-            for (auto it = m->files.rbegin(); it != m->files.rend(); ++it) {
-                std::printf("  %s %s\n", it->before_sha256 ? "restore" : "remove ", it->path.c_str());
-            }
-            std::printf("Dry run: nothing was written.\n");
-            return exit_code::ok;
-        }
-        auto report = apply::restore_generation(journal, ctx.runner, *m, cli_progress(ctx), &libvirt_hooks());
-        print_recorded_commands(ctx);
-        if (!report.failures.empty()) {
-            throw apply::rollback_failed_error(m->id, "generation " + std::to_string(m->id) + " was interrupted", report);
-        }
-        for (const auto& n : report.not_undone) {
-            print_warning(ctx, "not undone automatically: " + n);
-        }
-        std::printf("Restored: %zu file(s) put back; generation %llu is now rolled-back.\n", report.restored.size(),
-                    static_cast<unsigned long long>(m->id));
+        std::printf("Dry run: nothing was written.\n");
         return exit_code::ok;
     }
+    auto report = apply::restore_generation(journal, ctx.runner, m, cli_progress(ctx), &libvirt_hooks());
+    print_recorded_commands(ctx);
+    if (!report.failures.empty()) {
+        throw apply::rollback_failed_error(m.id, "generation " + std::to_string(m.id) + " was interrupted", report);
+    }
+    for (const auto& n : report.not_undone) {
+        print_warning(ctx, "not undone automatically: " + n);
+    }
+    std::printf("Restored: %zu file(s) put back; generation %llu is now rolled-back.\n", report.restored.size(),
+                static_cast<unsigned long long>(m.id));
+    return exit_code::ok;
+}
 
-    std::optional<std::uint64_t> to;
-    if (vm.count("to") != 0U) {
-        to = vm["to"].as<std::uint64_t>();
+std::vector<std::string> id_texts(const std::vector<std::uint64_t>& ids)
+{
+    std::vector<std::string> out;
+    out.reserve(ids.size());
+    for (auto id : ids) {
+        out.push_back(std::to_string(id));
     }
-    const auto force = vm.count("force") != 0U ? apply::Force::yes : apply::Force::no;
-    const auto remove_volumes = vm.count("remove-volumes") != 0U ? apply::RemoveVolumes::yes : apply::RemoveVolumes::no;
-    auto rb = apply::plan_rollback(journal, to, force, remove_volumes);
-    std::vector<std::string> ids;
-    for (auto id : rb.undoes) {
-        ids.push_back(std::to_string(id));
-    }
+    return out;
+}
+
+// What the rollback will do, before it does it.
+void print_rollback_plan(const Context& ctx, const apply::RollbackPlan& rb, bool to_given)
+{
+    const std::vector<std::string> ids = id_texts(rb.undoes);
     std::printf("Rolling back generation%s %s:\n", ids.size() == 1 ? "" : "s", util::join(ids, ", ").c_str());
-    if (!to && rb.active.size() > 1) {
+    if (!to_given && rb.active.size() > 1) {
         // Several generations are active: say that this undoes only the newest.
-        std::vector<std::string> active;
-        for (auto id : rb.active) {
-            active.push_back(std::to_string(id));
-        }
+        const std::vector<std::string> active = id_texts(rb.active);
         print_note(ctx, "generations " + util::join(active, ", ") + " are applied; this undoes only the newest, " + ids.front()
                             + "; 'passthru" + root_option(ctx) + " rollback --to " + active.front()
                             + "' undoes all of them (the host as before generation " + active.front() + ")");
@@ -110,6 +93,42 @@ int run_rollback(Context& ctx, const po::variables_map& vm)
     for (const auto& k : rb.kept) {
         print_warning(ctx, k);
     }
+}
+
+} // namespace
+
+int run_rollback(Context& ctx, const po::variables_map& vm)
+{
+    const bool dry_run = vm.count("dry-run") != 0U;
+    if (!dry_run) {
+        require_root(ctx, "rollback");
+    }
+    const apply::Journal journal(ctx.fs);
+    if (journal.ids().empty()) {
+        throw Error(Errc::not_found, "nothing to roll back: no generation was ever recorded under "
+                                         + (ctx.fs.root() / std::string(apply::k_generations_dir).substr(1)).string());
+    }
+    std::optional<util::HostLock> lock;
+    if (!dry_run) {
+        auto l = journal.lock();
+        if (!l) {
+            throw l.error();
+        }
+        lock = std::move(*l);
+    }
+    // Crash recovery comes first.
+    if (auto m = apply::find_interrupted(journal, dry_run ? apply::LockHeld::by_other_or_nobody : apply::LockHeld::by_us)) {
+        return recover_interrupted(ctx, vm, journal, *m, dry_run);
+    }
+
+    std::optional<std::uint64_t> to;
+    if (vm.count("to") != 0U) {
+        to = vm["to"].as<std::uint64_t>();
+    }
+    const auto force = vm.count("force") != 0U ? apply::Force::yes : apply::Force::no;
+    const auto remove_volumes = vm.count("remove-volumes") != 0U ? apply::RemoveVolumes::yes : apply::RemoveVolumes::no;
+    const auto rb = apply::plan_rollback(journal, to, force, remove_volumes);
+    print_rollback_plan(ctx, rb, to.has_value());
     if (dry_run) {
         std::printf("Dry run: nothing was written.\n");
         return exit_code::ok;
