@@ -43,6 +43,69 @@ util::ColorMode parse_color(const std::string& text)
 
 // error_color: whether the error printed by main() gets colour; set as soon
 // as --color is known so that --color never also holds for errors.
+const Command* find_command(const std::string& name)
+{
+    for (const auto& c : commands()) {
+        if (c.name == name) {
+            return &c;
+        }
+    }
+    throw Error(Errc::usage, "unknown command '" + name + "'").with_hint("run 'passthru --help' for the commands");
+}
+
+// Everything after the command name goes to the command's own options;
+// global options may also follow the command.
+po::variables_map parse_command_options(const Command& command, const po::parsed_options& parsed, po::options_description& cmd_options)
+{
+    std::vector<std::string> rest = po::collect_unrecognized(parsed.options, po::include_positional);
+    rest.erase(rest.begin()); // the command name itself
+    command.add_options(cmd_options);
+    cmd_options.add_options()("help,h", "show help for this command");
+    po::options_description cmd_all;
+    cmd_all.add(cmd_options);
+    po::options_description global_again;
+    global_again.add_options()
+        ("root", po::value<std::string>(), "")
+        ("data-dir", po::value<std::string>(), "")
+        ("color", po::value<std::string>(), "");
+    cmd_all.add(global_again);
+    po::variables_map vm;
+    po::store(po::command_line_parser(rest).options(cmd_all).run(), vm);
+    po::notify(vm);
+    return vm;
+}
+
+// A global option given after the command wins over the same one before it.
+GlobalOptions global_options(const po::variables_map& gvm, const po::variables_map& vm, util::ColorMode color_mode)
+{
+    GlobalOptions options;
+    options.root = vm.count("root") != 0U ? vm["root"].as<std::string>() : gvm["root"].as<std::string>();
+    if (vm.count("data-dir") != 0U) {
+        options.data_dir = vm["data-dir"].as<std::string>();
+    } else if (gvm.count("data-dir") != 0U) {
+        options.data_dir = gvm["data-dir"].as<std::string>();
+    }
+    options.color = vm.count("color") != 0U ? parse_color(vm["color"].as<std::string>()) : color_mode;
+    return options;
+}
+
+int run_command(const Command& command, const GlobalOptions& options, const po::variables_map& vm, bool stdout_color, bool error_color)
+{
+    auto fs = util::HostFs::open(options.root);
+    if (!fs) {
+        throw Error(Errc::usage, std::string("--root: ") + fs.error().what())
+            .with_hint("give the directory that holds the host's /sys, /proc and /etc");
+    }
+    Context ctx{options, std::move(*fs), util::CommandRunner(util::RunMode::record), false, false};
+    if (ctx.fs.is_live()) {
+        ctx.runner = util::CommandRunner(util::RunMode::execute);
+    }
+    ctx.color_out = stdout_color;
+    ctx.color_err = error_color;
+    notice_interrupted(ctx, command.name); // a kill -9 mid-apply is reported by every command
+    return command.run(ctx, vm);
+}
+
 int run(int argc, char** argv, bool& error_color)
 {
     po::options_description global("Global options");
@@ -72,71 +135,23 @@ int run(int argc, char** argv, bool& error_color)
         }
         throw Error(Errc::usage, "no command given").with_hint("run 'passthru --help' for the commands");
     }
-    const std::string name = gvm["command"].as<std::string>();
-    const Command* command = nullptr;
-    for (const auto& c : commands()) {
-        if (c.name == name) {
-            command = &c;
-        }
-    }
-    if (command == nullptr) {
-        throw Error(Errc::usage, "unknown command '" + name + "'").with_hint("run 'passthru --help' for the commands");
-    }
-
-    // Everything after the command name goes to the command's own options;
-    // global options may also follow the command.
-    std::vector<std::string> rest = po::collect_unrecognized(parsed.options, po::include_positional);
-    rest.erase(rest.begin()); // the command name itself
-    po::options_description cmd_options(std::string(command->name) + " options");
-    command->add_options(cmd_options);
-    cmd_options.add_options()("help,h", "show help for this command");
-    po::options_description cmd_all;
-    cmd_all.add(cmd_options);
-    po::options_description global_again;
-    global_again.add_options()
-        ("root", po::value<std::string>(), "")
-        ("data-dir", po::value<std::string>(), "")
-        ("color", po::value<std::string>(), "");
-    cmd_all.add(global_again);
-    po::variables_map vm;
-    po::store(po::command_line_parser(rest).options(cmd_all).run(), vm);
-    po::notify(vm);
+    const Command& command = *find_command(gvm["command"].as<std::string>());
+    po::options_description cmd_options(std::string(command.name) + " options");
+    const po::variables_map vm = parse_command_options(command, parsed, cmd_options);
     if (gvm.count("help") != 0U || vm.count("help") != 0U) {
-        std::fputs(command_help(*command, cmd_options, global).c_str(), stdout);
+        std::fputs(command_help(command, cmd_options, global).c_str(), stdout);
         return exit_code::ok;
     }
-
-    GlobalOptions options;
-    options.root = vm.count("root") != 0U ? vm["root"].as<std::string>() : gvm["root"].as<std::string>();
-    if (vm.count("data-dir") != 0U) {
-        options.data_dir = vm["data-dir"].as<std::string>();
-    } else if (gvm.count("data-dir") != 0U) {
-        options.data_dir = gvm["data-dir"].as<std::string>();
-    }
-    options.color = vm.count("color") != 0U ? parse_color(vm["color"].as<std::string>()) : color_mode;
+    const GlobalOptions options = global_options(gvm, vm, color_mode);
     error_color = util::use_color(stderr, options.color);
     // From here on host text may be printed: both streams escape control
     // characters on their way out (cli/terminal_guard.hpp); JSON stays exact.
     guard_stream(stderr, error_color);
     const bool stdout_color = util::use_color(stdout, options.color); // before the guard hides the TTY
-    const bool json_out = vm.count("json") != 0U;
-    if (!json_out) {
+    if (vm.count("json") == 0U) {
         guard_stream(stdout, stdout_color);
     }
-
-    auto fs = util::HostFs::open(options.root);
-    if (!fs) {
-        throw Error(Errc::usage, std::string("--root: ") + fs.error().what())
-            .with_hint("give the directory that holds the host's /sys, /proc and /etc");
-    }
-    Context ctx{options, std::move(*fs), util::CommandRunner(util::RunMode::record), false, false};
-    if (ctx.fs.is_live()) {
-        ctx.runner = util::CommandRunner(util::RunMode::execute);
-    }
-    ctx.color_out = stdout_color;
-    ctx.color_err = error_color;
-    notice_interrupted(ctx, command->name); // a kill -9 mid-apply is reported by every command
-    return command->run(ctx, vm);
+    return run_command(command, options, vm, stdout_color, error_color);
 }
 
 } // namespace
