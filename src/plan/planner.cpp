@@ -221,19 +221,105 @@ bool kernel_is_pve(const scan::HostInfo& host)
 
 // Group safety: never part of a group. Appends refusals and warnings;
 // returns whether pcie_acs_override is needed (and allowed).
+// Refused: the IOMMU is off, so nothing can be passed.
+void refuse_iommu_off(const scan::Inventory& inv, Plan& plan)
+{
+    std::string fix;
+    for (const auto& p : inv.problems) {
+        if (p.message.rfind("no IOMMU groups", 0) == 0) {
+            fix = p.fix;
+        }
+    }
+    plan.refusals.push_back({"the IOMMU is off (no IOMMU groups under /sys/kernel/iommu_groups): no device can be passed through, "
+                             "and vfio-pci cannot claim a device without one",
+                             {fix.empty() ? "enable the IOMMU in the firmware setup and on the kernel command line, reboot, and plan again" : fix,
+                              "then run 'passthru scan' to see the groups and plan again"}});
+}
+
+// Other GPU cards in the card's group go only together, to the same VM.
+void refuse_unselected_partners(const scan::Inventory& inv, const scan::GpuCard& card, const std::set<std::string>& selected_slots,
+                                Plan& plan)
+{
+    std::set<std::string> partners;
+    for (const auto& addr : card.shares_with) {
+        if (const auto* other = inv.gpu_of(addr)) {
+            if (!selected_slots.contains(other->slot)) {
+                partners.insert(other->slot);
+            }
+        }
+    }
+    if (partners.empty()) {
+        return;
+    }
+    std::vector<std::string> names;
+    names.reserve(partners.size());
+    for (const auto& slot : partners) {
+        names.push_back(card_label(inv, *inv.find_gpu(slot)));
+    }
+    std::vector<std::string> with(selected_slots.begin(), selected_slots.end());
+    with.insert(with.end(), partners.begin(), partners.end());
+    std::sort(with.begin(), with.end());
+    plan.refusals.push_back({card_label(inv, card) + " shares IOMMU group " + group_list(card.iommu_groups) + " with " + util::join(names, ", ")
+                                 + ", which is not selected: a group can only go to one VM as a whole",
+                             {"select them together: --gpus " + util::join(with, ","), "or move one card to a slot with its own IOMMU group"}});
+}
+
+// What the other endpoints of a card's group mean for the plan.
+enum class SharedGroup
+{
+    fine,         // no other endpoint, or refused without --acs-override
+    needs_acs,    // planned because of --acs-override
+    no_acs_kernel // --acs-override given, but the kernel cannot do it (refused)
+};
+
+// Non-GPU endpoints in the card's group: refused, or with --acs-override
+// (Proxmox VE kernel only) planned with a warning.
+SharedGroup check_other_endpoints(const scan::Inventory& inv, const Request& req, const scan::GpuCard& card, Plan& plan)
+{
+    if (card.other_endpoints.empty()) {
+        return SharedGroup::fine;
+    }
+    const std::string label = card_label(inv, card);
+    std::vector<std::string> devices;
+    for (const auto& addr : card.other_endpoints) {
+        const bool critical = std::find(card.host_critical.begin(), card.host_critical.end(), addr) != card.host_critical.end();
+        devices.push_back(describe_device(inv, addr) + (critical ? " [host-critical: storage/network]" : ""));
+    }
+    const std::string what = label + " shares IOMMU group " + group_list(card.iommu_groups) + " with " + util::join(devices, "; ");
+    if (req.acs_override == AcsOverride::yes) {
+        if (!kernel_is_pve(inv.host)) {
+            plan.refusals.push_back({what + "; --acs-override needs the Proxmox VE kernel, and kernel " + inv.host.kernel.value_or("(unknown)")
+                                         + " does not carry the pcie_acs_override patch",
+                                     {"boot a Proxmox VE kernel, or move the card to a slot with its own IOMMU group"}});
+            return SharedGroup::no_acs_kernel;
+        }
+        plan.warnings.push_back(what + ": planned only because of --acs-override, which makes the kernel pretend these devices are isolated; "
+                                       "they can still reach each other by peer-to-peer DMA, so the VM is not isolated from them"
+                                + (card.host_critical.empty() ? std::string() : " (among them host storage/network)"));
+        return SharedGroup::needs_acs;
+    }
+    std::vector<std::string> bound;
+    for (const auto& addr : card.other_endpoints) {
+        const auto* d = inv.find(addr);
+        if (d != nullptr && d->driver && *d->driver != "vfio-pci") {
+            bound.push_back(addr.str() + " from " + *d->driver);
+        }
+    }
+    std::string why = "every device of a group must be bound to vfio-pci before a VM can use any of it";
+    if (!bound.empty()) {
+        why += ", so starting the VM would take " + util::join(bound, ", ") + " away from the host";
+    }
+    plan.refusals.push_back({what + ": " + why,
+                             {"move the card to a slot with its own IOMMU group (usually a CPU-attached slot), or select another card",
+                              "or add --acs-override (Proxmox VE kernel only): it adds pcie_acs_override=downstream,multifunction, "
+                              "which splits the group but weakens isolation between these devices"}});
+    return SharedGroup::fine;
+}
+
 bool check_groups(const scan::Inventory& inv, const Request& req, const std::vector<const scan::GpuCard*>& cards, Plan& plan)
 {
     if (!inv.host.iommu.enabled) {
-        std::string fix;
-        for (const auto& p : inv.problems) {
-            if (p.message.rfind("no IOMMU groups", 0) == 0) {
-                fix = p.fix;
-            }
-        }
-        plan.refusals.push_back({"the IOMMU is off (no IOMMU groups under /sys/kernel/iommu_groups): no device can be passed through, "
-                                 "and vfio-pci cannot claim a device without one",
-                                 {fix.empty() ? "enable the IOMMU in the firmware setup and on the kernel command line, reboot, and plan again" : fix,
-                                  "then run 'passthru scan' to see the groups and plan again"}});
+        refuse_iommu_off(inv, plan);
         return false;
     }
     std::set<std::string> selected_slots;
@@ -242,76 +328,21 @@ bool check_groups(const scan::Inventory& inv, const Request& req, const std::vec
     }
     bool need_acs = false;
     for (const auto* card : cards) {
-        const std::string label = card_label(inv, *card);
-        std::vector<int> missing_groups;
         for (const auto& fn : card->functions) {
             const auto* d = inv.find(fn);
             if (d == nullptr || !d->iommu_group) {
-                plan.refusals.push_back({label + ": function " + fn.str() + " has no IOMMU group, so vfio-pci cannot claim it",
+                plan.refusals.push_back({card_label(inv, *card) + ": function " + fn.str() + " has no IOMMU group, so vfio-pci cannot claim it",
                                          {"check 'passthru scan'; the IOMMU may not cover this device"}});
             }
         }
-        // Other GPU cards in the group go only together, to the same VM.
-        std::set<std::string> partners;
-        for (const auto& addr : card->shares_with) {
-            if (const auto* other = inv.gpu_of(addr)) {
-                if (!selected_slots.contains(other->slot)) {
-                    partners.insert(other->slot);
-                }
-            }
+        refuse_unselected_partners(inv, *card, selected_slots, plan);
+        const SharedGroup shared = check_other_endpoints(inv, req, *card, plan);
+        if (shared == SharedGroup::no_acs_kernel) {
+            continue;
         }
-        if (!partners.empty()) {
-            std::vector<std::string> names;
-            names.reserve(partners.size());
-            for (const auto& slot : partners) {
-                names.push_back(card_label(inv, *inv.find_gpu(slot)));
-            }
-            std::vector<std::string> with(selected_slots.begin(), selected_slots.end());
-            with.insert(with.end(), partners.begin(), partners.end());
-            std::sort(with.begin(), with.end());
-            plan.refusals.push_back({label + " shares IOMMU group " + group_list(card->iommu_groups) + " with " + util::join(names, ", ")
-                                         + ", which is not selected: a group can only go to one VM as a whole",
-                                     {"select them together: --gpus " + util::join(with, ","),
-                                      "or move one card to a slot with its own IOMMU group"}});
-        }
-        if (!card->other_endpoints.empty()) {
-            std::vector<std::string> devices;
-            for (const auto& addr : card->other_endpoints) {
-                const bool critical = std::find(card->host_critical.begin(), card->host_critical.end(), addr) != card->host_critical.end();
-                devices.push_back(describe_device(inv, addr) + (critical ? " [host-critical: storage/network]" : ""));
-            }
-            const std::string what = label + " shares IOMMU group " + group_list(card->iommu_groups) + " with " + util::join(devices, "; ");
-            if (req.acs_override == AcsOverride::yes) {
-                if (!kernel_is_pve(inv.host)) {
-                    plan.refusals.push_back({what + "; --acs-override needs the Proxmox VE kernel, and kernel "
-                                                 + inv.host.kernel.value_or("(unknown)") + " does not carry the pcie_acs_override patch",
-                                             {"boot a Proxmox VE kernel, or move the card to a slot with its own IOMMU group"}});
-                    continue;
-                }
-                need_acs = true;
-                plan.warnings.push_back(what + ": planned only because of --acs-override, which makes the kernel pretend these devices are isolated; "
-                                               "they can still reach each other by peer-to-peer DMA, so the VM is not isolated from them"
-                                        + (card->host_critical.empty() ? std::string() : " (among them host storage/network)"));
-            } else {
-                std::vector<std::string> bound;
-                for (const auto& addr : card->other_endpoints) {
-                    const auto* d = inv.find(addr);
-                    if (d != nullptr && d->driver && *d->driver != "vfio-pci") {
-                        bound.push_back(addr.str() + " from " + *d->driver);
-                    }
-                }
-                std::string why = "every device of a group must be bound to vfio-pci before a VM can use any of it";
-                if (!bound.empty()) {
-                    why += ", so starting the VM would take " + util::join(bound, ", ") + " away from the host";
-                }
-                plan.refusals.push_back({what + ": " + why,
-                                         {"move the card to a slot with its own IOMMU group (usually a CPU-attached slot), or select another card",
-                                          "or add --acs-override (Proxmox VE kernel only): it adds pcie_acs_override=downstream,multifunction, "
-                                          "which splits the group but weakens isolation between these devices"}});
-            }
-        }
+        need_acs = need_acs || shared == SharedGroup::needs_acs;
         if (card->isolation == scan::Isolation::unknown && card->iommu_groups.empty()) {
-            plan.refusals.push_back({label + " has no IOMMU group", {"check 'passthru scan'"}});
+            plan.refusals.push_back({card_label(inv, *card) + " has no IOMMU group", {"check 'passthru scan'"}});
         }
     }
     if (req.acs_override == AcsOverride::yes && !need_acs && plan.refusals.empty()) {
@@ -321,24 +352,63 @@ bool check_groups(const scan::Inventory& inv, const Request& req, const std::vec
     return need_acs;
 }
 
+// What the plan says about one selected card: slot, functions, ids, name.
+SelectedGpu selected_gpu(const scan::Inventory& inventory, const scan::GpuCard& card, const std::vector<detail::GpuProfile>& profiles)
+{
+    SelectedGpu gpu;
+    gpu.slot = card.slot;
+    gpu.boot_vga = card.boot_vga;
+    gpu.iommu_groups = card.iommu_groups;
+    for (const auto& fn : card.functions) {
+        gpu.functions.push_back(fn.str());
+        const auto* d = inventory.find(fn);
+        gpu.ids.push_back(d != nullptr ? d->vendor_device() : std::string());
+    }
+    const auto* first = card.functions.empty() ? nullptr : inventory.find(card.functions.front());
+    if (first != nullptr) {
+        if (const auto* profile = detail::find_profile(profiles, first->vendor_device())) {
+            gpu.name = profile->name;
+        } else {
+            gpu.name = first->device_name.empty() ? first->vendor_device() : first->device_name;
+        }
+    }
+    return gpu;
+}
+
+// Only the bond/bridge: a host provisioned in steps plans the network alone.
+Plan network_only_plan(const scan::Inventory& inventory, const util::HostFs& fs, const DataDir& data, const Request& request)
+{
+    Plan plan;
+    plan.request = request;
+    PlanContext ctx{inventory, fs, data, request, {}};
+    plan_network(ctx, plan);
+    if (plan.refused()) {
+        plan.files.clear();
+        plan.commands.clear();
+    } else if (plan.empty()) {
+        plan.notes.insert(plan.notes.begin(), "nothing to do: the network is already configured as planned");
+    }
+    return plan;
+}
+
+// Several cards of one model give the same note once, not once per card.
+void dedupe(std::vector<std::string>& lines)
+{
+    std::vector<std::string> out;
+    for (auto& line : lines) {
+        if (std::find(out.begin(), out.end(), line) == out.end()) {
+            out.push_back(std::move(line));
+        }
+    }
+    lines = std::move(out);
+}
+
 } // namespace
 
 Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs, const DataDir& data, const Request& request)
 {
-    Plan plan;
-    plan.request = request;
     if (request.vm.empty() && request.gpus.empty() && request.network) {
-        // Only the bond/bridge: a host provisioned in steps plans the
-        // network alone.
-        PlanContext ctx{inventory, fs, data, request, {}};
-        plan_network(ctx, plan);
-        if (plan.refused()) {
-            plan.files.clear();
-            plan.commands.clear();
-        } else if (plan.empty()) {
-            plan.notes.insert(plan.notes.begin(), "nothing to do: the network is already configured as planned");
-        }
-        return plan;
+        return network_only_plan(inventory, fs, data, request);
     }
     if (request.vm.empty()) {
         return tl::unexpected(Error(Errc::usage, "--vm is required").with_hint("e.g. passthru plan --vm 101 --gpus all"));
@@ -350,43 +420,25 @@ Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs,
     if (!cards) {
         return tl::unexpected(cards.error());
     }
-
+    Plan plan;
+    plan.request = request;
     std::vector<std::string> profile_warnings;
     const auto profiles = detail::load_gpu_profiles(data, profile_warnings);
     for (auto& w : profile_warnings) {
         plan.warnings.push_back(std::move(w));
     }
     for (const auto* card : *cards) {
-        SelectedGpu gpu;
-        gpu.slot = card->slot;
-        gpu.boot_vga = card->boot_vga;
-        gpu.iommu_groups = card->iommu_groups;
-        for (const auto& fn : card->functions) {
-            gpu.functions.push_back(fn.str());
-            const auto* d = inventory.find(fn);
-            gpu.ids.push_back(d != nullptr ? d->vendor_device() : std::string());
-        }
-        const auto* first = card->functions.empty() ? nullptr : inventory.find(card->functions.front());
-        if (first != nullptr) {
-            if (const auto* profile = detail::find_profile(profiles, first->vendor_device())) {
-                gpu.name = profile->name;
-            } else {
-                gpu.name = first->device_name.empty() ? first->vendor_device() : first->device_name;
-            }
-        }
-        plan.gpus.push_back(std::move(gpu));
+        plan.gpus.push_back(selected_gpu(inventory, *card, profiles));
         if (card->boot_vga) {
             plan.warnings.push_back(card_label(inventory, *card)
                                     + " is the boot VGA: once it is bound to vfio-pci the host loses its local console "
                                       "(use SSH, the BMC or a serial console)");
         }
     }
-
     const bool need_acs = check_groups(inventory, request, *cards, plan);
     if (plan.refused()) {
         return plan;
     }
-
     PlanContext ctx{inventory, fs, data, request, *cards};
     if (need_acs) {
         plan.warnings.push_back("pcie_acs_override=downstream,multifunction weakens isolation: the kernel stops trusting the PCIe "
@@ -396,20 +448,8 @@ Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs,
     plan_host(ctx, plan);
     plan_vm(ctx, plan);
     plan_network(ctx, plan);
-
-    // Several cards of one model give the same note once, not once per card.
-    const auto dedupe = [](std::vector<std::string>& lines) {
-        std::vector<std::string> out;
-        for (auto& line : lines) {
-            if (std::find(out.begin(), out.end(), line) == out.end()) {
-                out.push_back(std::move(line));
-            }
-        }
-        lines = std::move(out);
-    };
     dedupe(plan.warnings);
     dedupe(plan.notes);
-
     if (plan.refused()) {
         // A refused plan changes nothing.
         plan.files.clear();
