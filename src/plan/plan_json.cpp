@@ -278,115 +278,142 @@ json plan_to_json(const Plan& plan)
     };
 }
 
+namespace {
+
+mode_t file_mode_from(const std::string& mode, const std::string& w)
+{
+    char* end = nullptr;
+    const unsigned long m = std::strtoul(mode.c_str(), &end, 8);
+    if (mode.empty() || end == nullptr || *end != '\0' || m > 07777) {
+        throw ParseError{w + ".mode must be an octal mode like 0644"};
+    }
+    return static_cast<mode_t>(m);
+}
+
+// One entry of "files": a host path without '..', an action, and contents
+// that agree with the action and with their checksums.
+FileChange file_change_from(const json& f, const std::string& w)
+{
+    FileChange c;
+    c.path = get_string(f, "path", w);
+    if (c.path.empty() || c.path.front() != '/' || c.path.find("/../") != std::string::npos || c.path.ends_with("/..")) {
+        throw ParseError{w + ".path must be an absolute host path without '..'"};
+    }
+    const auto action = file_action_from(get_string(f, "action", w));
+    if (!action) {
+        throw ParseError{w + ".action must be create, modify or delete"};
+    }
+    c.action = *action;
+    c.after = get_opt_string(f, "content", w);
+    c.before = get_opt_string(f, "before", w);
+    c.before_sha256 = get_opt_string(f, "before_sha256", w);
+    if ((c.action == FileAction::remove) != !c.after) {
+        throw ParseError{w + ".content must be null exactly when the action is delete"};
+    }
+    if ((c.action == FileAction::create) != !c.before_sha256) {
+        throw ParseError{w + ".before_sha256 must be null exactly when the action is create"};
+    }
+    if (c.before && c.before_sha256 && util::sha256_hex(*c.before) != *c.before_sha256) {
+        throw ParseError{w + ".before does not match before_sha256"};
+    }
+    if (f.contains("after_sha256") && !f["after_sha256"].is_null() && c.after
+        && util::sha256_hex(*c.after) != get_string(f, "after_sha256", w)) {
+        throw ParseError{w + ".content does not match after_sha256"};
+    }
+    if (f.contains("mode")) {
+        c.mode = file_mode_from(get_string(f, "mode", w), w);
+    }
+    c.reasons = get_strings(f, "reasons", w);
+    return c;
+}
+
+PlannedCommand command_from(const json& c, const std::string& w)
+{
+    PlannedCommand pc;
+    pc.argv = get_strings(c, "argv", w);
+    if (pc.argv.empty()) {
+        throw ParseError{w + ".argv is empty"};
+    }
+    pc.reason = c.contains("reason") ? get_string(c, "reason", w) : std::string();
+    return pc;
+}
+
+SelectedGpu gpu_from(const json& g, const std::string& w)
+{
+    SelectedGpu gpu;
+    gpu.slot = get_string(g, "slot", w);
+    gpu.name = g.contains("name") ? get_string(g, "name", w) : std::string();
+    gpu.functions = get_strings(g, "functions", w);
+    gpu.ids = get_strings(g, "ids", w, false);
+    if (g.contains("iommu_groups")) {
+        for (const auto& n : get_array(g, "iommu_groups", w)) {
+            if (!n.is_number_integer()) {
+                throw ParseError{w + ".iommu_groups must hold integers"};
+            }
+            gpu.iommu_groups.push_back(n.get<int>());
+        }
+    }
+    gpu.boot_vga = get_bool(g, "boot_vga", w, false);
+    return gpu;
+}
+
+DomainChange domain_from(const json& d, const std::string& w)
+{
+    DomainChange dc;
+    dc.uri = get_string(d, "uri", w);
+    dc.name = get_string(d, "name", w);
+    dc.before_xml = get_opt_string(d, "before_xml", w);
+    dc.after_xml = get_string(d, "after_xml", w);
+    dc.reasons = get_strings(d, "reasons", w, false);
+    return dc;
+}
+
+// Each element of the array doc[key], read by `one` with its name ("key[i]").
+template <typename T, typename Read>
+void read_each(const json& doc, const char* key, std::vector<T>& out, Read one)
+{
+    std::size_t i = 0;
+    for (const auto& e : get_array(doc, key, "plan")) {
+        out.push_back(one(e, std::string(key) + "[" + std::to_string(i++) + "]"));
+    }
+}
+
+Plan plan_from_object(const json& doc)
+{
+    if (!doc.is_object()) {
+        throw ParseError{"the document is not a JSON object"};
+    }
+    const std::string schema = get_string(doc, "schema", "plan");
+    if (schema != k_plan_schema) {
+        throw ParseError{"schema is '" + schema + "', expected '" + k_plan_schema + "'"};
+    }
+    Plan plan;
+    plan.request = parse_request(field(doc, "request", "plan"));
+    read_each(doc, "files", plan.files, file_change_from);
+    read_each(doc, "commands", plan.commands, command_from);
+    const auto& ka = field(doc, "kernel_args", "plan");
+    plan.kernel_args.add = get_strings(ka, "add", "kernel_args");
+    plan.kernel_args.remove = get_strings(ka, "remove", "kernel_args");
+    plan.vfio_ids = get_strings(doc, "vfio_ids", "plan");
+    plan.binding = doc.contains("binding") ? get_string(doc, "binding", "plan") : std::string();
+    read_each(doc, "gpus", plan.gpus, gpu_from);
+    if (doc.contains("domains")) {
+        read_each(doc, "domains", plan.domains, domain_from);
+    }
+    plan.warnings = get_strings(doc, "warnings", "plan");
+    read_each(doc, "refusals", plan.refusals, [](const json& r, const std::string& w) {
+        return Refusal{get_string(r, "message", w), get_strings(r, "hints", w, false)};
+    });
+    plan.notes = get_strings(doc, "notes", "plan", false);
+    return plan;
+}
+
+} // namespace
+
 Result<Plan> plan_from_json(const nlohmann::json& doc)
 {
     try {
-        if (!doc.is_object()) {
-            throw ParseError{"the document is not a JSON object"};
-        }
-        const std::string schema = get_string(doc, "schema", "plan");
-        if (schema != k_plan_schema) {
-            throw ParseError{"schema is '" + schema + "', expected '" + k_plan_schema + "'"};
-        }
-        Plan plan;
-        plan.request = parse_request(field(doc, "request", "plan"));
-        std::size_t i = 0;
-        for (const auto& f : get_array(doc, "files", "plan")) {
-            const std::string w = "files[" + std::to_string(i++) + "]";
-            FileChange c;
-            c.path = get_string(f, "path", w);
-            if (c.path.empty() || c.path.front() != '/' || c.path.find("/../") != std::string::npos || c.path.ends_with("/..")) {
-                throw ParseError{w + ".path must be an absolute host path without '..'"};
-            }
-            const auto action = file_action_from(get_string(f, "action", w));
-            if (!action) {
-                throw ParseError{w + ".action must be create, modify or delete"};
-            }
-            c.action = *action;
-            c.after = get_opt_string(f, "content", w);
-            c.before = get_opt_string(f, "before", w);
-            c.before_sha256 = get_opt_string(f, "before_sha256", w);
-            if ((c.action == FileAction::remove) != !c.after) {
-                throw ParseError{w + ".content must be null exactly when the action is delete"};
-            }
-            if ((c.action == FileAction::create) != !c.before_sha256) {
-                throw ParseError{w + ".before_sha256 must be null exactly when the action is create"};
-            }
-            if (c.before && c.before_sha256 && util::sha256_hex(*c.before) != *c.before_sha256) {
-                throw ParseError{w + ".before does not match before_sha256"};
-            }
-            if (f.contains("after_sha256") && !f["after_sha256"].is_null() && c.after
-                && util::sha256_hex(*c.after) != get_string(f, "after_sha256", w)) {
-                throw ParseError{w + ".content does not match after_sha256"};
-            }
-            if (f.contains("mode")) {
-                const std::string mode = get_string(f, "mode", w);
-                char* end = nullptr;
-                const unsigned long m = std::strtoul(mode.c_str(), &end, 8);
-                if (mode.empty() || end == nullptr || *end != '\0' || m > 07777) {
-                    throw ParseError{w + ".mode must be an octal mode like 0644"};
-                }
-                c.mode = static_cast<mode_t>(m);
-            }
-            c.reasons = get_strings(f, "reasons", w);
-            plan.files.push_back(std::move(c));
-        }
-        i = 0;
-        for (const auto& c : get_array(doc, "commands", "plan")) {
-            const std::string w = "commands[" + std::to_string(i++) + "]";
-            PlannedCommand pc;
-            pc.argv = get_strings(c, "argv", w);
-            if (pc.argv.empty()) {
-                throw ParseError{w + ".argv is empty"};
-            }
-            pc.reason = c.contains("reason") ? get_string(c, "reason", w) : std::string();
-            plan.commands.push_back(std::move(pc));
-        }
-        const auto& ka = field(doc, "kernel_args", "plan");
-        plan.kernel_args.add = get_strings(ka, "add", "kernel_args");
-        plan.kernel_args.remove = get_strings(ka, "remove", "kernel_args");
-        plan.vfio_ids = get_strings(doc, "vfio_ids", "plan");
-        plan.binding = doc.contains("binding") ? get_string(doc, "binding", "plan") : std::string();
-        i = 0;
-        for (const auto& g : get_array(doc, "gpus", "plan")) {
-            const std::string w = "gpus[" + std::to_string(i++) + "]";
-            SelectedGpu gpu;
-            gpu.slot = get_string(g, "slot", w);
-            gpu.name = g.contains("name") ? get_string(g, "name", w) : std::string();
-            gpu.functions = get_strings(g, "functions", w);
-            gpu.ids = get_strings(g, "ids", w, false);
-            if (g.contains("iommu_groups")) {
-                for (const auto& n : get_array(g, "iommu_groups", w)) {
-                    if (!n.is_number_integer()) {
-                        throw ParseError{w + ".iommu_groups must hold integers"};
-                    }
-                    gpu.iommu_groups.push_back(n.get<int>());
-                }
-            }
-            gpu.boot_vga = get_bool(g, "boot_vga", w, false);
-            plan.gpus.push_back(std::move(gpu));
-        }
-        if (doc.contains("domains")) {
-            i = 0;
-            for (const auto& d : get_array(doc, "domains", "plan")) {
-                const std::string w = "domains[" + std::to_string(i++) + "]";
-                DomainChange dc;
-                dc.uri = get_string(d, "uri", w);
-                dc.name = get_string(d, "name", w);
-                dc.before_xml = get_opt_string(d, "before_xml", w);
-                dc.after_xml = get_string(d, "after_xml", w);
-                dc.reasons = get_strings(d, "reasons", w, false);
-                plan.domains.push_back(std::move(dc));
-            }
-        }
-        plan.warnings = get_strings(doc, "warnings", "plan");
-        i = 0;
-        for (const auto& r : get_array(doc, "refusals", "plan")) {
-            const std::string w = "refusals[" + std::to_string(i++) + "]";
-            plan.refusals.push_back({get_string(r, "message", w), get_strings(r, "hints", w, false)});
-        }
-        plan.notes = get_strings(doc, "notes", "plan", false);
-        return plan;
+        return plan_from_object(doc);
     } catch (const ParseError& e) {
         return fail(Errc::parse, "not a valid passthru.plan/1 plan: " + e.message);
     } catch (const nlohmann::json::exception& e) {
