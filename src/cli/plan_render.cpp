@@ -49,9 +49,11 @@ std::string render_plan_diffs(const plan::Plan& plan)
     return out;
 }
 
-std::string render_plan(const plan::Plan& plan, const RenderOptions& options)
+namespace {
+
+// The request: which GPUs, how they are bound, the kernel arguments.
+std::string render_summary(const plan::Plan& plan, bool color)
 {
-    const bool color = options.color;
     std::string out;
     out += styled(plan.request.vm.empty() ? std::string("Plan for the host network") : "Plan for VM " + plan.request.vm, Style::bold, color) + "\n";
     for (const auto& g : plan.gpus) {
@@ -78,17 +80,29 @@ std::string render_plan(const plan::Plan& plan, const RenderOptions& options)
         }
         out += "\n";
     }
+    return out;
+}
 
-    if (plan.refused()) {
-        out += "\n" + styled("Refused: nothing is planned", Style::red, color) + "\n";
-        for (const auto& r : plan.refusals) {
-            out += "  " + styled("refused:", Style::red, color) + " " + r.message + "\n";
-            for (const auto& h : r.hints) {
-                out += "    hint: " + h + "\n";
-            }
+std::string render_refusals(const plan::Plan& plan, bool color)
+{
+    if (!plan.refused()) {
+        return {};
+    }
+    std::string out = "\n" + styled("Refused: nothing is planned", Style::red, color) + "\n";
+    for (const auto& r : plan.refusals) {
+        out += "  " + styled("refused:", Style::red, color) + " " + r.message + "\n";
+        for (const auto& h : r.hints) {
+            out += "    hint: " + h + "\n";
         }
     }
+    return out;
+}
 
+// Files with their reasons, the diffs, and libvirt domains with theirs.
+std::string render_changes(const plan::Plan& plan, const RenderOptions& options)
+{
+    const bool color = options.color;
+    std::string out;
     if (!plan.files.empty()) {
         out += "\n" + styled("Files", Style::bold, color) + "\n";
         for (const auto& f : plan.files) {
@@ -110,6 +124,13 @@ std::string render_plan(const plan::Plan& plan, const RenderOptions& options)
         }
         out += colour_diff(util::unified_diff(d.before_xml, d.after_xml, "domain " + d.name), color);
     }
+    return out;
+}
+
+// Commands, warnings and notes.
+std::string render_steps_and_messages(const plan::Plan& plan, bool color)
+{
+    std::string out;
     if (!plan.commands.empty()) {
         out += "\n" + styled("Commands (after the files are written)", Style::bold, color) + "\n";
         for (const auto& c : plan.commands) {
@@ -131,6 +152,17 @@ std::string render_plan(const plan::Plan& plan, const RenderOptions& options)
             out += "  note: " + n + "\n";
         }
     }
+    return out;
+}
+
+} // namespace
+
+std::string render_plan(const plan::Plan& plan, const RenderOptions& options)
+{
+    std::string out = render_summary(plan, options.color);
+    out += render_refusals(plan, options.color);
+    out += render_changes(plan, options);
+    out += render_steps_and_messages(plan, options.color);
     if (!plan.refused()) {
         out += "\n";
         out += plan.empty() ? "Nothing to change.\n"
