@@ -55,65 +55,61 @@ const std::vector<std::string>& vm_cpu_flag_allow_list()
     return k_flags;
 }
 
-Result<VmProfile> parse_vm_profile(std::string_view name, std::string_view json_text)
-{
-    const std::string where = "VM profile '" + std::string(name) + "'";
-    VmProfile p;
-    p.name = std::string(name);
-    try {
-        const auto j = nlohmann::json::parse(json_text);
-        if (!j.is_object()) {
-            return fail(Errc::parse, where + " is not a JSON object");
-        }
-        p.description = value_or<std::string>(j, "description", "");
-        p.ostype = value_or<std::string>(j, "ostype", p.ostype);
-        p.machine = value_or<std::string>(j, "machine", p.machine);
-        p.bios = value_or<std::string>(j, "bios", p.bios);
-        if (j.contains("efidisk")) {
-            const auto& e = j.at("efidisk");
-            p.efitype = value_or<std::string>(e, "efitype", p.efitype);
-            p.pre_enrolled_keys = value_or<bool>(e, "pre_enrolled_keys", p.pre_enrolled_keys);
-        }
-        if (j.contains("cpu")) {
-            const auto& c = j.at("cpu");
-            p.cpu_type = value_or<std::string>(c, "type", p.cpu_type);
-            p.cpu_flags = value_or<std::vector<std::string>>(c, "flags", {});
-            p.cpu_hidden = value_or<bool>(c, "hidden", false);
-            if (c.contains("hv_vendor_id") && !c.at("hv_vendor_id").is_null()) {
-                p.hv_vendor_id = c.at("hv_vendor_id").get<std::string>();
-            }
-        }
-        p.numa = value_or<bool>(j, "numa", p.numa);
-        p.affinity = value_or<bool>(j, "affinity", p.affinity);
-        if (j.contains("balloon")) {
-            p.balloon = j.at("balloon").is_null() ? std::nullopt : std::optional<int>(j.at("balloon").get<int>());
-        }
-        if (j.contains("hugepages") && !j.at("hugepages").is_null()) {
-            p.hugepages = j.at("hugepages").get<std::string>();
-        }
-        if (j.contains("memory")) {
-            const auto& m = j.at("memory");
-            p.memory_min_mib = value_or<std::uint64_t>(m, "min_mib", p.memory_min_mib);
-            p.ram_per_vram = value_or<double>(m, "ram_per_vram", p.ram_per_vram);
-            p.memory_base_mib = value_or<std::uint64_t>(m, "base_mib", p.memory_base_mib);
-        }
-        if (j.contains("create")) {
-            const auto& c = j.at("create");
-            p.create_cores = value_or<int>(c, "cores", p.create_cores);
-            p.create_sockets = value_or<int>(c, "sockets", p.create_sockets);
-            p.create_memory_mib = value_or<std::uint64_t>(c, "memory_mib", p.create_memory_mib);
-            p.create_disk_gib = value_or<int>(c, "disk_gib", p.create_disk_gib);
-            p.create_scsihw = value_or<std::string>(c, "scsihw", p.create_scsihw);
-            p.create_disk_options = value_or<std::string>(c, "disk_options", p.create_disk_options);
-            p.create_net0 = value_or<std::string>(c, "net0", p.create_net0);
-            p.create_tpmstate = value_or<bool>(c, "tpmstate", p.create_tpmstate);
-        }
-    } catch (const nlohmann::json::exception& e) {
-        return fail(Errc::parse, where + ": " + e.what());
-    }
+namespace {
 
-    // The same rules PVE applies when it reads the config (docs/facts.md: vm-config),
-    // so a profile can never produce a line PVE drops.
+// The profile's JSON over the defaults in VmProfile; throws nlohmann's
+// exceptions on wrong types.
+void read_profile_json(const nlohmann::json& j, VmProfile& p)
+{
+    p.description = value_or<std::string>(j, "description", "");
+    p.ostype = value_or<std::string>(j, "ostype", p.ostype);
+    p.machine = value_or<std::string>(j, "machine", p.machine);
+    p.bios = value_or<std::string>(j, "bios", p.bios);
+    if (j.contains("efidisk")) {
+        const auto& e = j.at("efidisk");
+        p.efitype = value_or<std::string>(e, "efitype", p.efitype);
+        p.pre_enrolled_keys = value_or<bool>(e, "pre_enrolled_keys", p.pre_enrolled_keys);
+    }
+    if (j.contains("cpu")) {
+        const auto& c = j.at("cpu");
+        p.cpu_type = value_or<std::string>(c, "type", p.cpu_type);
+        p.cpu_flags = value_or<std::vector<std::string>>(c, "flags", {});
+        p.cpu_hidden = value_or<bool>(c, "hidden", false);
+        if (c.contains("hv_vendor_id") && !c.at("hv_vendor_id").is_null()) {
+            p.hv_vendor_id = c.at("hv_vendor_id").get<std::string>();
+        }
+    }
+    p.numa = value_or<bool>(j, "numa", p.numa);
+    p.affinity = value_or<bool>(j, "affinity", p.affinity);
+    if (j.contains("balloon")) {
+        p.balloon = j.at("balloon").is_null() ? std::nullopt : std::optional<int>(j.at("balloon").get<int>());
+    }
+    if (j.contains("hugepages") && !j.at("hugepages").is_null()) {
+        p.hugepages = j.at("hugepages").get<std::string>();
+    }
+    if (j.contains("memory")) {
+        const auto& m = j.at("memory");
+        p.memory_min_mib = value_or<std::uint64_t>(m, "min_mib", p.memory_min_mib);
+        p.ram_per_vram = value_or<double>(m, "ram_per_vram", p.ram_per_vram);
+        p.memory_base_mib = value_or<std::uint64_t>(m, "base_mib", p.memory_base_mib);
+    }
+    if (j.contains("create")) {
+        const auto& c = j.at("create");
+        p.create_cores = value_or<int>(c, "cores", p.create_cores);
+        p.create_sockets = value_or<int>(c, "sockets", p.create_sockets);
+        p.create_memory_mib = value_or<std::uint64_t>(c, "memory_mib", p.create_memory_mib);
+        p.create_disk_gib = value_or<int>(c, "disk_gib", p.create_disk_gib);
+        p.create_scsihw = value_or<std::string>(c, "scsihw", p.create_scsihw);
+        p.create_disk_options = value_or<std::string>(c, "disk_options", p.create_disk_options);
+        p.create_net0 = value_or<std::string>(c, "net0", p.create_net0);
+        p.create_tpmstate = value_or<bool>(c, "tpmstate", p.create_tpmstate);
+    }
+}
+
+// The same rules PVE applies when it reads the config (docs/facts.md: vm-config),
+// so a profile can never produce a line PVE drops.
+Result<void> check_profile(const VmProfile& p, const std::string& where)
+{
     if (!format::pve::valid_q35_machine(p.machine)) {
         return fail(Errc::parse, where + ": machine '" + p.machine + "' is not a q35 type (pcie=1 needs q35)");
     }
@@ -146,6 +142,28 @@ Result<VmProfile> parse_vm_profile(std::string_view name, std::string_view json_
     }
     if (p.create_cores < 1 || p.create_sockets < 1 || p.create_memory_mib < 16 || p.create_disk_gib < 1) {
         return fail(Errc::parse, where + ": create needs cores, sockets >= 1, memory_mib >= 16 and disk_gib >= 1");
+    }
+    return {};
+}
+
+} // namespace
+
+Result<VmProfile> parse_vm_profile(std::string_view name, std::string_view json_text)
+{
+    const std::string where = "VM profile '" + std::string(name) + "'";
+    VmProfile p;
+    p.name = std::string(name);
+    try {
+        const auto j = nlohmann::json::parse(json_text);
+        if (!j.is_object()) {
+            return fail(Errc::parse, where + " is not a JSON object");
+        }
+        read_profile_json(j, p);
+    } catch (const nlohmann::json::exception& e) {
+        return fail(Errc::parse, where + ": " + e.what());
+    }
+    if (auto ok = check_profile(p, where); !ok) {
+        return tl::unexpected(ok.error());
     }
     return p;
 }
