@@ -85,6 +85,82 @@ void drop_virqfd(const PlanContext& ctx, Plan& plan, HostInputs& in, const std::
     }
 }
 
+// /etc/initramfs-tools/modules: append what is missing, keep the rest
+// (vfio_virqfd goes when the kernel no longer has it). False when the
+// template cannot be rendered (a refusal says why).
+bool plan_initramfs_modules(const PlanContext& ctx, Plan& plan, HostInputs& in, const std::vector<std::string>& modules,
+                            const VirqfdDecision& virqfd)
+{
+    const std::string path(k_initramfs_modules);
+    const auto current = read_current(ctx, plan, path);
+    std::set<std::string> present;
+    std::string after;
+    bool removed_virqfd = false;
+    if (current) {
+        for (const auto& line : util::split_lines(*current)) {
+            const auto m = line_module(line);
+            if (m == "vfio_virqfd" && !virqfd.needed) {
+                removed_virqfd = true;
+                continue;
+            }
+            if (!m.empty()) {
+                present.insert(m);
+            }
+            after += line + "\n";
+        }
+        if (!removed_virqfd) {
+            after = *current;
+        }
+    }
+    std::vector<std::string> missing;
+    for (const auto& m : modules) {
+        if (!present.contains(module_key(m))) {
+            missing.push_back(m);
+        }
+    }
+    std::vector<std::string> init_reasons;
+    if (removed_virqfd) {
+        init_reasons.push_back("removes vfio_virqfd: " + virqfd.reason);
+    }
+    if (!missing.empty()) {
+        auto block = render_template(ctx.data, "initramfs-modules.mustache", {{"vm", ctx.request.vm}, {"modules", missing}});
+        if (!block) {
+            plan.refusals.push_back({block.error().what(), block.error().hints()});
+            return false;
+        }
+        if (!after.empty() && after.back() != '\n') {
+            after += '\n';
+        }
+        after += *block;
+        init_reasons.push_back("adds " + util::join(missing, ", ")
+                               + " to the initramfs so vfio-pci is loaded before the host drivers can claim the cards "
+                                 "(the other lines stay as they are)");
+    }
+    if (!init_reasons.empty() && stage_file(ctx, plan, path, after, init_reasons)) {
+        in.module_files_changed = true;
+    }
+    return true;
+}
+
+
+// Old guides put vfio_virqfd into /etc/modules or another modules-load.d file.
+void drop_stale_virqfd(const PlanContext& ctx, Plan& plan, HostInputs& in, const VirqfdDecision& virqfd)
+{
+    if (ctx.fs.stat("/etc/modules").type == util::FileType::regular) {
+        drop_virqfd(ctx, plan, in, "/etc/modules", virqfd, false);
+    }
+    if (auto names = ctx.fs.list_dir("/etc/modules-load.d")) {
+        std::vector<std::string> sorted = *names;
+        std::sort(sorted.begin(), sorted.end());
+        for (const auto& name : sorted) {
+            const std::string path = "/etc/modules-load.d/" + name;
+            if (name.ends_with(".conf") && path != k_modules_load_conf && ctx.fs.stat(path).type == util::FileType::regular) {
+                drop_virqfd(ctx, plan, in, path, virqfd, false);
+            }
+        }
+    }
+}
+
 } // namespace
 
 void plan_modules(const PlanContext& ctx, Plan& plan, HostInputs& in)
@@ -107,73 +183,11 @@ void plan_modules(const PlanContext& ctx, Plan& plan, HostInputs& in)
     reasons.push_back(virqfd.needed ? "includes vfio_virqfd: " + virqfd.reason : "leaves out vfio_virqfd: " + virqfd.reason);
     stage_file(ctx, plan, k_modules_load_conf, *text, reasons);
 
-    // /etc/initramfs-tools/modules: append what is missing, keep the rest.
-    {
-        const std::string path(k_initramfs_modules);
-        const auto current = read_current(ctx, plan, path);
-        std::set<std::string> present;
-        std::string after;
-        bool removed_virqfd = false;
-        if (current) {
-            for (const auto& line : util::split_lines(*current)) {
-                const auto m = line_module(line);
-                if (m == "vfio_virqfd" && !virqfd.needed) {
-                    removed_virqfd = true;
-                    continue;
-                }
-                if (!m.empty()) {
-                    present.insert(m);
-                }
-                after += line + "\n";
-            }
-            if (!removed_virqfd) {
-                after = *current;
-            }
-        }
-        std::vector<std::string> missing;
-        for (const auto& m : modules) {
-            if (!present.contains(module_key(m))) {
-                missing.push_back(m);
-            }
-        }
-        std::vector<std::string> init_reasons;
-        if (removed_virqfd) {
-            init_reasons.push_back("removes vfio_virqfd: " + virqfd.reason);
-        }
-        if (!missing.empty()) {
-            auto block = render_template(ctx.data, "initramfs-modules.mustache", {{"vm", ctx.request.vm}, {"modules", missing}});
-            if (!block) {
-                plan.refusals.push_back({block.error().what(), block.error().hints()});
-                return;
-            }
-            if (!after.empty() && after.back() != '\n') {
-                after += '\n';
-            }
-            after += *block;
-            init_reasons.push_back("adds " + util::join(missing, ", ")
-                                   + " to the initramfs so vfio-pci is loaded before the host drivers can claim the cards "
-                                     "(the other lines stay as they are)");
-        }
-        if (!init_reasons.empty() && stage_file(ctx, plan, path, after, init_reasons)) {
-            in.module_files_changed = true;
-        }
+    if (!plan_initramfs_modules(ctx, plan, in, modules, virqfd)) {
+        return;
     }
-
-    // Old guides put vfio_virqfd into /etc/modules or another modules-load.d file.
     if (!virqfd.needed) {
-        if (ctx.fs.stat("/etc/modules").type == util::FileType::regular) {
-            drop_virqfd(ctx, plan, in, "/etc/modules", virqfd, false);
-        }
-        if (auto names = ctx.fs.list_dir("/etc/modules-load.d")) {
-            std::vector<std::string> sorted = *names;
-            std::sort(sorted.begin(), sorted.end());
-            for (const auto& name : sorted) {
-                const std::string path = "/etc/modules-load.d/" + name;
-                if (name.ends_with(".conf") && path != k_modules_load_conf && ctx.fs.stat(path).type == util::FileType::regular) {
-                    drop_virqfd(ctx, plan, in, path, virqfd, false);
-                }
-            }
-        }
+        drop_stale_virqfd(ctx, plan, in, virqfd);
     }
     if (virqfd.needed && before_virqfd_fold(ctx, in)) {
         plan.notes.push_back("vfio_virqfd is listed for kernel " + in.kernel_release.value_or("?") + "; after an upgrade to a "
