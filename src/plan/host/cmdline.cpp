@@ -309,15 +309,16 @@ bool is_variable_reference(std::string_view token)
     return !token.empty() && token.front() == '$';
 }
 
-void plan_grub(const PlanContext& ctx, Plan& plan, HostInputs& in, const scan::BootLoaderSpec& loader, const std::vector<WantedArg>& wanted,
-               const std::vector<UnwantedArg>& unwanted)
+// The GRUB defaults file and the drop-ins, in the order grub-mkconfig
+// sources them; `later_dropins` gets those sourced after passthru's.
+std::vector<GrubFile> read_grub_files(const PlanContext& ctx, Plan& plan, const scan::BootLoaderSpec& loader,
+                                      std::vector<std::string>& later_dropins)
 {
     std::vector<GrubFile> files;
     const std::string main_file(loader.cmdline_file);
     if (auto text = read_current(ctx, plan, main_file)) {
         files.push_back(parse_grub_file(main_file, std::move(*text)));
     }
-    std::vector<std::string> later_dropins; // after ours in glob order
     if (auto names = ctx.fs.list_dir("/etc/default/grub.d")) {
         std::vector<std::string> sorted = *names;
         std::sort(sorted.begin(), sorted.end());
@@ -334,7 +335,13 @@ void plan_grub(const PlanContext& ctx, Plan& plan, HostInputs& in, const scan::B
             }
         }
     }
+    return files;
+}
 
+// The arguments each assignment carries; an assignment passthru cannot
+// parse is refused.
+std::vector<Source> grub_sources(const std::vector<GrubFile>& files, Plan& plan)
+{
     std::vector<Source> sources;
     for (const auto& f : files) {
         for (const auto& a : f.assignments) {
@@ -353,8 +360,13 @@ void plan_grub(const PlanContext& ctx, Plan& plan, HostInputs& in, const scan::B
             sources.push_back(std::move(s));
         }
     }
-    // A later drop-in that sets GRUB_CMDLINE_LINUX_DEFAULT without appending
-    // would throw our arguments away.
+    return sources;
+}
+
+// A later drop-in that sets GRUB_CMDLINE_LINUX_DEFAULT without appending
+// would throw our arguments away.
+void refuse_overriding_dropins(const std::vector<GrubFile>& files, const std::vector<std::string>& later_dropins, Plan& plan)
+{
     for (const auto& path : later_dropins) {
         for (const auto& f : files) {
             if (f.path != path) {
@@ -370,13 +382,11 @@ void plan_grub(const PlanContext& ctx, Plan& plan, HostInputs& in, const scan::B
             }
         }
     }
-    if (plan.refused()) {
-        return;
-    }
+}
 
-    const Decision d = decide(sources, wanted, unwanted);
-
-    // Remove what must go from the files that carry it.
+// Remove what must go from the files that carry it.
+void remove_grub_args(const PlanContext& ctx, Plan& plan, HostInputs& in, std::vector<GrubFile>& files, const Decision& d)
+{
     for (auto& f : files) {
         std::vector<std::string> reasons;
         bool changed = false;
@@ -397,14 +407,15 @@ void plan_grub(const PlanContext& ctx, Plan& plan, HostInputs& in, const scan::B
                 changed = true;
             }
         }
-        if (changed) {
-            if (stage_file(ctx, plan, f.path, join_lines(f.lines, f.trailing_newline), reasons)) {
-                in.cmdline_changed = true;
-            }
+        if (changed && stage_file(ctx, plan, f.path, join_lines(f.lines, f.trailing_newline), reasons)) {
+            in.cmdline_changed = true;
         }
     }
+}
 
-    // The drop-in carries every argument passthru adds.
+// The drop-in carries every argument passthru adds (and goes when none is left).
+void stage_grub_dropin(const PlanContext& ctx, Plan& plan, HostInputs& in, const Decision& d)
+{
     std::optional<std::string> dropin;
     std::vector<std::string> reasons;
     if (!d.add.empty()) {
@@ -430,6 +441,21 @@ void plan_grub(const PlanContext& ctx, Plan& plan, HostInputs& in, const scan::B
         plan.kernel_args.remove.push_back(token);
     }
     plan.kernel_args.add = d.add;
+}
+
+void plan_grub(const PlanContext& ctx, Plan& plan, HostInputs& in, const scan::BootLoaderSpec& loader, const std::vector<WantedArg>& wanted,
+               const std::vector<UnwantedArg>& unwanted)
+{
+    std::vector<std::string> later_dropins; // after ours in glob order
+    std::vector<GrubFile> files = read_grub_files(ctx, plan, loader, later_dropins);
+    const std::vector<Source> sources = grub_sources(files, plan);
+    refuse_overriding_dropins(files, later_dropins, plan);
+    if (plan.refused()) {
+        return;
+    }
+    const Decision d = decide(sources, wanted, unwanted);
+    remove_grub_args(ctx, plan, in, files, d);
+    stage_grub_dropin(ctx, plan, in, d);
 }
 
 // --- one-line command-line file (systemd-boot through proxmox-boot-tool) -----
