@@ -16,6 +16,7 @@ std::string cmdline_howto(const HostInfo& host, const std::string& what)
     return scan::cmdline_howto(boot_loader(host.bootloader), what);
 }
 
+
 std::string names_of(const Inventory& inv, const std::vector<PciAddress>& addrs)
 {
     std::vector<std::string> parts;
@@ -49,18 +50,11 @@ IntelIommuDefault intel_iommu_default(const Inventory& inv)
     return {false, "kernels before " + cut + " leave the Intel IOMMU off by default"};
 }
 
-void assess_readiness(Inventory& inv)
+namespace {
+
+void check_iommu(const Inventory& inv, const format::KernelCmdline& cmdline, std::vector<Problem>& problems)
 {
-    auto& problems = inv.problems;
     const HostInfo& host = inv.host;
-    const format::KernelCmdline cmdline(host.cmdline.value_or(""));
-
-    if (host.virtualization == false) {
-        problems.push_back({Severity::error,
-                            "the CPU does not show hardware virtualization (no " + std::string(host.is_amd() ? "svm" : "vmx") + " flag)",
-                            host.is_amd() ? "enable SVM Mode in the firmware setup" : "enable Intel VT-x in the firmware setup"});
-    }
-
     if (!host.iommu.enabled) {
         std::string fix;
         if (cmdline.value("iommu") == "off" || cmdline.value("intel_iommu") == "off" || cmdline.value("amd_iommu") == "off") {
@@ -86,7 +80,10 @@ void assess_readiness(Inventory& inv)
                             "enable interrupt remapping/x2APIC in the firmware; otherwise vfio needs "
                             "'options vfio_iommu_type1 allow_unsafe_interrupts=1', which weakens isolation (passthru plan adds it with a warning)"});
     }
+}
 
+void check_cmdline_mistakes(const HostInfo& host, const format::KernelCmdline& cmdline, std::vector<Problem>& problems)
+{
     if (cmdline.has_token("amd_iommu=on")) {
         problems.push_back({Severity::warning, "the kernel command line has amd_iommu=on, which is not a kernel option (the kernel logs \"Unknown option\")",
                             cmdline_howto(host, "remove amd_iommu=on") + "; passthru plan removes it"});
@@ -94,7 +91,96 @@ void assess_readiness(Inventory& inv)
     if (auto ids = cmdline.value("vfio-pci.ids"); ids && ids->find(' ') != std::string::npos) {
         problems.push_back({Severity::warning, "vfio-pci.ids on the kernel command line contains a space", "list ids comma-separated without spaces"});
     }
+}
 
+// The card's IOMMU group, boot VGA and PCIe link.
+void check_gpu_slot(const Inventory& inv, const GpuCard& gpu, const std::string& label, std::vector<Problem>& problems)
+{
+    if (gpu.isolation == Isolation::shared) {
+        problems.push_back({gpu.host_critical.empty() ? Severity::warning : Severity::error,
+                            label + " shares IOMMU group " + util::join([&] {
+                                std::vector<std::string> g;
+                                for (int n : gpu.iommu_groups) {
+                                    g.push_back(std::to_string(n));
+                                }
+                                return g;
+                            }(), ",") + " with other devices: " + names_of(inv, gpu.other_endpoints)
+                                + (gpu.host_critical.empty() ? "" : "; host-critical: " + names_of(inv, gpu.host_critical)),
+                            "move the card to a slot wired to the CPU (its own group), or accept weaker isolation with "
+                            "'passthru plan --acs-override' (pcie_acs_override=downstream,multifunction)"});
+    } else if (gpu.isolation == Isolation::shared_with_gpu) {
+        problems.push_back({Severity::info, label + " shares its IOMMU group with another GPU: " + names_of(inv, gpu.shares_with),
+                            "pass both cards to the same VM, or move one to another slot"});
+    }
+    if (gpu.boot_vga) {
+        problems.push_back({Severity::warning, label + " is the boot VGA (the host console and firmware framebuffer use it)",
+                            "pass another card, or accept losing the local console: passthru plan then keeps the boot framebuffer off the card"});
+    }
+    for (const auto& fn : gpu.functions) {
+        const PciDevice* dev = inv.find(fn);
+        if (dev == nullptr || !dev->is_display() || !dev->link) {
+            continue;
+        }
+        const auto& link = *dev->link;
+        if (link.width && link.max_width && *link.width < *link.max_width) {
+            problems.push_back({*link.width == 1 ? Severity::warning : Severity::info,
+                                label + " runs at PCIe x" + std::to_string(*link.width) + " of x" + std::to_string(*link.max_width),
+                                "check for a riser, a chipset-wired slot or a slot shared with M.2; use a full-width CPU slot for training workloads"});
+        }
+        if (link.speed_gts && link.max_speed_gts && *link.speed_gts < *link.max_speed_gts) {
+            problems.push_back({Severity::info,
+                                label + " link runs at " + link.speed.value_or("?") + " of " + link.max_speed.value_or("?"),
+                                "idle GPUs lower their link speed to save power; if it stays low under load, check risers and the slot's generation setting in the firmware"});
+        }
+    }
+}
+
+// Name every function on a host driver: a card half on vfio-pci is the
+// "group is not viable" failure of hand-written ids= lists.
+void check_gpu_drivers(const Inventory& inv, const GpuCard& gpu, const std::string& label, std::vector<Problem>& problems)
+{
+    if (!gpu.is_nvidia()) {
+        return;
+    }
+    std::vector<std::string> on_host;
+    bool any_vfio = false;
+    for (const auto& fn : gpu.functions) {
+        const PciDevice* dev = inv.find(fn);
+        if (dev == nullptr || !dev->driver) {
+            continue;
+        }
+        if (*dev->driver == "vfio-pci") {
+            any_vfio = true;
+        } else {
+            on_host.push_back(fn.str() + " on " + *dev->driver);
+        }
+    }
+    if (!on_host.empty() && any_vfio) {
+        problems.push_back({Severity::warning,
+                            label + " is only partly on vfio-pci: " + util::join(on_host, ", ")
+                                + " (the VM start fails with \"group is not viable\")",
+                            "passthru plan binds every function of the card, not just VGA and audio"});
+    } else if (!on_host.empty()) {
+        problems.push_back({Severity::info, label + " is on host drivers: " + util::join(on_host, ", "),
+                            "passthru plan binds every function of the card to vfio-pci at boot"});
+    }
+}
+
+} // namespace
+
+void assess_readiness(Inventory& inv)
+{
+    auto& problems = inv.problems;
+    const HostInfo& host = inv.host;
+    const format::KernelCmdline cmdline(host.cmdline.value_or(""));
+
+    if (host.virtualization == false) {
+        problems.push_back({Severity::error,
+                            "the CPU does not show hardware virtualization (no " + std::string(host.is_amd() ? "svm" : "vmx") + " flag)",
+                            host.is_amd() ? "enable SVM Mode in the firmware setup" : "enable Intel VT-x in the firmware setup"});
+    }
+    check_iommu(inv, cmdline, problems);
+    check_cmdline_mistakes(host, cmdline, problems);
     if (host.bootloader == Bootloader::unknown) {
         problems.push_back({Severity::warning, "cannot tell which boot loader this host uses (" + host.bootloader_evidence + ")",
                             "run 'proxmox-boot-tool status' and 'efibootmgr -v' on the host; passthru will not edit a kernel command line it cannot place"});
@@ -107,69 +193,8 @@ void assess_readiness(Inventory& inv)
 
     for (const auto& gpu : inv.gpus) {
         const std::string label = "GPU " + gpu.slot;
-        if (gpu.isolation == Isolation::shared) {
-            problems.push_back({gpu.host_critical.empty() ? Severity::warning : Severity::error,
-                                label + " shares IOMMU group " + util::join([&] {
-                                    std::vector<std::string> g;
-                                    for (int n : gpu.iommu_groups) {
-                                        g.push_back(std::to_string(n));
-                                    }
-                                    return g;
-                                }(), ",") + " with other devices: " + names_of(inv, gpu.other_endpoints)
-                                    + (gpu.host_critical.empty() ? "" : "; host-critical: " + names_of(inv, gpu.host_critical)),
-                                "move the card to a slot wired to the CPU (its own group), or accept weaker isolation with "
-                                "'passthru plan --acs-override' (pcie_acs_override=downstream,multifunction)"});
-        } else if (gpu.isolation == Isolation::shared_with_gpu) {
-            problems.push_back({Severity::info, label + " shares its IOMMU group with another GPU: " + names_of(inv, gpu.shares_with),
-                                "pass both cards to the same VM, or move one to another slot"});
-        }
-        if (gpu.boot_vga) {
-            problems.push_back({Severity::warning, label + " is the boot VGA (the host console and firmware framebuffer use it)",
-                                "pass another card, or accept losing the local console: passthru plan then keeps the boot framebuffer off the card"});
-        }
-        for (const auto& fn : gpu.functions) {
-            const PciDevice* dev = inv.find(fn);
-            if (dev == nullptr || !dev->is_display() || !dev->link) {
-                continue;
-            }
-            const auto& link = *dev->link;
-            if (link.width && link.max_width && *link.width < *link.max_width) {
-                problems.push_back({*link.width == 1 ? Severity::warning : Severity::info,
-                                    label + " runs at PCIe x" + std::to_string(*link.width) + " of x" + std::to_string(*link.max_width),
-                                    "check for a riser, a chipset-wired slot or a slot shared with M.2; use a full-width CPU slot for training workloads"});
-            }
-            if (link.speed_gts && link.max_speed_gts && *link.speed_gts < *link.max_speed_gts) {
-                problems.push_back({Severity::info,
-                                    label + " link runs at " + link.speed.value_or("?") + " of " + link.max_speed.value_or("?"),
-                                    "idle GPUs lower their link speed to save power; if it stays low under load, check risers and the slot's generation setting in the firmware"});
-            }
-        }
-        if (gpu.is_nvidia()) {
-            // Name every function on a host driver: a card half on vfio-pci is
-            // the "group is not viable" failure of hand-written ids= lists.
-            std::vector<std::string> on_host;
-            bool any_vfio = false;
-            for (const auto& fn : gpu.functions) {
-                const PciDevice* dev = inv.find(fn);
-                if (dev == nullptr || !dev->driver) {
-                    continue;
-                }
-                if (*dev->driver == "vfio-pci") {
-                    any_vfio = true;
-                } else {
-                    on_host.push_back(fn.str() + " on " + *dev->driver);
-                }
-            }
-            if (!on_host.empty() && any_vfio) {
-                problems.push_back({Severity::warning,
-                                    label + " is only partly on vfio-pci: " + util::join(on_host, ", ")
-                                        + " (the VM start fails with \"group is not viable\")",
-                                    "passthru plan binds every function of the card, not just VGA and audio"});
-            } else if (!on_host.empty()) {
-                problems.push_back({Severity::info, label + " is on host drivers: " + util::join(on_host, ", "),
-                                    "passthru plan binds every function of the card to vfio-pci at boot"});
-            }
-        }
+        check_gpu_slot(inv, gpu, label, problems);
+        check_gpu_drivers(inv, gpu, label, problems);
     }
 
     if (inv.gpus.empty()) {
