@@ -28,8 +28,13 @@ struct GpuProfile
 };
 
 // Loads every profiles/gpus/*.json (overrides first); a broken profile is
-// skipped with a warning in `warnings`.
+// skipped with a warning in `warnings`. make_plan calls it once per command
+// and hands the result to the rooms in PlanContext::gpu_profiles.
 std::vector<GpuProfile> load_gpu_profiles(const DataDir& data, std::vector<std::string>& warnings);
+// How many times load_gpu_profiles ran in this process (tests count loads).
+std::size_t gpu_profile_loads() noexcept;
+// The profiles of this command (empty when none were loaded).
+const std::vector<GpuProfile>& gpu_profiles(const PlanContext& ctx);
 const GpuProfile* find_profile(const std::vector<GpuProfile>& profiles, std::string_view vendor_device);
 
 // Current content of a host file; nullopt when it does not exist. Other

@@ -8,8 +8,24 @@
 
 namespace passthru::plan::detail {
 
+namespace {
+std::size_t g_loads = 0;
+}
+
+std::size_t gpu_profile_loads() noexcept
+{
+    return g_loads;
+}
+
+const std::vector<GpuProfile>& gpu_profiles(const PlanContext& ctx)
+{
+    static const std::vector<GpuProfile> none;
+    return ctx.gpu_profiles != nullptr ? *ctx.gpu_profiles : none;
+}
+
 std::vector<GpuProfile> load_gpu_profiles(const DataDir& data, std::vector<std::string>& warnings)
 {
+    ++g_loads;
     std::vector<GpuProfile> out;
     for (const auto& name : data.list("profiles", "gpus")) {
         if (!name.ends_with(".json")) {

@@ -380,7 +380,7 @@ Plan network_only_plan(const scan::Inventory& inventory, const util::HostFs& fs,
 {
     Plan plan;
     plan.request = request;
-    PlanContext ctx{inventory, fs, data, request, {}};
+    PlanContext ctx{inventory, fs, data, request, {}, nullptr};
     plan_network(ctx, plan);
     if (plan.refused()) {
         plan.files.clear();
@@ -439,7 +439,7 @@ Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs,
     if (plan.refused()) {
         return plan;
     }
-    PlanContext ctx{inventory, fs, data, request, *cards};
+    PlanContext ctx{inventory, fs, data, request, *cards, &profiles};
     if (need_acs) {
         plan.warnings.push_back("pcie_acs_override=downstream,multifunction weakens isolation: the kernel stops trusting the PCIe "
                                 "ACS capability, so devices it puts in separate groups may still talk to each other directly. "

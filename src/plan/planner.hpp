@@ -50,6 +50,10 @@ Result<scan::KernelCutoffs> load_kernel_cutoffs(const DataDir& data);
 // Renders a mustache template (kainjow::mustache) with JSON data.
 Result<std::string> render_template(const DataDir& data, std::string_view name, const nlohmann::json& values);
 
+namespace detail {
+struct GpuProfile;
+}
+
 // Everything a planning step needs.
 struct PlanContext
 {
@@ -58,6 +62,8 @@ struct PlanContext
     const DataDir& data;
     const Request& request;
     std::vector<const scan::GpuCard*> selected; // the cards to pass, after selection and group safety
+    // profiles/gpus, loaded once per command by make_plan; nullptr: none (the rooms then know no model)
+    const std::vector<detail::GpuProfile>* gpu_profiles;
 };
 
 // --gpus: all | N[,N] | SLOT[,SLOT] | FUNCTION[,FUNCTION] ("0000:01:00.0" names

@@ -52,7 +52,7 @@ Planned run_cmdline(const FakeHost& host, bool boot_vga = false, const std::func
     request.vm = "101";
     request.vmid = 101;
     request.gpus = "all";
-    plan::PlanContext ctx{out.inventory, *fs, data, request, {}};
+    plan::PlanContext ctx{out.inventory, *fs, data, request, {}, nullptr};
     out.in.kernel_release = out.inventory.host.kernel;
     out.in.kernel_version = util::major_minor(out.inventory.host.kernel.value_or(""));
     out.in.boot_vga_selected = boot_vga;

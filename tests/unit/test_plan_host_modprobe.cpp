@@ -90,7 +90,7 @@ Planned run_modprobe(const FakeHost& host)
     request.vm = "101";
     request.vmid = 101;
     request.gpus = "all";
-    plan::PlanContext ctx{*inv, *fs, data, request, {}};
+    plan::PlanContext ctx{*inv, *fs, data, request, {}, nullptr};
     plan::detail::HostInputs in;
     for (const auto& card : inv->gpus) {
         ctx.selected.push_back(&card);

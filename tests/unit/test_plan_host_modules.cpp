@@ -39,7 +39,7 @@ Planned run_modules(const FakeHost& host, const std::function<void(scan::Invento
     request.vm = "101";
     request.vmid = 101;
     request.gpus = "all";
-    plan::PlanContext ctx{*inv, *fs, data, request, {}};
+    plan::PlanContext ctx{*inv, *fs, data, request, {}, nullptr};
     Planned out;
     out.in.kernel_release = inv->host.kernel;
     out.in.kernel_version = util::major_minor(inv->host.kernel.value_or(""));

@@ -71,7 +71,7 @@ plan::Plan run(const Host& host, const plan::Request& req)
 {
     const auto fs = host.fs();
     plan::DataDir data(fs, std::nullopt);
-    plan::PlanContext ctx{host.inventory, fs, data, req, {}};
+    plan::PlanContext ctx{host.inventory, fs, data, req, {}, nullptr};
     plan::Plan p;
     p.request = req;
     plan::plan_network(ctx, p);

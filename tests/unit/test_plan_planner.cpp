@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "../support/shipped_data.hpp"
+#include "plan/common.hpp"
 #include "plan/planner.hpp"
 #include "scan/scanner.hpp"
 #include "util/command_runner.hpp"
@@ -76,5 +77,25 @@ TEST_SUITE("plan::planner")
         CHECK(refusal(inv, "all").find("no NVIDIA GPU") != std::string::npos);
         CHECK(slots(inv, "0000:04:00") == std::vector<std::string>{"0000:04:00"});
         CHECK(slots(inv, "1") == std::vector<std::string>{"0000:04:00"});
+    }
+
+    TEST_CASE("one plan loads the GPU profiles once, and the rooms use them (the VM memory and the readiness notes)")
+    {
+        const auto root = std::filesystem::path(PASSTHRU_FIXTURES_DIR) / "hosts" / "epyc-4x2080ti";
+        auto fs = util::HostFs::open(root);
+        REQUIRE(fs);
+        const auto inv = fixture("epyc-4x2080ti");
+        const plan::DataDir data(*fs, std::nullopt);
+        plan::Request request;
+        request.vm = "101";
+        request.vmid = 101;
+        request.gpus = "all";
+        const auto before = plan::detail::gpu_profile_loads();
+        const auto p = plan::make_plan(inv, *fs, data, request);
+        REQUIRE(p);
+        CHECK(plan::detail::gpu_profile_loads() - before == 1);
+        const bool noted =
+            std::any_of(p->notes.begin(), p->notes.end(), [](const std::string& n) { return n.find("RTX 2080 Ti") != std::string::npos; });
+        CHECK(noted);
     }
 }

@@ -24,8 +24,7 @@ std::string gib(double v)
 
 void plan_readiness(const PlanContext& ctx, Plan& plan, const HostInputs& /*in*/)
 {
-    std::vector<std::string> warnings;
-    const auto profiles = load_gpu_profiles(ctx.data, warnings); // warnings were reported by make_plan
+    const auto& profiles = gpu_profiles(ctx);
     double vram = 0;
     std::vector<std::string> unknown;
     std::vector<std::string> caveats;

@@ -262,8 +262,7 @@ std::uint64_t hugepage_mib(std::string_view hugepages)
 // Total VRAM of the cards from the GPU profiles; nullopt when a card has none.
 std::optional<std::uint64_t> total_vram_mib(const PlanContext& ctx, const std::vector<Card>& cards)
 {
-    std::vector<std::string> ignored; // plan_host reports broken profiles already
-    const auto profiles = load_gpu_profiles(ctx.data, ignored);
+    const auto& profiles = gpu_profiles(ctx);
     std::uint64_t total = 0;
     for (const auto& card : cards) {
         if (card.fn0 == nullptr) {
