@@ -28,9 +28,9 @@ namespace {
 
 struct OptionInfo
 {
-    std::string long_name;   // "root"
-    std::string short_name;  // "h" or empty
-    std::string value_name;  // "DIR", "arg"; empty for a switch
+    std::string long_name;    // "root"
+    std::string short_name;   // "h" or empty
+    std::string value_name;   // "DIR", "arg"; empty for a switch
     std::string default_text; // "/" or empty
     std::string description;
 };
@@ -250,8 +250,7 @@ std::string example_scan(const std::string& path)
     return out;
 }
 
-int render_man(const std::string& template_path, const std::string& version, const std::string& date,
-               const std::string& scan_path)
+int render_man(const std::string& template_path, const std::string& version, const std::string& date, const std::string& scan_path)
 {
     std::ifstream in(template_path);
     if (!in) {
@@ -593,8 +592,7 @@ std::string zsh_specs(const std::vector<OptionInfo>& options, std::string_view i
         if (!o.short_name.empty()) {
             out += std::string(indent) + zsh_quote(excl + "-" + o.short_name + expl + value) + " \\\n";
         }
-        out += std::string(indent) + zsh_quote(excl + "--" + o.long_name + (o.value_name.empty() ? "" : "=") + expl + value)
-               + " \\\n";
+        out += std::string(indent) + zsh_quote(excl + "--" + o.long_name + (o.value_name.empty() ? "" : "=") + expl + value) + " \\\n";
     }
     return out;
 }

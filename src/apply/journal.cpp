@@ -29,7 +29,10 @@ std::optional<mode_t> parse_mode(const std::string& text)
     return static_cast<mode_t>(std::stoul(text, nullptr, 8));
 }
 
-json opt_string(const std::optional<std::string>& s) { return s ? json(*s) : json(nullptr); }
+json opt_string(const std::optional<std::string>& s)
+{
+    return s ? json(*s) : json(nullptr);
+}
 
 std::optional<std::string> get_opt_string(const json& obj, const char* key)
 {
@@ -162,7 +165,8 @@ json to_json(const Manifest& m)
 Result<Manifest> manifest_from_json(const json& doc)
 {
     Manifest m;
-    const std::uint64_t id = doc.is_object() && doc.contains("id") && doc.at("id").is_number_unsigned() ? doc.at("id").get<std::uint64_t>() : 0;
+    const std::uint64_t id =
+        doc.is_object() && doc.contains("id") && doc.at("id").is_number_unsigned() ? doc.at("id").get<std::uint64_t>() : 0;
     try {
         const std::string schema = doc.is_object() ? doc.value("schema", "") : "";
         const bool v1 = schema == k_manifest_schema_v1;
@@ -171,9 +175,9 @@ Result<Manifest> manifest_from_json(const json& doc)
         }
         m.id = id;
         auto kind = enum_from(doc.at("kind").get<std::string>(), std::array{GenerationKind::apply, GenerationKind::rollback});
-        auto state = enum_from(doc.at("state").get<std::string>(),
-                               std::array{GenerationState::pending, GenerationState::committed, GenerationState::rolled_back,
-                                          GenerationState::restore_failed});
+        auto state =
+            enum_from(doc.at("state").get<std::string>(), std::array{GenerationState::pending, GenerationState::committed,
+                                                                     GenerationState::rolled_back, GenerationState::restore_failed});
         if (!kind || !state) {
             return tl::unexpected(bad_manifest(id, "unknown kind or state"));
         }
@@ -209,8 +213,8 @@ Result<Manifest> manifest_from_json(const json& doc)
             // were recorded get the same answer from their argv.
             JournalCommand jc = journal_command(c.at("argv").get<std::vector<std::string>>(), c.value("reason", ""));
             for (const auto& r : c.value("created", json::array())) {
-                jc.created.push_back(JournalResource{r.at("kind").get<std::string>(), r.at("id").get<std::string>(),
-                                                     r.value("vm", ""), r.value("config_key", "")});
+                jc.created.push_back(JournalResource{r.at("kind").get<std::string>(), r.at("id").get<std::string>(), r.value("vm", ""),
+                                                     r.value("config_key", "")});
             }
             jc.output = c.value("output", std::vector<std::string>{});
             jc.status = c.value("status", "planned");

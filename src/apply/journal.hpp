@@ -65,9 +65,9 @@ struct JournalFile
 // vars volume of `qm set N --efidisk0 ...`.
 struct JournalResource
 {
-    std::string kind;   // "volume"
-    std::string id;     // the volume ID ("local:101/vm-101-disk-0.raw")
-    std::string vm;     // the VMID it belongs to
+    std::string kind;       // "volume"
+    std::string id;         // the volume ID ("local:101/vm-101-disk-0.raw")
+    std::string vm;         // the VMID it belongs to
     std::string config_key; // the VM config key that named it ("efidisk0")
 };
 
@@ -80,10 +80,10 @@ struct JournalCommand
     std::string status = "planned"; // planned | recorded (under --root) | ran | failed
     std::optional<int> exit_code;
     plan::StepUndo undo = plan::StepUndo::manual;
-    std::vector<std::string> edits;         // journaled files it rewrites
-    std::vector<JournalResource> created;   // what it allocated (status "ran")
-    std::vector<std::string> manual_undo;   // undo == manual: the commands to run by hand
-    std::vector<std::string> output;        // status "failed": the last lines it printed
+    std::vector<std::string> edits;       // journaled files it rewrites
+    std::vector<JournalResource> created; // what it allocated (status "ran")
+    std::vector<std::string> manual_undo; // undo == manual: the commands to run by hand
+    std::vector<std::string> output;      // status "failed": the last lines it printed
 };
 
 // A journal command for argv with its effects from plan/after_step's table.
@@ -106,17 +106,17 @@ struct Manifest
     std::string created;  // UTC, ISO 8601
     std::string finished; // empty while pending
     std::string version = PASSTHRU_VERSION;
-    nlohmann::json request;                  // the passthru.plan/1 request (apply); null for rollback
+    nlohmann::json request;                        // the passthru.plan/1 request (apply); null for rollback
     nlohmann::json gpus = nlohmann::json::array(); // apply: [{slot, functions, iommu_groups}] (what verify checks)
-    std::vector<std::string> kernel_args;    // apply: arguments the plan added to the command line
-    std::vector<std::uint64_t> undoes;       // rollback: the generations it undid
-    std::vector<JournalFile> files;          // in the order they are written
-    std::vector<std::string> created_dirs;   // directories made for new files, parents first
-    std::vector<JournalCommand> commands;    // after-steps, in order
-    bool commands_started = false;           // saved before the first after-step runs
+    std::vector<std::string> kernel_args;          // apply: arguments the plan added to the command line
+    std::vector<std::uint64_t> undoes;             // rollback: the generations it undid
+    std::vector<JournalFile> files;                // in the order they are written
+    std::vector<std::string> created_dirs;         // directories made for new files, parents first
+    std::vector<JournalCommand> commands;          // after-steps, in order
+    bool commands_started = false;                 // saved before the first after-step runs
     std::vector<JournalDomain> domains;
-    std::string error;                       // what went wrong (failed generations)
-    std::vector<std::string> manual_steps;   // restore_failed: what to do by hand
+    std::string error;                     // what went wrong (failed generations)
+    std::vector<std::string> manual_steps; // restore_failed: what to do by hand
 };
 
 std::string_view to_string(GenerationKind kind);

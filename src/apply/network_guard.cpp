@@ -64,8 +64,7 @@ void cleanup(const util::HostFs& fs)
 bool network_guard_wanted(const plan::Plan& plan)
 {
     const auto& net = plan.request.network;
-    return net && net->apply == plan::ApplyNetwork::now && net->confirm_timeout_seconds.has_value()
-           && !plan.refused();
+    return net && net->apply == plan::ApplyNetwork::now && net->confirm_timeout_seconds.has_value() && !plan.refused();
 }
 
 NetworkGuardSpec network_guard_spec(const plan::Plan& plan)
@@ -82,11 +81,8 @@ NetworkGuardSpec network_guard_spec(const plan::Plan& plan)
     return spec;
 }
 
-Result<GuardOutcome> run_network_guard(const util::HostFs& fs,
-                                       util::CommandRunner& runner,
-                                       const NetworkGuardSpec& spec,
-                                       std::chrono::seconds timeout,
-                                       const GuardHooks& hooks)
+Result<GuardOutcome> run_network_guard(const util::HostFs& fs, util::CommandRunner& runner, const NetworkGuardSpec& spec,
+                                       std::chrono::seconds timeout, const GuardHooks& hooks)
 {
     const auto now = hooks.now ? hooks.now : [] { return std::chrono::steady_clock::now(); };
     const auto sleep = hooks.sleep ? hooks.sleep : [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
@@ -126,8 +122,8 @@ Result<GuardOutcome> run_network_guard(const util::HostFs& fs,
     }
     auto reload = runner.run({"ifreload", "-a"});
     if (!reload) {
-        return fail(Errc::rollback_failed, std::string("the previous network files are back, but ifreload -a failed: ")
-                                               + reload.error().what());
+        return fail(Errc::rollback_failed,
+                    std::string("the previous network files are back, but ifreload -a failed: ") + reload.error().what());
     }
     if (reload->exit_code != 0) {
         return fail(Errc::rollback_failed, "the previous network files are back, but ifreload -a exited with "

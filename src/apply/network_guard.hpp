@@ -63,11 +63,8 @@ NetworkGuardSpec network_guard_spec(const plan::Plan& plan);
 // Call right after the plan's files are written and its `ifreload -a` ran.
 // Errors: Errc::io when the handshake file cannot be written (nothing was
 // restored: the caller decides); Errc::rollback_failed when the restore failed.
-Result<GuardOutcome> run_network_guard(const util::HostFs& fs,
-                                       util::CommandRunner& runner,
-                                       const NetworkGuardSpec& spec,
-                                       std::chrono::seconds timeout,
-                                       const GuardHooks& hooks = {});
+Result<GuardOutcome> run_network_guard(const util::HostFs& fs, util::CommandRunner& runner, const NetworkGuardSpec& spec,
+                                       std::chrono::seconds timeout, const GuardHooks& hooks = {});
 
 // What `passthru confirm` does: checks a guard waits and writes the token.
 // Errc::not_found when none waits; Errc::precondition when run from the

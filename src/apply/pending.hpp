@@ -25,7 +25,7 @@ inline constexpr std::string_view k_pending_schema = "passthru.pending/1";
 struct PendingPlan
 {
     plan::Plan plan;
-    std::string created;           // UTC, ISO 8601
+    std::string created;            // UTC, ISO 8601
     std::int64_t created_epoch = 0; // seconds since the epoch
 };
 

@@ -42,8 +42,7 @@ std::vector<Manifest> active_generations(const std::vector<Manifest>& all)
     return out;
 }
 
-std::optional<std::uint64_t> steps_already_recorded(const std::vector<Manifest>& all,
-                                                    const std::vector<plan::PlannedCommand>& commands)
+std::optional<std::uint64_t> steps_already_recorded(const std::vector<Manifest>& all, const std::vector<plan::PlannedCommand>& commands)
 {
     if (commands.empty()) {
         return std::nullopt;
@@ -81,7 +80,8 @@ void plan_step_undo(const std::vector<const Manifest*>& undone, RemoveVolumes re
         for (const auto& cmd : m->commands) {
             if (cmd.undo == plan::StepUndo::rerun) {
                 if (seen_cmds.insert(cmd.argv).second) {
-                    out.spec.commands.push_back(plan::PlannedCommand{cmd.argv, "re-run after restoring generation " + std::to_string(m->id)});
+                    out.spec.commands.push_back(
+                        plan::PlannedCommand{cmd.argv, "re-run after restoring generation " + std::to_string(m->id)});
                 }
                 continue;
             }
@@ -90,8 +90,8 @@ void plan_step_undo(const std::vector<const Manifest*>& undone, RemoveVolumes re
             }
             for (const auto& r : cmd.created) {
                 const auto free = plan::free_volume_argv(r.id);
-                const std::string what = "volume " + r.id + " (VM " + r.vm + "'s " + r.config_key + ", allocated by "
-                                         + util::shell_quote(cmd.argv) + gen + ")";
+                const std::string what =
+                    "volume " + r.id + " (VM " + r.vm + "'s " + r.config_key + ", allocated by " + util::shell_quote(cmd.argv) + gen + ")";
                 if (remove_volumes == RemoveVolumes::yes) {
                     out.spec.commands.push_back(plan::PlannedCommand{free, "delete " + what});
                 } else {
@@ -100,8 +100,9 @@ void plan_step_undo(const std::vector<const Manifest*>& undone, RemoveVolumes re
                 }
             }
             if (cmd.undo == plan::StepUndo::manual) {
-                out.not_undone.push_back(util::shell_quote(cmd.argv) + gen
-                                         + (cmd.manual_undo.empty() ? ": no known undo" : "; undo it by hand: " + util::join(cmd.manual_undo, "; ")));
+                out.not_undone.push_back(
+                    util::shell_quote(cmd.argv) + gen
+                    + (cmd.manual_undo.empty() ? ": no known undo" : "; undo it by hand: " + util::join(cmd.manual_undo, "; ")));
             }
         }
     }
@@ -127,12 +128,11 @@ std::vector<const Manifest*> generations_to_undo(const std::vector<Manifest>& al
     }
     const auto target = std::find_if(all.begin(), all.end(), [&](const Manifest& m) { return m.id == *to; });
     if (target == all.end()) {
-        throw Error(Errc::not_found, "there is no generation " + std::to_string(*to))
-            .with_hint("'passthru history' lists the generations");
+        throw Error(Errc::not_found, "there is no generation " + std::to_string(*to)).with_hint("'passthru history' lists the generations");
     }
     const bool is_active = std::any_of(active.begin(), active.end(), [&](const Manifest& m) { return m.id == *to; });
     if (!is_active) {
-        std::string why = target->kind == GenerationKind::rollback ? "it is a rollback"
+        std::string why = target->kind == GenerationKind::rollback      ? "it is a rollback"
                           : target->state != GenerationState::committed ? "it is " + std::string(to_string(target->state))
                                                                         : "it was already undone";
         throw Error(Errc::precondition, "cannot roll back to before generation " + std::to_string(*to) + ": " + why)
@@ -216,8 +216,8 @@ std::optional<Change> restore_change(const Journal& journal, const std::string& 
     }
     auto pre = journal.read_pre_image(t.earliest->id, path);
     if (!pre) {
-        throw Error(Errc::io, "cannot read the pre-image of " + path + " in generation " + std::to_string(t.earliest->id)
-                                  + ": " + pre.error().what());
+        throw Error(Errc::io, "cannot read the pre-image of " + path + " in generation " + std::to_string(t.earliest->id) + ": "
+                                  + pre.error().what());
     }
     if (util::sha256_hex(*pre) != *want_sha) {
         throw Error(Errc::io, "the pre-image of " + path + " in generation " + std::to_string(t.earliest->id)
@@ -270,9 +270,9 @@ RollbackPlan plan_rollback(const Journal& journal, std::optional<std::uint64_t> 
             out.spec.remove_dirs.push_back(*it);
         }
         for (const auto& d : m->domains) {
-            out.not_undone.push_back("libvirt domain " + d.name + " (generation " + std::to_string(m->id) + "): "
-                                     + (d.had_before ? "virsh define " + Journal::domain_pre_image_path(m->id, d.name)
-                                                     : "virsh undefine " + d.name));
+            out.not_undone.push_back(
+                "libvirt domain " + d.name + " (generation " + std::to_string(m->id)
+                + "): " + (d.had_before ? "virsh define " + Journal::domain_pre_image_path(m->id, d.name) : "virsh undefine " + d.name));
         }
     }
     return out;

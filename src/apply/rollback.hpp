@@ -57,8 +57,7 @@ std::vector<Manifest> active_generations(const std::vector<Manifest>& all);
 // run) every one of these after-steps, when each of them was; nullopt
 // otherwise. A plan whose only work is such steps is already applied as far
 // as passthru can tell: applying it again would record them again.
-std::optional<std::uint64_t> steps_already_recorded(const std::vector<Manifest>& all,
-                                                    const std::vector<plan::PlannedCommand>& commands);
+std::optional<std::uint64_t> steps_already_recorded(const std::vector<Manifest>& all, const std::vector<plan::PlannedCommand>& commands);
 
 // What `rollback [--to N]` will do: the files to put back (content from the
 // earliest undone generation's pre-images), the after-steps to re-run, the
@@ -69,7 +68,7 @@ struct RollbackPlan
 {
     std::vector<std::uint64_t> undoes; // newest first
     TransactionSpec spec;
-    std::vector<std::string> drifted;  // files changed since (only with --force)
+    std::vector<std::string> drifted;    // files changed since (only with --force)
     std::vector<std::string> not_undone; // after-steps with no automatic undo, and the commands that undo them by hand
     std::vector<std::string> kept;       // volumes the undone steps allocated, kept: what they are and how to delete them
     std::vector<std::uint64_t> active;   // every active apply generation, ascending (before this rollback)

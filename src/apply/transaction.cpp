@@ -195,8 +195,8 @@ std::vector<std::string> kept_resources(const JournalCommand& cmd)
 {
     std::vector<std::string> out;
     for (const auto& r : cmd.created) {
-        out.push_back(volume_text(r, cmd) + " is kept and no longer in the VM config; remove it with: "
-                      + util::shell_quote(plan::free_volume_argv(r.id)));
+        out.push_back(volume_text(r, cmd)
+                      + " is kept and no longer in the VM config; remove it with: " + util::shell_quote(plan::free_volume_argv(r.id)));
     }
     return out;
 }
@@ -337,7 +337,8 @@ std::vector<std::pair<std::string, std::string>> journal_step_edits(const util::
 }
 
 // What preflight found: the manifest to be, and the pre-images to keep.
-struct Prepared {
+struct Prepared
+{
     Manifest m;
     std::vector<CurrentFile> current;                                 // per spec.files
     std::vector<std::pair<std::string, std::string>> step_pre_images; // path, content
@@ -348,8 +349,8 @@ Prepared preflight(const Journal& journal, const TransactionSpec& spec, const Do
 {
     const util::HostFs& fs = journal.fs();
     if (!spec.domains.empty() && (domains == nullptr || !domains->define || !domains->restore)) {
-        throw Error(Errc::precondition, "this build cannot change libvirt domains, and the plan changes "
-                                            + std::to_string(spec.domains.size()) + " of them");
+        throw Error(Errc::precondition,
+                    "this build cannot change libvirt domains, and the plan changes " + std::to_string(spec.domains.size()) + " of them");
     }
     Prepared p{new_manifest(journal, spec), {}, {}};
     std::set<std::string> seen;
@@ -475,8 +476,8 @@ void run_after_steps(const Journal& journal, util::CommandRunner& runner, Manife
     for (const auto& h : e.hints()) {
         out.with_hint(h);
     }
-    out.with_hint("nothing was left changed: " + std::to_string(restore.restored.size())
-                  + " file(s) were restored from generation " + std::to_string(m.id) + " (now marked rolled-back)");
+    out.with_hint("nothing was left changed: " + std::to_string(restore.restored.size()) + " file(s) were restored from generation "
+                  + std::to_string(m.id) + " (now marked rolled-back)");
     for (const auto& n : restore.not_undone) {
         out.with_hint("not undone automatically: " + n);
     }
@@ -485,11 +486,8 @@ void run_after_steps(const Journal& journal, util::CommandRunner& runner, Manife
 
 } // namespace
 
-TransactionReport run_transaction(const Journal& journal,
-                                  util::CommandRunner& runner,
-                                  const TransactionSpec& spec,
-                                  const Progress& progress,
-                                  const DomainHooks* domains)
+TransactionReport run_transaction(const Journal& journal, util::CommandRunner& runner, const TransactionSpec& spec,
+                                  const Progress& progress, const DomainHooks* domains)
 {
     Prepared p = preflight(journal, spec, domains);
     write_ahead(journal, spec, p);
@@ -598,8 +596,7 @@ void restore_files(const Journal& journal, const Manifest& m, const Progress& pr
     }
 }
 
-void restore_domains(const Journal& journal, const Manifest& m, const Progress& progress, const DomainHooks* domains,
-                     RestoreReport& rep)
+void restore_domains(const Journal& journal, const Manifest& m, const Progress& progress, const DomainHooks* domains, RestoreReport& rep)
 {
     const util::HostFs& fs = journal.fs();
     for (auto it = m.domains.rbegin(); it != m.domains.rend(); ++it) {
@@ -652,7 +649,8 @@ void undo_after_steps(util::CommandRunner& runner, const Manifest& m, const Prog
             rep.not_undone.push_back(std::move(k));
         }
         if (cmd.undo == plan::StepUndo::manual) {
-            rep.not_undone.push_back(util::shell_quote(cmd.argv) + (cmd.manual_undo.empty() ? "" : "; undo it by hand: " + util::join(cmd.manual_undo, "; ")));
+            rep.not_undone.push_back(util::shell_quote(cmd.argv)
+                                     + (cmd.manual_undo.empty() ? "" : "; undo it by hand: " + util::join(cmd.manual_undo, "; ")));
         }
     }
     rep.commands_rerun = n > 0;
@@ -660,10 +658,7 @@ void undo_after_steps(util::CommandRunner& runner, const Manifest& m, const Prog
 
 } // namespace
 
-RestoreReport restore_generation(const Journal& journal,
-                                 util::CommandRunner& runner,
-                                 Manifest& m,
-                                 const Progress& progress,
+RestoreReport restore_generation(const Journal& journal, util::CommandRunner& runner, Manifest& m, const Progress& progress,
                                  const DomainHooks* domains)
 {
     RestoreReport rep;
@@ -685,7 +680,8 @@ RestoreReport restore_generation(const Journal& journal,
 
 Error rollback_failed_error(std::uint64_t id, std::string_view what, const RestoreReport& report)
 {
-    Error err(Errc::rollback_failed, std::string(what) + "; restoring generation " + std::to_string(id) + " failed too, so the host is half-changed");
+    Error err(Errc::rollback_failed,
+              std::string(what) + "; restoring generation " + std::to_string(id) + " failed too, so the host is half-changed");
     for (const auto& f : report.failures) {
         err.with_hint(f);
     }

@@ -63,10 +63,10 @@ struct Change
 struct TransactionSpec
 {
     GenerationKind kind = GenerationKind::apply;
-    nlohmann::json request;              // stored in the manifest (apply)
+    nlohmann::json request;                        // stored in the manifest (apply)
     nlohmann::json gpus = nlohmann::json::array(); // the selected cards, for verify
     std::vector<std::string> kernel_args;          // added kernel arguments, for verify
-    std::vector<std::uint64_t> undoes;   // rollback: generations it undoes
+    std::vector<std::uint64_t> undoes;             // rollback: generations it undoes
     std::vector<Change> files;
     std::vector<plan::PlannedCommand> commands;
     std::vector<plan::DomainChange> domains;
@@ -93,17 +93,14 @@ TransactionSpec spec_from_plan(const plan::Plan& plan, nlohmann::json request);
 //    restored (the generation is marked rolled-back);
 //  - Errc::rollback_failed when restoring failed too (the generation is
 //    marked restore-failed; the hints say what to do by hand per path).
-TransactionReport run_transaction(const Journal& journal,
-                                  util::CommandRunner& runner,
-                                  const TransactionSpec& spec,
-                                  const Progress& progress,
-                                  const DomainHooks* domains);
+TransactionReport run_transaction(const Journal& journal, util::CommandRunner& runner, const TransactionSpec& spec,
+                                  const Progress& progress, const DomainHooks* domains);
 
 // Outcome of undoing one generation.
 struct RestoreReport
 {
-    std::vector<std::string> restored;  // paths written back or removed
-    std::vector<std::string> failures;  // "PATH: what went wrong; what to do"
+    std::vector<std::string> restored;   // paths written back or removed
+    std::vector<std::string> failures;   // "PATH: what went wrong; what to do"
     std::vector<std::string> not_undone; // after-steps that cannot be undone automatically
     bool commands_rerun = false;
 };
@@ -113,10 +110,7 @@ struct RestoreReport
 // and directories are removed), restores domains, and re-runs the after-steps
 // when they had started. Updates and saves m's state (rolled-back or
 // restore-failed). Never throws; failures are in the report.
-RestoreReport restore_generation(const Journal& journal,
-                                 util::CommandRunner& runner,
-                                 Manifest& m,
-                                 const Progress& progress,
+RestoreReport restore_generation(const Journal& journal, util::CommandRunner& runner, Manifest& m, const Progress& progress,
                                  const DomainHooks* domains);
 
 // After-steps that make the boot files match /etc again and are therefore

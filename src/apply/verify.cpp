@@ -31,7 +31,8 @@ std::vector<std::string> passed_ids(const util::HostFs& fs, const std::string& c
     const auto hostname = fs.read_attr("/etc/hostname");
     const auto node = hostname ? format::pve::node_name_from_hostname(*hostname) : std::nullopt;
     std::vector<std::string> ids;
-    for (const auto& passed : format::pve::passed_ids(format::pve::VmConfig::parse(config_text), "", mappings ? &*mappings : nullptr, node)) {
+    for (const auto& passed :
+         format::pve::passed_ids(format::pve::VmConfig::parse(config_text), "", mappings ? &*mappings : nullptr, node)) {
         ids.insert(ids.end(), passed.ids.begin(), passed.ids.end());
     }
     return ids;
@@ -68,7 +69,8 @@ Result<std::vector<scan::PciAddress>> vm_config_functions(const scan::Inventory&
 namespace {
 
 // Adds one check to a report; the fix is kept for failed checks only.
-struct Checks {
+struct Checks
+{
     VerifyReport& rep;
     void add(bool ok, std::string what, std::string fix = {}) const
     {
@@ -117,8 +119,9 @@ std::set<int> check_bindings(const scan::Inventory& inventory, const VerifyTarge
                   "the reboot; 'modprobe vfio-pci' binds it now if its id or driver_override is set");
         } else {
             c.add(false, addr.str() + " is bound to the host driver " + *dev->driver + ", not vfio-pci",
-                  *dev->driver + " claimed it before vfio-pci: check the softdep and blacklist lines in /etc/modprobe.d/passthru-vfio.conf, "
-                  "rebuild the initramfs (update-initramfs -u -k all) and reboot");
+                  *dev->driver
+                      + " claimed it before vfio-pci: check the softdep and blacklist lines in /etc/modprobe.d/passthru-vfio.conf, "
+                        "rebuild the initramfs (update-initramfs -u -k all) and reboot");
         }
         if (dev->iommu_group) {
             groups.insert(*dev->iommu_group);
@@ -139,7 +142,8 @@ void check_group(const scan::Inventory& inventory, const util::HostFs& fs, const
         c.add(true, node + " exists");
     } else {
         c.add(false, node + " is missing",
-              "the group is not usable by VFIO: every device in group " + std::to_string(g) + " must be bound to vfio-pci (or have no driver)");
+              "the group is not usable by VFIO: every device in group " + std::to_string(g)
+                  + " must be bound to vfio-pci (or have no driver)");
     }
     auto it = inventory.groups.find(g);
     if (it == inventory.groups.end()) {
@@ -195,9 +199,11 @@ VerifyReport verify_host(const scan::Inventory& inventory, const util::HostFs& f
     const Checks c{rep};
     rep.iommu_on = inventory.host.iommu.enabled;
     if (!rep.iommu_on) {
-        c.add(false, "the IOMMU is off: /sys/kernel/iommu_groups is empty",
-              inventory.host.is_intel() ? "enable VT-d in the firmware setup and add intel_iommu=on to the kernel command line, then reboot"
-                                        : "enable the IOMMU (AMD-Vi / SVM + IOMMU) in the firmware setup, then reboot; check 'dmesg | grep -i -e DMAR -e AMD-Vi'");
+        c.add(
+            false, "the IOMMU is off: /sys/kernel/iommu_groups is empty",
+            inventory.host.is_intel()
+                ? "enable VT-d in the firmware setup and add intel_iommu=on to the kernel command line, then reboot"
+                : "enable the IOMMU (AMD-Vi / SVM + IOMMU) in the firmware setup, then reboot; check 'dmesg | grep -i -e DMAR -e AMD-Vi'");
         return rep;
     }
     c.add(true, "the IOMMU is on (" + std::to_string(inventory.host.iommu.groups) + " groups)");

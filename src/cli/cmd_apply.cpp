@@ -8,8 +8,8 @@
 
 #include <chrono>
 #include <cstdio>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 
@@ -37,8 +37,7 @@ plan::Plan load_saved_plan(const std::string& file)
     // The saved plan lives on this machine (plan --out), not under --root.
     std::ifstream in(file, std::ios::binary);
     if (!in) {
-        throw Error(Errc::usage, "--plan " + file + ": cannot read the file")
-            .with_hint("save a plan with 'passthru plan ... --out FILE'");
+        throw Error(Errc::usage, "--plan " + file + ": cannot read the file").with_hint("save a plan with 'passthru plan ... --out FILE'");
     }
     std::stringstream buf;
     buf << in.rdbuf();
@@ -78,8 +77,7 @@ void check_not_stale(const Context& ctx, const plan::Plan& p, const std::string&
         }
     }
     if (!changed.empty()) {
-        throw Error(Errc::conflict, file + " is stale: " + util::join(changed, ", ") + " changed since it was made")
-            .with_hint(replan_hint);
+        throw Error(Errc::conflict, file + " is stale: " + util::join(changed, ", ") + " changed since it was made").with_hint(replan_hint);
     }
 }
 
@@ -117,7 +115,8 @@ bool only_recorded_steps_left(const Context& ctx, const apply::Journal& journal,
         return false;
     }
     const std::string text = "Nothing to do: the only work left is " + std::to_string(p.commands.size()) + " after-step(s) that generation "
-                             + std::to_string(*gen) + " already recorded (commands are recorded, not run, under --root); no generation created.";
+                             + std::to_string(*gen)
+                             + " already recorded (commands are recorded, not run, under --root); no generation created.";
     if (dry_run) {
         print_note(ctx, text); // stderr, so that stdout stays byte for byte what `plan` printed
     } else {
@@ -127,7 +126,8 @@ bool only_recorded_steps_left(const Context& ctx, const apply::Journal& journal,
 }
 
 // The plan to apply and how to name it when it has gone stale.
-struct PlanToApply {
+struct PlanToApply
+{
     plan::Plan plan;
     bool from_saved = false; // a saved or the pending plan (checked for staleness)
     bool pending = false;    // the pending plan that `passthru plan` recorded
@@ -142,15 +142,19 @@ PlanToApply pending_plan(const Context& ctx, Result<std::optional<apply::Pending
             .with_hint("run 'passthru plan --vm VMID --gpus SEL' again to record a new one");
     }
     if (!*pending) {
-        throw Error(Errc::usage, "there is no pending plan: run 'passthru plan' first, or give the request (--vm and --gpus) or a saved plan (--plan FILE)")
-            .with_hint("e.g. passthru" + root_option(ctx) + " plan --vm 101 --gpus all, then passthru" + root_option(ctx) + " apply --dry-run");
+        throw Error(
+            Errc::usage,
+            "there is no pending plan: run 'passthru plan' first, or give the request (--vm and --gpus) or a saved plan (--plan FILE)")
+            .with_hint("e.g. passthru" + root_option(ctx) + " plan --vm 101 --gpus all, then passthru" + root_option(ctx)
+                       + " apply --dry-run");
     }
     PlanToApply out;
     out.plan = std::move((*pending)->plan);
     out.from_saved = true;
     out.pending = true;
     out.stale_what = "the pending plan";
-    out.replan_hint = "plan again: passthru" + root_option(ctx) + " plan " + request_to_options(out.plan.request) + ", review it, then apply it";
+    out.replan_hint =
+        "plan again: passthru" + root_option(ctx) + " plan " + request_to_options(out.plan.request) + ", review it, then apply it";
     print_note(ctx, "applying the pending plan made " + apply::age_text((*pending)->created_epoch) + " ago: passthru plan "
                         + request_to_options(out.plan.request));
     return out;
@@ -260,10 +264,10 @@ int commit_plan(Context& ctx, const apply::Journal& journal, const plan::Plan& p
 void apply_options(po::options_description& options)
 {
     add_request_options(options);
-    options.add_options()
-        ("plan", po::value<std::string>(), "apply the plan saved by 'passthru plan --out FILE' (refused if the host changed since)")
-        ("dry-run", "show the diffs and commands, as 'plan' does, and write nothing")
-        ("yes,y", "do not ask for confirmation (needed when standard input is not a terminal)");
+    options.add_options()("plan", po::value<std::string>(),
+                          "apply the plan saved by 'passthru plan --out FILE' (refused if the host changed since)")(
+        "dry-run", "show the diffs and commands, as 'plan' does, and write nothing")(
+        "yes,y", "do not ask for confirmation (needed when standard input is not a terminal)");
 }
 
 int run_apply(Context& ctx, const po::variables_map& vm)

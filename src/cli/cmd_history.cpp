@@ -8,9 +8,9 @@
 #include "apply/pending.hpp"
 #include "apply/rollback.hpp"
 #include "cli/apply_common.hpp"
+#include "cli/commands.hpp"
 #include "cli/request_options.hpp"
 #include "plan/plan_json.hpp"
-#include "cli/commands.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::cli {
@@ -67,7 +67,8 @@ std::optional<apply::PendingPlan> pending_plan(const Context& ctx)
 namespace {
 
 // The journal as history shows it.
-struct History {
+struct History
+{
     std::vector<apply::Manifest> all;
     std::vector<std::string> errors;
     std::map<std::uint64_t, std::uint64_t> undone_by; // generation -> the rollback that undid it
@@ -103,8 +104,7 @@ int print_history_json(const History& h, const std::optional<apply::PendingPlan>
         gens.push_back(std::move(j));
     }
     nlohmann::json doc{{"schema", "passthru.history/1"}, {"generations", std::move(gens)}, {"errors", h.errors}, {"active", h.active}};
-    doc["pending_plan"] = pending ? nlohmann::json{{"created", pending->created},
-                                                   {"request", plan::request_to_json(pending->plan.request)}}
+    doc["pending_plan"] = pending ? nlohmann::json{{"created", pending->created}, {"request", plan::request_to_json(pending->plan.request)}}
                                   : nlohmann::json(nullptr);
     std::fputs((doc.dump(2) + "\n").c_str(), stdout);
     return h.errors.empty() ? exit_code::ok : exit_code::error;
@@ -182,9 +182,10 @@ int run_history(Context& ctx, const po::variables_map& vm)
         return print_history_json(h, pending);
     }
     if (pending) {
-        std::printf("Pending plan: made %s ago (%s): passthru plan %s\n  'passthru%s apply --dry-run' shows it, 'passthru%s apply' applies it\n\n",
-                    apply::age_text(pending->created_epoch).c_str(), pending->created.c_str(),
-                    request_to_options(pending->plan.request).c_str(), root_option(ctx).c_str(), root_option(ctx).c_str());
+        std::printf(
+            "Pending plan: made %s ago (%s): passthru plan %s\n  'passthru%s apply --dry-run' shows it, 'passthru%s apply' applies it\n\n",
+            apply::age_text(pending->created_epoch).c_str(), pending->created.c_str(), request_to_options(pending->plan.request).c_str(),
+            root_option(ctx).c_str(), root_option(ctx).c_str());
     }
     if (h.all.empty() && h.errors.empty()) {
         std::printf("No generations: passthru has not changed this host.\n");

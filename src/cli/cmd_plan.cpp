@@ -46,8 +46,8 @@ void record_pending(const Context& ctx, const nlohmann::json& doc)
         print_note(ctx, "not recorded as the pending plan: " + std::string(r.error().what()));
         return;
     }
-    print_note(ctx, "recorded as the pending plan: 'passthru" + root_option(ctx)
-                        + " apply --dry-run' shows it again, 'passthru" + root_option(ctx) + " apply' applies it");
+    print_note(ctx, "recorded as the pending plan: 'passthru" + root_option(ctx) + " apply --dry-run' shows it again, 'passthru"
+                        + root_option(ctx) + " apply' applies it");
 }
 
 } // namespace
@@ -55,10 +55,9 @@ void record_pending(const Context& ctx, const nlohmann::json& doc)
 void plan_options(po::options_description& options)
 {
     add_request_options(options);
-    options.add_options()
-        ("json", "print the plan as one JSON document (schema passthru.plan/1) and nothing else")
-        ("out", po::value<std::string>(), "also save the JSON plan to FILE on this machine (for 'passthru apply --plan FILE')")
-        ("exit-code", "exit 10 when changes are pending (0 when nothing is to do)");
+    options.add_options()("json", "print the plan as one JSON document (schema passthru.plan/1) and nothing else")(
+        "out", po::value<std::string>(), "also save the JSON plan to FILE on this machine (for 'passthru apply --plan FILE')")(
+        "exit-code", "exit 10 when changes are pending (0 when nothing is to do)");
 }
 
 int run_plan(Context& ctx, const po::variables_map& vm)

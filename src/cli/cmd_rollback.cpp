@@ -16,12 +16,11 @@ namespace passthru::cli {
 
 void rollback_options(po::options_description& options)
 {
-    options.add_options()
-        ("to", po::value<std::uint64_t>(), "restore the host to how it was before generation N (undoes N and every later one)")
-        ("force", "roll back even files that were changed by hand since they were applied (the edits are kept in the new generation)")
-        ("remove-volumes", "also delete the volumes the undone after-steps allocated (pvesm free); without it they are kept and named")
-        ("dry-run", "show what would be restored and write nothing")
-        ("yes,y", "accepted for symmetry with apply; rollback does not ask");
+    options.add_options()("to", po::value<std::uint64_t>(),
+                          "restore the host to how it was before generation N (undoes N and every later one)")(
+        "force", "roll back even files that were changed by hand since they were applied (the edits are kept in the new generation)")(
+        "remove-volumes", "also delete the volumes the undone after-steps allocated (pvesm free); without it they are kept and named")(
+        "dry-run", "show what would be restored and write nothing")("yes,y", "accepted for symmetry with apply; rollback does not ask");
 }
 
 namespace {
@@ -85,7 +84,8 @@ void print_rollback_plan(const Context& ctx, const apply::RollbackPlan& rb, bool
         std::printf("  then: %s\n", util::shell_quote(c.argv).c_str());
     }
     for (const auto& d : rb.drifted) {
-        print_warning(ctx, d + " was changed since it was applied; --force rolls it back anyway (its current content is kept in the journal)");
+        print_warning(ctx,
+                      d + " was changed since it was applied; --force rolls it back anyway (its current content is kept in the journal)");
     }
     for (const auto& n : rb.not_undone) {
         print_warning(ctx, "not undone automatically: " + n);

@@ -43,8 +43,10 @@ std::string render_human(const scan::Inventory& inv, bool color)
                               + (host.cpu_vendor.empty() ? "unknown vendor" : host.cpu_vendor)
                               + (host.virtualization == true ? (host.is_amd() ? ", svm" : ", vmx") : "") + ")"});
     facts.add_row({"Kernel", host.kernel.value_or("unknown")});
-    facts.add_row({"Proxmox VE", host.pve_version ? *host.pve_version + (host.qemu_server_version ? " (qemu-server " + *host.qemu_server_version + ")" : "")
-                                                  : "not installed"});
+    facts.add_row(
+        {"Proxmox VE", host.pve_version
+                           ? *host.pve_version + (host.qemu_server_version ? " (qemu-server " + *host.qemu_server_version + ")" : "")
+                           : "not installed"});
     facts.add_row({"Boot loader", std::string(scan::to_string(host.bootloader)) + " (" + host.bootloader_evidence + ")"});
     facts.add_row({"Command line", host.cmdline.value_or("unknown")});
     std::string iommu = host.iommu.enabled ? "on, " + std::to_string(host.iommu.groups) + " groups" : "off (no IOMMU groups)";
@@ -120,7 +122,7 @@ std::string render_human(const scan::Inventory& inv, bool color)
             groups.push_back(std::to_string(n));
         }
         std::string verdict(scan::to_string(g.isolation));
-        const Style verdict_style = g.isolation == scan::Isolation::clean ? Style::green
+        const Style verdict_style = g.isolation == scan::Isolation::clean    ? Style::green
                                     : g.isolation == scan::Isolation::shared ? Style::red
                                                                              : Style::yellow;
         std::string extra = g.is_nvidia() ? "" : " (not NVIDIA)";
@@ -138,7 +140,7 @@ std::string render_human(const scan::Inventory& inv, bool color)
         out += "  none\n";
     }
     for (const auto& p : inv.problems) {
-        const Style s = p.severity == scan::Severity::error ? Style::red
+        const Style s = p.severity == scan::Severity::error     ? Style::red
                         : p.severity == scan::Severity::warning ? Style::yellow
                                                                 : Style::dim;
         out += "  " + styled(std::string(scan::to_string(p.severity)) + ":", s, color) + " " + p.message + "\n";

@@ -11,8 +11,8 @@
 #include "apply/journal.hpp"
 #include "apply/rollback.hpp"
 #include "apply/verify.hpp"
-#include "cli/commands.hpp"
 #include "cli/apply_common.hpp"
+#include "cli/commands.hpp"
 #include "plan/planner.hpp"
 #include "scan/scanner.hpp"
 #include "util/strings.hpp"
@@ -38,9 +38,8 @@ std::vector<scan::PciAddress> select_gpus(const scan::Inventory& inv, const std:
 
 void verify_options(po::options_description& options)
 {
-    options.add_options()
-        ("vm", po::value<std::uint64_t>(), "check the cards VM VMID's config passes (hostpci entries)")
-        ("gpus", po::value<std::string>(), "check these cards: all, indexes from scan (0,2) or slots (0000:01:00)");
+    options.add_options()("vm", po::value<std::uint64_t>(), "check the cards VM VMID's config passes (hostpci entries)")(
+        "gpus", po::value<std::string>(), "check these cards: all, indexes from scan (0,2) or slots (0000:01:00)");
 }
 
 int run_verify(Context& ctx, const po::variables_map& vm)

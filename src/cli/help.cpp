@@ -111,13 +111,11 @@ std::string exit_codes_text()
 
 void add_global_options(po::options_description& options)
 {
-    options.add_options()
-        ("help,h", "show help and exit")
-        ("version", "show the version and exit")
-        ("root", po::value<std::string>()->default_value("/")->value_name("DIR"), "act on the host tree under DIR instead of /")
-        ("data-dir", po::value<std::string>()->value_name("DIR"), "read templates and profiles from DIR first")
-        ("color", po::value<std::string>()->default_value("auto")->value_name("WHEN"),
-         "colour output: auto (on a terminal, unless NO_COLOR is set), always, never");
+    options.add_options()("help,h", "show help and exit")("version", "show the version and exit")(
+        "root", po::value<std::string>()->default_value("/")->value_name("DIR"), "act on the host tree under DIR instead of /")(
+        "data-dir", po::value<std::string>()->value_name("DIR"),
+        "read templates and profiles from DIR first")("color", po::value<std::string>()->default_value("auto")->value_name("WHEN"),
+                                                      "colour output: auto (on a terminal, unless NO_COLOR is set), always, never");
 }
 
 const std::vector<ExitCodeDoc>& exit_code_docs()

@@ -64,10 +64,8 @@ po::variables_map parse_command_options(const Command& command, const po::parsed
     po::options_description cmd_all;
     cmd_all.add(cmd_options);
     po::options_description global_again;
-    global_again.add_options()
-        ("root", po::value<std::string>(), "")
-        ("data-dir", po::value<std::string>(), "")
-        ("color", po::value<std::string>(), "");
+    global_again.add_options()("root", po::value<std::string>(), "")("data-dir", po::value<std::string>(),
+                                                                     "")("color", po::value<std::string>(), "");
     cmd_all.add(global_again);
     po::variables_map vm;
     po::store(po::command_line_parser(rest).options(cmd_all).run(), vm);

@@ -55,7 +55,8 @@ namespace {
 std::string render_summary(const plan::Plan& plan, bool color)
 {
     std::string out;
-    out += styled(plan.request.vm.empty() ? std::string("Plan for the host network") : "Plan for VM " + plan.request.vm, Style::bold, color) + "\n";
+    out += styled(plan.request.vm.empty() ? std::string("Plan for the host network") : "Plan for VM " + plan.request.vm, Style::bold, color)
+           + "\n";
     for (const auto& g : plan.gpus) {
         out += "  GPU " + g.slot + (g.name.empty() ? "" : "  " + g.name) + "  functions " + util::join(g.functions, " ");
         if (!g.iommu_groups.empty()) {
@@ -106,7 +107,8 @@ std::string render_changes(const plan::Plan& plan, const RenderOptions& options)
     if (!plan.files.empty()) {
         out += "\n" + styled("Files", Style::bold, color) + "\n";
         for (const auto& f : plan.files) {
-            out += "  " + styled(std::string(plan::to_string(f.action)), f.action == plan::FileAction::remove ? Style::red : Style::green, color)
+            out += "  "
+                   + styled(std::string(plan::to_string(f.action)), f.action == plan::FileAction::remove ? Style::red : Style::green, color)
                    + " " + f.path + "\n";
             for (const auto& r : f.reasons) {
                 out += "    - " + r + "\n";

@@ -9,28 +9,26 @@
 
 namespace passthru::cli {
 
-
 void add_request_options(po::options_description& options)
 {
-    options.add_options()
-        ("vm", po::value<std::string>(), "VMID (100-999999999) of the Proxmox VM, or the libvirt domain name")
-        ("gpus", po::value<std::string>(), "which GPU cards: all, indexes from scan (0,2) or slots (0000:01:00,41:00)")
-        ("acs-override", "add pcie_acs_override=downstream,multifunction (weakens isolation)")
-        ("backend", po::value<std::string>()->default_value("proxmox"), "proxmox or libvirt")
-        ("connect", po::value<std::string>(), "libvirt connection URI (--backend libvirt)")
-        ("mapping", po::value<std::string>(), "use a Proxmox cluster PCI mapping with this id")
-        ("profile", po::value<std::string>(), "VM profile from profiles/vm (default: linux-ml)")
-        ("bond", po::value<std::string>(), "bond these NICs: NIC,NIC[,...]")
-        ("bond-mode", po::value<std::string>(), "balance-rr|active-backup|balance-xor|broadcast|802.3ad|balance-tlb|balance-alb")
-        ("bond-name", po::value<std::string>(), "name of the bond (default bond0)")
-        ("bond-xmit-hash-policy", po::value<std::string>(), "layer2|layer2+3|layer3+4|encap2+3|encap3+4 (balance-xor, 802.3ad)")
-        ("bridge", po::value<std::string>(), "bridge to put the bond under (default vmbr0)")
-        ("address", po::value<std::string>(), "address of the bridge in CIDR form (192.168.1.252/24)")
-        ("gateway", po::value<std::string>(), "default gateway of the bridge")
-        ("vlan-aware", "make the bridge VLAN-aware (bridge-vids 2-4094)")
-        ("pin-nics", "pin every unpinned NIC's name to its MAC as Proxmox VE 9 does (50-pmx-nicN.link; with --bond)")
-        ("apply-network", "apply the network change now with ifreload -a (else staged in interfaces.new)")
-        ("confirm-timeout", po::value<int>(), "seconds to wait for 'passthru confirm' before restoring the network");
+    options.add_options()("vm", po::value<std::string>(), "VMID (100-999999999) of the Proxmox VM, or the libvirt domain name")(
+        "gpus", po::value<std::string>(), "which GPU cards: all, indexes from scan (0,2) or slots (0000:01:00,41:00)")(
+        "acs-override", "add pcie_acs_override=downstream,multifunction (weakens isolation)")(
+        "backend", po::value<std::string>()->default_value("proxmox"), "proxmox or libvirt")("connect", po::value<std::string>(),
+                                                                                             "libvirt connection URI (--backend libvirt)")(
+        "mapping", po::value<std::string>(), "use a Proxmox cluster PCI mapping with this id")(
+        "profile", po::value<std::string>(), "VM profile from profiles/vm (default: linux-ml)")("bond", po::value<std::string>(),
+                                                                                                "bond these NICs: NIC,NIC[,...]")(
+        "bond-mode", po::value<std::string>(), "balance-rr|active-backup|balance-xor|broadcast|802.3ad|balance-tlb|balance-alb")(
+        "bond-name", po::value<std::string>(), "name of the bond (default bond0)")(
+        "bond-xmit-hash-policy", po::value<std::string>(), "layer2|layer2+3|layer3+4|encap2+3|encap3+4 (balance-xor, 802.3ad)")(
+        "bridge", po::value<std::string>(), "bridge to put the bond under (default vmbr0)")(
+        "address", po::value<std::string>(), "address of the bridge in CIDR form (192.168.1.252/24)")(
+        "gateway", po::value<std::string>(), "default gateway of the bridge")("vlan-aware",
+                                                                              "make the bridge VLAN-aware (bridge-vids 2-4094)")(
+        "pin-nics", "pin every unpinned NIC's name to its MAC as Proxmox VE 9 does (50-pmx-nicN.link; with --bond)")(
+        "apply-network", "apply the network change now with ifreload -a (else staged in interfaces.new)")(
+        "confirm-timeout", po::value<int>(), "seconds to wait for 'passthru confirm' before restoring the network");
 }
 
 bool has_request_options(const po::variables_map& vm)
@@ -84,15 +82,15 @@ plan::Request parse_request(const po::variables_map& vm)
         req.vm_profile = vm["profile"].as<std::string>();
     }
 
-    const bool any_network = vm.count("bond") != 0U || vm.count("bond-mode") != 0U || vm.count("bridge") != 0U
-                             || vm.count("address") != 0U || vm.count("gateway") != 0U || vm.count("vlan-aware") != 0U
-                             || vm.count("pin-nics") != 0U
-                             || vm.count("bond-name") != 0U || vm.count("apply-network") != 0U
-                             || vm.count("confirm-timeout") != 0U || vm.count("bond-xmit-hash-policy") != 0U;
+    const bool any_network = vm.count("bond") != 0U || vm.count("bond-mode") != 0U || vm.count("bridge") != 0U || vm.count("address") != 0U
+                             || vm.count("gateway") != 0U || vm.count("vlan-aware") != 0U || vm.count("pin-nics") != 0U
+                             || vm.count("bond-name") != 0U || vm.count("apply-network") != 0U || vm.count("confirm-timeout") != 0U
+                             || vm.count("bond-xmit-hash-policy") != 0U;
     if (any_network) {
         plan::NetworkRequest net;
         if (vm.count("bond") == 0U) {
-            throw Error(Errc::usage, "the bond/bridge options need --bond NIC,NIC").with_hint("e.g. --bond enp66s0f0,enp66s0f1 --bond-mode balance-alb");
+            throw Error(Errc::usage, "the bond/bridge options need --bond NIC,NIC")
+                .with_hint("e.g. --bond enp66s0f0,enp66s0f1 --bond-mode balance-alb");
         }
         net.bond_slaves = util::split(vm["bond"].as<std::string>(), ",");
         if (vm.count("bond-mode") != 0U) {

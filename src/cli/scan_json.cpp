@@ -29,7 +29,6 @@ json addresses(const std::vector<scan::PciAddress>& addrs)
     return out;
 }
 
-
 json host_json(const scan::Inventory& inv)
 {
     const auto& host = inv.host;
@@ -66,45 +65,45 @@ json host_json(const scan::Inventory& inv)
 json device_json(const scan::PciDevice& d)
 {
     json jd;
-        jd["address"] = d.address.str();
-        jd["vendor"] = hex_opt(d.vendor);
-        jd["device"] = hex_opt(d.device);
-        jd["class"] = d.class16() ? json(util::hex(*d.class16(), 4)) : json(nullptr);
-        jd["class_code"] = d.class_code ? json(util::hex(*d.class_code, 6)) : json(nullptr);
-        jd["subsystem"] = (d.subsystem_vendor && d.subsystem_device)
-                              ? json(util::hex(*d.subsystem_vendor, 4) + ":" + util::hex(*d.subsystem_device, 4))
-                              : json(nullptr);
-        jd["revision"] = d.revision ? json(util::hex(*d.revision, 2)) : json(nullptr);
-        jd["vendor_name"] = d.vendor_name.empty() ? json(nullptr) : json(d.vendor_name);
-        jd["device_name"] = d.device_name.empty() ? json(nullptr) : json(d.device_name);
-        jd["class_name"] = d.class_name.empty() ? json(nullptr) : json(d.class_name);
-        jd["driver"] = opt(d.driver);
-        jd["driver_override"] = opt(d.driver_override);
-        jd["iommu_group"] = opt(d.iommu_group);
-        jd["numa_node"] = opt(d.numa_node);
-        jd["boot_vga"] = d.boot_vga;
-        if (d.link) {
-            jd["link"] = {{"speed", opt(d.link->speed)},
-                          {"width", opt(d.link->width)},
-                          {"max_speed", opt(d.link->max_speed)},
-                          {"max_width", opt(d.link->max_width)}};
-        } else {
-            jd["link"] = nullptr;
-        }
-        jd["reset_method"] = d.reset_methods;
-        jd["parent"] = d.parent ? json(d.parent->str()) : json(nullptr);
-        jd["bridge"] = d.is_bridge;
-        jd["acs"] = d.has_acs;
-        jd["sriov"] = {{"virtfn", d.is_virtfn},
-                       {"physfn", d.physfn ? json(d.physfn->str()) : json(nullptr)},
-                       {"totalvfs", opt(d.sriov_totalvfs)},
-                       {"numvfs", opt(d.sriov_numvfs)}};
-        jd["net"] = d.net_interfaces;
-        json links = json::array();
-        for (const auto& l : d.net_links) {
-            links.push_back({{"name", l.name}, {"mac", l.mac}, {"perm_mac", l.perm_mac}, {"ifindex", opt(l.ifindex)}});
-        }
-        jd["net_links"] = std::move(links);
+    jd["address"] = d.address.str();
+    jd["vendor"] = hex_opt(d.vendor);
+    jd["device"] = hex_opt(d.device);
+    jd["class"] = d.class16() ? json(util::hex(*d.class16(), 4)) : json(nullptr);
+    jd["class_code"] = d.class_code ? json(util::hex(*d.class_code, 6)) : json(nullptr);
+    jd["subsystem"] = (d.subsystem_vendor && d.subsystem_device)
+                          ? json(util::hex(*d.subsystem_vendor, 4) + ":" + util::hex(*d.subsystem_device, 4))
+                          : json(nullptr);
+    jd["revision"] = d.revision ? json(util::hex(*d.revision, 2)) : json(nullptr);
+    jd["vendor_name"] = d.vendor_name.empty() ? json(nullptr) : json(d.vendor_name);
+    jd["device_name"] = d.device_name.empty() ? json(nullptr) : json(d.device_name);
+    jd["class_name"] = d.class_name.empty() ? json(nullptr) : json(d.class_name);
+    jd["driver"] = opt(d.driver);
+    jd["driver_override"] = opt(d.driver_override);
+    jd["iommu_group"] = opt(d.iommu_group);
+    jd["numa_node"] = opt(d.numa_node);
+    jd["boot_vga"] = d.boot_vga;
+    if (d.link) {
+        jd["link"] = {{"speed", opt(d.link->speed)},
+                      {"width", opt(d.link->width)},
+                      {"max_speed", opt(d.link->max_speed)},
+                      {"max_width", opt(d.link->max_width)}};
+    } else {
+        jd["link"] = nullptr;
+    }
+    jd["reset_method"] = d.reset_methods;
+    jd["parent"] = d.parent ? json(d.parent->str()) : json(nullptr);
+    jd["bridge"] = d.is_bridge;
+    jd["acs"] = d.has_acs;
+    jd["sriov"] = {{"virtfn", d.is_virtfn},
+                   {"physfn", d.physfn ? json(d.physfn->str()) : json(nullptr)},
+                   {"totalvfs", opt(d.sriov_totalvfs)},
+                   {"numvfs", opt(d.sriov_numvfs)}};
+    jd["net"] = d.net_interfaces;
+    json links = json::array();
+    for (const auto& l : d.net_links) {
+        links.push_back({{"name", l.name}, {"mac", l.mac}, {"perm_mac", l.perm_mac}, {"ifindex", opt(l.ifindex)}});
+    }
+    jd["net_links"] = std::move(links);
     return jd;
 }
 

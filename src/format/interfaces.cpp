@@ -89,8 +89,7 @@ bool is_stanza_header(IfLineKind kind)
 bool is_interfaces_keyword(std::string_view word)
 {
     return word == "iface" || word == "auto" || word == "mapping" || word == "source" || word == "source-directory"
-           || word == "no-auto-down" || word == "no-scripts" || word == "rename" || word == "vlan"
-           || word.substr(0, 6) == "allow-";
+           || word == "no-auto-down" || word == "no-scripts" || word == "rename" || word == "vlan" || word.substr(0, 6) == "allow-";
 }
 
 std::string IfLine::value() const
@@ -315,8 +314,7 @@ bool InterfacesFile::set_option(std::string_view name, std::string_view family, 
         }
         return changed;
     }
-    const std::size_t pos = (stanza->options.empty() || place == OptionPlace::first) ? stanza->header + 1
-                                                                                     : stanza->options.back() + 1;
+    const std::size_t pos = (stanza->options.empty() || place == OptionPlace::first) ? stanza->header + 1 : stanza->options.back() + 1;
     std::string text = option_indent() + join_words(words) + m_eol;
     insert_text(pos, text);
     return true;
@@ -358,8 +356,7 @@ std::size_t InterfacesFile::insert_text(std::size_t pos, std::string_view text)
 {
     pos = std::min(pos, m_lines.size());
     // A last line without a newline must get one before anything follows it.
-    if (pos == m_lines.size() && !m_lines.empty() && !m_lines.back().raw.empty()
-        && m_lines.back().raw.back() != '\n') {
+    if (pos == m_lines.size() && !m_lines.empty() && !m_lines.back().raw.empty() && m_lines.back().raw.back() != '\n') {
         m_lines.back().raw += m_eol;
     }
     auto added = split_logical(text, 0);

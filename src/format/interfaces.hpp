@@ -35,7 +35,7 @@ enum class IfLineKind
 // trailing backslash.
 struct IfLine
 {
-    std::string raw;                // exact bytes, continuation lines and the final '\n' included
+    std::string raw; // exact bytes, continuation lines and the final '\n' included
     IfLineKind kind = IfLineKind::blank;
     std::vector<std::string> words; // white-space separated words after joining continuations
     std::size_t line_number = 0;    // 1-based number of the first physical line (0 for added lines)
@@ -49,7 +49,7 @@ struct IfLine
 // An iface stanza: its header line and the option lines that follow it.
 struct IfaceStanza
 {
-    std::size_t header = 0;           // index into lines()
+    std::size_t header = 0; // index into lines()
     std::string name;
     std::string family;               // "inet", "inet6", ... (may be empty: ifupdown2 allows "iface x")
     std::string method;               // "static", "manual", "dhcp", ... (may be empty)

@@ -174,9 +174,7 @@ void PciMappingFile::add_map(std::string_view id, const MapEntry& entry)
     reindex();
 }
 
-void PciMappingFile::add_section(std::string_view id,
-                                 const std::vector<MapEntry>& maps,
-                                 const std::optional<std::string>& description)
+void PciMappingFile::add_section(std::string_view id, const std::vector<MapEntry>& maps, const std::optional<std::string>& description)
 {
     // A blank line must separate the new section from the previous one.
     if (!m_lines.empty() && !util::trim(m_lines.back()).empty()) {

@@ -205,8 +205,7 @@ Result<std::string> render_template(const DataDir& data, std::string_view name, 
     }
     kainjow::mustache::mustache tmpl{*text};
     if (!tmpl.is_valid()) {
-        return fail(Errc::parse, "template " + data.origin("templates", name).value_or(std::string(name)) + ": "
-                                     + tmpl.error_message());
+        return fail(Errc::parse, "template " + data.origin("templates", name).value_or(std::string(name)) + ": " + tmpl.error_message());
     }
     // Configuration files, not HTML: values go in verbatim.
     tmpl.set_custom_escape([](const std::string& s) { return s; });

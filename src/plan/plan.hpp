@@ -57,12 +57,12 @@ struct Request
 {
     std::string vm;                    // --vm as given: a VMID (Proxmox) or a domain name (libvirt)
     std::optional<std::uint64_t> vmid; // parsed VMID for the Proxmox backend
-    std::string gpus;              // "all", "0,1", "0000:01:00,0000:41:00" (as given)
+    std::string gpus;                  // "all", "0,1", "0000:01:00,0000:41:00" (as given)
     AcsOverride acs_override = AcsOverride::no;
     Backend backend = Backend::proxmox;
-    std::optional<std::string> mapping;      // --mapping NAME (PVE cluster mapping)
-    std::optional<std::string> connect_uri;  // --connect URI (libvirt)
-    std::optional<std::string> vm_profile;   // --profile NAME (VM profile)
+    std::optional<std::string> mapping;     // --mapping NAME (PVE cluster mapping)
+    std::optional<std::string> connect_uri; // --connect URI (libvirt)
+    std::optional<std::string> vm_profile;  // --profile NAME (VM profile)
     std::optional<NetworkRequest> network;
 };
 
@@ -87,7 +87,7 @@ struct FileChange
     std::optional<std::string> before; // current content; nullopt when absent
     std::optional<std::string> after;  // planned content; nullopt when removed
     std::optional<std::string> before_sha256;
-    mode_t mode = 0644; // for created files; existing files keep theirs
+    mode_t mode = 0644;               // for created files; existing files keep theirs
     std::vector<std::string> reasons; // one line each, shown with the diff
 };
 

@@ -254,7 +254,11 @@ json plan_to_json(const Plan& plan)
     }
     json domains = json::array();
     for (const auto& d : plan.domains) {
-        domains.push_back({{"uri", d.uri}, {"name", d.name}, {"before_xml", opt_string(d.before_xml)}, {"after_xml", d.after_xml}, {"reasons", d.reasons}});
+        domains.push_back({{"uri", d.uri},
+                           {"name", d.name},
+                           {"before_xml", opt_string(d.before_xml)},
+                           {"after_xml", d.after_xml},
+                           {"reasons", d.reasons}});
     }
     json refusals = json::array();
     for (const auto& r : plan.refusals) {
@@ -369,7 +373,7 @@ DomainChange domain_from(const json& d, const std::string& w)
 }
 
 // Each element of the array doc[key], read by `one` with its name ("key[i]").
-template <typename T, typename Read>
+template<typename T, typename Read>
 void read_each(const json& doc, const char* key, std::vector<T>& out, Read one)
 {
     std::size_t i = 0;

@@ -44,8 +44,9 @@ std::optional<std::string> read_current(const PlanContext& ctx, Plan& plan, std:
         return std::nullopt;
     }
     if (info.type != util::FileType::regular) {
-        plan.refusals.push_back({std::string(path) + " is not a regular file (a symlink or special file); passthru does not write through it",
-                                 {"replace it with a regular file, or remove it, and plan again"}});
+        plan.refusals.push_back(
+            {std::string(path) + " is not a regular file (a symlink or special file); passthru does not write through it",
+             {"replace it with a regular file, or remove it, and plan again"}});
         return std::nullopt;
     }
     auto text = ctx.fs.read_file(path);
@@ -67,8 +68,9 @@ bool stage_file(const PlanContext& ctx, Plan& plan, std::string_view path, std::
         const auto info = ctx.fs.stat(path);
         if (info.type != util::FileType::missing) {
             if (info.type != util::FileType::regular) {
-                plan.refusals.push_back({std::string(path) + " is not a regular file (a symlink or special file); passthru does not write through it",
-                                         {"replace it with a regular file, or remove it, and plan again"}});
+                plan.refusals.push_back(
+                    {std::string(path) + " is not a regular file (a symlink or special file); passthru does not write through it",
+                     {"replace it with a regular file, or remove it, and plan again"}});
                 return false;
             }
             auto text = ctx.fs.read_file(path);
@@ -230,10 +232,11 @@ void refuse_iommu_off(const scan::Inventory& inv, Plan& plan)
             fix = p.fix;
         }
     }
-    plan.refusals.push_back({"the IOMMU is off (no IOMMU groups under /sys/kernel/iommu_groups): no device can be passed through, "
-                             "and vfio-pci cannot claim a device without one",
-                             {fix.empty() ? "enable the IOMMU in the firmware setup and on the kernel command line, reboot, and plan again" : fix,
-                              "then run 'passthru scan' to see the groups and plan again"}});
+    plan.refusals.push_back(
+        {"the IOMMU is off (no IOMMU groups under /sys/kernel/iommu_groups): no device can be passed through, "
+         "and vfio-pci cannot claim a device without one",
+         {fix.empty() ? "enable the IOMMU in the firmware setup and on the kernel command line, reboot, and plan again" : fix,
+          "then run 'passthru scan' to see the groups and plan again"}});
 }
 
 // Other GPU cards in the card's group go only together, to the same VM.
@@ -259,9 +262,10 @@ void refuse_unselected_partners(const scan::Inventory& inv, const scan::GpuCard&
     std::vector<std::string> with(selected_slots.begin(), selected_slots.end());
     with.insert(with.end(), partners.begin(), partners.end());
     std::sort(with.begin(), with.end());
-    plan.refusals.push_back({card_label(inv, card) + " shares IOMMU group " + group_list(card.iommu_groups) + " with " + util::join(names, ", ")
-                                 + ", which is not selected: a group can only go to one VM as a whole",
-                             {"select them together: --gpus " + util::join(with, ","), "or move one card to a slot with its own IOMMU group"}});
+    plan.refusals.push_back(
+        {card_label(inv, card) + " shares IOMMU group " + group_list(card.iommu_groups) + " with " + util::join(names, ", ")
+             + ", which is not selected: a group can only go to one VM as a whole",
+         {"select them together: --gpus " + util::join(with, ","), "or move one card to a slot with its own IOMMU group"}});
 }
 
 // What the other endpoints of a card's group mean for the plan.
@@ -288,13 +292,14 @@ SharedGroup check_other_endpoints(const scan::Inventory& inv, const Request& req
     const std::string what = label + " shares IOMMU group " + group_list(card.iommu_groups) + " with " + util::join(devices, "; ");
     if (req.acs_override == AcsOverride::yes) {
         if (!kernel_is_pve(inv.host)) {
-            plan.refusals.push_back({what + "; --acs-override needs the Proxmox VE kernel, and kernel " + inv.host.kernel.value_or("(unknown)")
-                                         + " does not carry the pcie_acs_override patch",
+            plan.refusals.push_back({what + "; --acs-override needs the Proxmox VE kernel, and kernel "
+                                         + inv.host.kernel.value_or("(unknown)") + " does not carry the pcie_acs_override patch",
                                      {"boot a Proxmox VE kernel, or move the card to a slot with its own IOMMU group"}});
             return SharedGroup::no_acs_kernel;
         }
-        plan.warnings.push_back(what + ": planned only because of --acs-override, which makes the kernel pretend these devices are isolated; "
-                                       "they can still reach each other by peer-to-peer DMA, so the VM is not isolated from them"
+        plan.warnings.push_back(what
+                                + ": planned only because of --acs-override, which makes the kernel pretend these devices are isolated; "
+                                  "they can still reach each other by peer-to-peer DMA, so the VM is not isolated from them"
                                 + (card.host_critical.empty() ? std::string() : " (among them host storage/network)"));
         return SharedGroup::needs_acs;
     }
@@ -331,8 +336,9 @@ bool check_groups(const scan::Inventory& inv, const Request& req, const std::vec
         for (const auto& fn : card->functions) {
             const auto* d = inv.find(fn);
             if (d == nullptr || !d->iommu_group) {
-                plan.refusals.push_back({card_label(inv, *card) + ": function " + fn.str() + " has no IOMMU group, so vfio-pci cannot claim it",
-                                         {"check 'passthru scan'; the IOMMU may not cover this device"}});
+                plan.refusals.push_back(
+                    {card_label(inv, *card) + ": function " + fn.str() + " has no IOMMU group, so vfio-pci cannot claim it",
+                     {"check 'passthru scan'; the IOMMU may not cover this device"}});
             }
         }
         refuse_unselected_partners(inv, *card, selected_slots, plan);

@@ -67,16 +67,50 @@ constexpr std::string_view k_pbt_reason = "copies the new kernel command line to
 std::vector<BootLoaderSpec> make_table()
 {
     std::vector<BootLoaderSpec> t;
-    t.push_back({Bootloader::grub, "grub", detect_grub, CmdlineEdit::grub_default, "/etc/default/grub", k_grub_where,
-                 "GRUB needs /etc/default/grub", {"update-grub"}, "regenerates /boot/grub/grub.cfg with the new kernel command line",
-                 "/boot/grub/grub.cfg", "linux"});
-    t.push_back({Bootloader::grub_proxmox_boot, "grub", detect_grub_proxmox_boot, CmdlineEdit::grub_default, "/etc/default/grub",
-                 k_grub_where, "", {"proxmox-boot-tool", "refresh"}, k_pbt_reason, "", ""});
-    t.push_back({Bootloader::systemd_boot, "systemd-boot", detect_systemd_boot, CmdlineEdit::first_line, "/etc/kernel/cmdline",
-                 "in /etc/kernel/cmdline (one line, keep root=)", "systemd-boot needs /etc/kernel/proxmox-boot-uuids and /etc/kernel/cmdline",
-                 {"proxmox-boot-tool", "refresh"}, k_pbt_reason, "", ""});
-    t.push_back({Bootloader::unknown, "unknown", detect_unknown, CmdlineEdit::none, "", "on the kernel command line of your boot loader", "",
-                 {}, "", "", ""});
+    t.push_back({Bootloader::grub,
+                 "grub",
+                 detect_grub,
+                 CmdlineEdit::grub_default,
+                 "/etc/default/grub",
+                 k_grub_where,
+                 "GRUB needs /etc/default/grub",
+                 {"update-grub"},
+                 "regenerates /boot/grub/grub.cfg with the new kernel command line",
+                 "/boot/grub/grub.cfg",
+                 "linux"});
+    t.push_back({Bootloader::grub_proxmox_boot,
+                 "grub",
+                 detect_grub_proxmox_boot,
+                 CmdlineEdit::grub_default,
+                 "/etc/default/grub",
+                 k_grub_where,
+                 "",
+                 {"proxmox-boot-tool", "refresh"},
+                 k_pbt_reason,
+                 "",
+                 ""});
+    t.push_back({Bootloader::systemd_boot,
+                 "systemd-boot",
+                 detect_systemd_boot,
+                 CmdlineEdit::first_line,
+                 "/etc/kernel/cmdline",
+                 "in /etc/kernel/cmdline (one line, keep root=)",
+                 "systemd-boot needs /etc/kernel/proxmox-boot-uuids and /etc/kernel/cmdline",
+                 {"proxmox-boot-tool", "refresh"},
+                 k_pbt_reason,
+                 "",
+                 ""});
+    t.push_back({Bootloader::unknown,
+                 "unknown",
+                 detect_unknown,
+                 CmdlineEdit::none,
+                 "",
+                 "on the kernel command line of your boot loader",
+                 "",
+                 {},
+                 "",
+                 "",
+                 ""});
     return t;
 }
 

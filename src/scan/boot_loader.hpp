@@ -34,20 +34,20 @@ enum class CmdlineEdit
 // What `proxmox-boot-tool status` said on a live host.
 enum class BootProbe
 {
-    not_run,      // not a live host, or the tool exited with an unexpected status: decide from files
+    not_run, // not a live host, or the tool exited with an unexpected status: decide from files
     not_installed,
-    no_esp,       // exit 2: /etc/kernel/proxmox-boot-uuids does not exist
-    esp_uefi,     // exit 0, an ESP carries systemd-boot
-    esp_grub,     // exit 0, the ESPs carry GRUB
+    no_esp,   // exit 2: /etc/kernel/proxmox-boot-uuids does not exist
+    esp_uefi, // exit 0, an ESP carries systemd-boot
+    esp_grub, // exit 0, the ESPs carry GRUB
 };
 
 // What detection looks at; scan fills it from the root (and the live probe).
 struct BootEvidence
 {
-    bool uefi = false;              // /sys/firmware/efi exists
-    bool esps = false;              // /etc/kernel/proxmox-boot-uuids lists an ESP
-    bool kernel_cmdline = false;    // /etc/kernel/cmdline exists
-    bool grub_config = false;       // /etc/default/grub exists or /boot/grub is a directory
+    bool uefi = false;           // /sys/firmware/efi exists
+    bool esps = false;           // /etc/kernel/proxmox-boot-uuids lists an ESP
+    bool kernel_cmdline = false; // /etc/kernel/cmdline exists
+    bool grub_config = false;    // /etc/default/grub exists or /boot/grub is a directory
     BootProbe probe = BootProbe::not_run;
 };
 
@@ -73,9 +73,9 @@ struct BootLoaderSpec
     // exclude each other, and the last one (unknown) matches anything.
     std::optional<std::string> (*detect)(const BootEvidence&) = nullptr;
     CmdlineEdit edit = CmdlineEdit::none;
-    std::string_view cmdline_file;  // the file plan edits (GRUB: the main file; drop-ins are found beside it)
-    std::string_view cmdline_where; // "in /etc/kernel/cmdline (one line, keep root=)"
-    std::string_view needs;         // what detection needs, for the "cannot tell" hint; empty for variants
+    std::string_view cmdline_file;    // the file plan edits (GRUB: the main file; drop-ins are found beside it)
+    std::string_view cmdline_where;   // "in /etc/kernel/cmdline (one line, keep root=)"
+    std::string_view needs;           // what detection needs, for the "cannot tell" hint; empty for variants
     std::vector<std::string> refresh; // argv of the refresh after a command-line change; empty: none
     std::string_view refresh_reason;
     // The file the refresh regenerates and verify can read under the root, with the

@@ -36,8 +36,8 @@ void read_cpuinfo(const util::HostFs& fs, HostInfo& host)
             host.cpu_model = value;
         } else if (key == "flags") {
             const auto flags = util::split(value, " ");
-            host.virtualization = std::find(flags.begin(), flags.end(), "vmx") != flags.end()
-                                  || std::find(flags.begin(), flags.end(), "svm") != flags.end();
+            host.virtualization =
+                std::find(flags.begin(), flags.end(), "vmx") != flags.end() || std::find(flags.begin(), flags.end(), "svm") != flags.end();
         }
     }
 }

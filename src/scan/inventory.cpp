@@ -22,8 +22,8 @@ bool HostInfo::module_loaded(std::string_view name) const
 
 const PciDevice* Inventory::find(const PciAddress& addr) const
 {
-    const auto it = std::lower_bound(devices.begin(), devices.end(), addr,
-                                     [](const PciDevice& d, const PciAddress& a) { return d.address < a; });
+    const auto it =
+        std::lower_bound(devices.begin(), devices.end(), addr, [](const PciDevice& d, const PciAddress& a) { return d.address < a; });
     return (it != devices.end() && it->address == addr) ? &*it : nullptr;
 }
 

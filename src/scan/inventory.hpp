@@ -157,11 +157,11 @@ struct HostInfo
     // (/boot/config-<kernel>, which Debian's and Proxmox's kernel packages ship); nullopt
     // when that file or its line is missing. docs/facts.md: iommu.
     std::optional<bool> intel_iommu_default_on_config;
-    std::optional<std::string> cmdline; // /proc/cmdline
+    std::optional<std::string> cmdline;          // /proc/cmdline
     Bootloader bootloader = Bootloader::unknown; // its description: boot_loader(bootloader)
     std::string bootloader_evidence;
     bool uefi = false;
-    bool proxmox_boot_tool = false; // ESPs listed in /etc/kernel/proxmox-boot-uuids
+    bool proxmox_boot_tool = false;                 // ESPs listed in /etc/kernel/proxmox-boot-uuids
     std::optional<std::string> pve_version;         // pve-manager in the root's dpkg status
     std::optional<std::string> qemu_server_version; // qemu-server there: which VM config keys exist
     std::vector<std::string> loaded_modules;

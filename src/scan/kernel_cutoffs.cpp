@@ -29,8 +29,8 @@ constexpr Field k_fields[] = {
 std::optional<KernelVersion> parse_version(const std::string& text)
 {
     const auto dot = text.find('.');
-    if (dot == std::string::npos || dot == 0 || dot + 1 == text.size()
-        || text.find_first_not_of("0123456789.") != std::string::npos || text.find('.', dot + 1) != std::string::npos) {
+    if (dot == std::string::npos || dot == 0 || dot + 1 == text.size() || text.find_first_not_of("0123456789.") != std::string::npos
+        || text.find('.', dot + 1) != std::string::npos) {
         return std::nullopt;
     }
     return util::major_minor(text);

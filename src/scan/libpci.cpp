@@ -5,10 +5,10 @@ extern "C" {
 #include <pci/pci.h>
 }
 
+#include <algorithm>
 #include <csetjmp>
 #include <cstdarg>
 #include <cstdio>
-#include <algorithm>
 #include <cstring>
 
 namespace passthru::scan {
@@ -54,19 +54,19 @@ void on_debug(char*, ...) {}
 
 // Runs `body` with libpci's error callback able to jump back here. Only
 // trivially destructible state may live between setjmp and the C calls.
-#define PASSTHRU_PCI_GUARDED(fallback, body)                                                                      \
-    do {                                                                                                           \
-        std::jmp_buf jump;                                                                                         \
-        std::jmp_buf* const previous = t_jump;                                                                     \
-        t_warnings = &m_warnings;                                                                                  \
-        if (setjmp(jump) != 0) {                                                                                   \
-            t_jump = previous;                                                                                     \
-            m_warnings.emplace_back(std::string("libpci: ") + t_message);                                          \
-            return fallback;                                                                                       \
-        }                                                                                                          \
-        t_jump = &jump;                                                                                            \
-        body;                                                                                                      \
-        t_jump = previous;                                                                                         \
+#define PASSTHRU_PCI_GUARDED(fallback, body)                                                                                               \
+    do {                                                                                                                                   \
+        std::jmp_buf jump;                                                                                                                 \
+        std::jmp_buf* const previous = t_jump;                                                                                             \
+        t_warnings = &m_warnings;                                                                                                          \
+        if (setjmp(jump) != 0) {                                                                                                           \
+            t_jump = previous;                                                                                                             \
+            m_warnings.emplace_back(std::string("libpci: ") + t_message);                                                                  \
+            return fallback;                                                                                                               \
+        }                                                                                                                                  \
+        t_jump = &jump;                                                                                                                    \
+        body;                                                                                                                              \
+        t_jump = previous;                                                                                                                 \
     } while (false)
 
 LibPci::LibPci(const std::string& sysfs_bus_pci)

@@ -40,8 +40,8 @@ public:
         std::optional<std::uint16_t> subsystem_device;
         std::optional<std::uint8_t> revision;
         std::optional<std::uint8_t> header_type;
-        bool pcie = false; // a PCI Express capability was found
-        std::optional<int> link_speed;     // GT/s code of Link Status (1 = 2.5, 2 = 5, 3 = 8, ...)
+        bool pcie = false;             // a PCI Express capability was found
+        std::optional<int> link_speed; // GT/s code of Link Status (1 = 2.5, 2 = 5, 3 = 8, ...)
         std::optional<int> link_width;
         std::optional<int> max_link_speed; // highest supported speed code
         std::optional<int> max_link_width;

@@ -25,16 +25,17 @@ Result<void> load()
             failure = std::string("libvirt is not installed: ") + (why != nullptr ? why : "libvirt.so.0 not found");
             return;
         }
-#define PASSTHRU_LIBVIRT_RESOLVE(name)                                                                                  \
-    g_table.name = reinterpret_cast<decltype(g_table.name)>(::dlsym(handle, #name));                                  \
-    if (g_table.name == nullptr && failure.empty()) {                                                                  \
-        failure = "libvirt.so.0 has no " #name;                                                                        \
+#define PASSTHRU_LIBVIRT_RESOLVE(name)                                                                                                     \
+    g_table.name = reinterpret_cast<decltype(g_table.name)>(::dlsym(handle, #name));                                                       \
+    if (g_table.name == nullptr && failure.empty()) {                                                                                      \
+        failure = "libvirt.so.0 has no " #name;                                                                                            \
     }
         PASSTHRU_LIBVIRT_FUNCTIONS(PASSTHRU_LIBVIRT_RESOLVE)
 #undef PASSTHRU_LIBVIRT_RESOLVE
     });
     if (!failure.empty()) {
-        return tl::unexpected(Error(Errc::not_found, failure).with_hint("install libvirt0 (apt install libvirt0) to use --backend libvirt"));
+        return tl::unexpected(
+            Error(Errc::not_found, failure).with_hint("install libvirt0 (apt install libvirt0) to use --backend libvirt"));
     }
     return {};
 }

@@ -15,20 +15,20 @@
 
 namespace passthru::scan::lv {
 
-#define PASSTHRU_LIBVIRT_FUNCTIONS(X)                                                                                   \
-    X(virInitialize)                                                                                                   \
-    X(virSetErrorFunc)                                                                                                 \
-    X(virConnSetErrorFunc)                                                                                             \
-    X(virConnectOpen)                                                                                                  \
-    X(virConnectClose)                                                                                                 \
-    X(virDomainLookupByName)                                                                                           \
-    X(virDomainGetXMLDesc)                                                                                             \
-    X(virDomainDefineXML)                                                                                              \
-    X(virDomainUndefine)                                                                                               \
-    X(virDomainFree)                                                                                                   \
-    X(virDomainIsActive)                                                                                               \
-    X(virDomainIsPersistent)                                                                                           \
-    X(virGetLastError)                                                                                                 \
+#define PASSTHRU_LIBVIRT_FUNCTIONS(X)                                                                                                      \
+    X(virInitialize)                                                                                                                       \
+    X(virSetErrorFunc)                                                                                                                     \
+    X(virConnSetErrorFunc)                                                                                                                 \
+    X(virConnectOpen)                                                                                                                      \
+    X(virConnectClose)                                                                                                                     \
+    X(virDomainLookupByName)                                                                                                               \
+    X(virDomainGetXMLDesc)                                                                                                                 \
+    X(virDomainDefineXML)                                                                                                                  \
+    X(virDomainUndefine)                                                                                                                   \
+    X(virDomainFree)                                                                                                                       \
+    X(virDomainIsActive)                                                                                                                   \
+    X(virDomainIsPersistent)                                                                                                               \
+    X(virGetLastError)                                                                                                                     \
     X(virResetLastError)
 
 struct Table
@@ -45,11 +45,11 @@ Result<void> load();
 const Table& table();
 
 // Forwarders with libvirt's names: lv::virConnectOpen(...).
-#define PASSTHRU_LIBVIRT_FORWARD(name)                                                                                  \
-    template<typename... Args>                                                                                         \
-    inline auto name(Args&&... args)                                                                                   \
-    {                                                                                                                  \
-        return table().name(std::forward<Args>(args)...);                                                              \
+#define PASSTHRU_LIBVIRT_FORWARD(name)                                                                                                     \
+    template<typename... Args>                                                                                                             \
+    inline auto name(Args&&... args)                                                                                                       \
+    {                                                                                                                                      \
+        return table().name(std::forward<Args>(args)...);                                                                                  \
     }
 PASSTHRU_LIBVIRT_FUNCTIONS(PASSTHRU_LIBVIRT_FORWARD)
 #undef PASSTHRU_LIBVIRT_FORWARD

@@ -23,10 +23,7 @@ struct PciAddress
     std::string str() const;
     // "0000:01:00": the slot, i.e. every function of a multifunction device.
     std::string slot() const;
-    bool same_slot(const PciAddress& other) const
-    {
-        return domain == other.domain && bus == other.bus && device == other.device;
-    }
+    bool same_slot(const PciAddress& other) const { return domain == other.domain && bus == other.bus && device == other.device; }
 
     auto operator<=>(const PciAddress&) const = default; // NOLINT(modernize-use-nullptr): clang-tidy 14 misreads a defaulted <=>
 };

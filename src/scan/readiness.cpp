@@ -2,8 +2,8 @@
 // What is wrong with the host for passthrough, and the exact fix for each.
 #include <algorithm>
 
-#include "scan/scanner.hpp"
 #include "format/kernel_cmdline.hpp"
+#include "scan/scanner.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::scan {
@@ -15,7 +15,6 @@ std::string cmdline_howto(const HostInfo& host, const std::string& what)
 {
     return scan::cmdline_howto(boot_loader(host.bootloader), what);
 }
-
 
 std::string names_of(const Inventory& inv, const std::vector<PciAddress>& addrs)
 {
@@ -75,21 +74,23 @@ void check_iommu(const Inventory& inv, const format::KernelCmdline& cmdline, std
         }
         problems.push_back({Severity::error, "no IOMMU groups: the IOMMU is off, so no device can be passed through", fix});
     } else if (host.iommu.interrupt_remapping == false) {
-        problems.push_back({Severity::warning,
-                            "interrupt remapping is not available (" + host.iommu.interrupt_remapping_evidence + ")",
-                            "enable interrupt remapping/x2APIC in the firmware; otherwise vfio needs "
-                            "'options vfio_iommu_type1 allow_unsafe_interrupts=1', which weakens isolation (passthru plan adds it with a warning)"});
+        problems.push_back(
+            {Severity::warning, "interrupt remapping is not available (" + host.iommu.interrupt_remapping_evidence + ")",
+             "enable interrupt remapping/x2APIC in the firmware; otherwise vfio needs "
+             "'options vfio_iommu_type1 allow_unsafe_interrupts=1', which weakens isolation (passthru plan adds it with a warning)"});
     }
 }
 
 void check_cmdline_mistakes(const HostInfo& host, const format::KernelCmdline& cmdline, std::vector<Problem>& problems)
 {
     if (cmdline.has_token("amd_iommu=on")) {
-        problems.push_back({Severity::warning, "the kernel command line has amd_iommu=on, which is not a kernel option (the kernel logs \"Unknown option\")",
+        problems.push_back({Severity::warning,
+                            "the kernel command line has amd_iommu=on, which is not a kernel option (the kernel logs \"Unknown option\")",
                             cmdline_howto(host, "remove amd_iommu=on") + "; passthru plan removes it"});
     }
     if (auto ids = cmdline.value("vfio-pci.ids"); ids && ids->find(' ') != std::string::npos) {
-        problems.push_back({Severity::warning, "vfio-pci.ids on the kernel command line contains a space", "list ids comma-separated without spaces"});
+        problems.push_back(
+            {Severity::warning, "vfio-pci.ids on the kernel command line contains a space", "list ids comma-separated without spaces"});
     }
 }
 
@@ -98,13 +99,17 @@ void check_gpu_slot(const Inventory& inv, const GpuCard& gpu, const std::string&
 {
     if (gpu.isolation == Isolation::shared) {
         problems.push_back({gpu.host_critical.empty() ? Severity::warning : Severity::error,
-                            label + " shares IOMMU group " + util::join([&] {
-                                std::vector<std::string> g;
-                                for (int n : gpu.iommu_groups) {
-                                    g.push_back(std::to_string(n));
-                                }
-                                return g;
-                            }(), ",") + " with other devices: " + names_of(inv, gpu.other_endpoints)
+                            label + " shares IOMMU group "
+                                + util::join(
+                                    [&] {
+                                        std::vector<std::string> g;
+                                        for (int n : gpu.iommu_groups) {
+                                            g.push_back(std::to_string(n));
+                                        }
+                                        return g;
+                                    }(),
+                                    ",")
+                                + " with other devices: " + names_of(inv, gpu.other_endpoints)
                                 + (gpu.host_critical.empty() ? "" : "; host-critical: " + names_of(inv, gpu.host_critical)),
                             "move the card to a slot wired to the CPU (its own group), or accept weaker isolation with "
                             "'passthru plan --acs-override' (pcie_acs_override=downstream,multifunction)"});
@@ -113,8 +118,9 @@ void check_gpu_slot(const Inventory& inv, const GpuCard& gpu, const std::string&
                             "pass both cards to the same VM, or move one to another slot"});
     }
     if (gpu.boot_vga) {
-        problems.push_back({Severity::warning, label + " is the boot VGA (the host console and firmware framebuffer use it)",
-                            "pass another card, or accept losing the local console: passthru plan then keeps the boot framebuffer off the card"});
+        problems.push_back(
+            {Severity::warning, label + " is the boot VGA (the host console and firmware framebuffer use it)",
+             "pass another card, or accept losing the local console: passthru plan then keeps the boot framebuffer off the card"});
     }
     for (const auto& fn : gpu.functions) {
         const PciDevice* dev = inv.find(fn);
@@ -123,14 +129,15 @@ void check_gpu_slot(const Inventory& inv, const GpuCard& gpu, const std::string&
         }
         const auto& link = *dev->link;
         if (link.width && link.max_width && *link.width < *link.max_width) {
-            problems.push_back({*link.width == 1 ? Severity::warning : Severity::info,
-                                label + " runs at PCIe x" + std::to_string(*link.width) + " of x" + std::to_string(*link.max_width),
-                                "check for a riser, a chipset-wired slot or a slot shared with M.2; use a full-width CPU slot for training workloads"});
+            problems.push_back(
+                {*link.width == 1 ? Severity::warning : Severity::info,
+                 label + " runs at PCIe x" + std::to_string(*link.width) + " of x" + std::to_string(*link.max_width),
+                 "check for a riser, a chipset-wired slot or a slot shared with M.2; use a full-width CPU slot for training workloads"});
         }
         if (link.speed_gts && link.max_speed_gts && *link.speed_gts < *link.max_speed_gts) {
-            problems.push_back({Severity::info,
-                                label + " link runs at " + link.speed.value_or("?") + " of " + link.max_speed.value_or("?"),
-                                "idle GPUs lower their link speed to save power; if it stays low under load, check risers and the slot's generation setting in the firmware"});
+            problems.push_back({Severity::info, label + " link runs at " + link.speed.value_or("?") + " of " + link.max_speed.value_or("?"),
+                                "idle GPUs lower their link speed to save power; if it stays low under load, check risers and the slot's "
+                                "generation setting in the firmware"});
         }
     }
 }
@@ -156,10 +163,10 @@ void check_gpu_drivers(const Inventory& inv, const GpuCard& gpu, const std::stri
         }
     }
     if (!on_host.empty() && any_vfio) {
-        problems.push_back({Severity::warning,
-                            label + " is only partly on vfio-pci: " + util::join(on_host, ", ")
-                                + " (the VM start fails with \"group is not viable\")",
-                            "passthru plan binds every function of the card, not just VGA and audio"});
+        problems.push_back(
+            {Severity::warning,
+             label + " is only partly on vfio-pci: " + util::join(on_host, ", ") + " (the VM start fails with \"group is not viable\")",
+             "passthru plan binds every function of the card, not just VGA and audio"});
     } else if (!on_host.empty()) {
         problems.push_back({Severity::info, label + " is on host drivers: " + util::join(on_host, ", "),
                             "passthru plan binds every function of the card to vfio-pci at boot"});
@@ -183,7 +190,8 @@ void assess_readiness(Inventory& inv)
     check_cmdline_mistakes(host, cmdline, problems);
     if (host.bootloader == Bootloader::unknown) {
         problems.push_back({Severity::warning, "cannot tell which boot loader this host uses (" + host.bootloader_evidence + ")",
-                            "run 'proxmox-boot-tool status' and 'efibootmgr -v' on the host; passthru will not edit a kernel command line it cannot place"});
+                            "run 'proxmox-boot-tool status' and 'efibootmgr -v' on the host; passthru will not edit a kernel command line "
+                            "it cannot place"});
     }
 
     if (!host.pve_version) {

@@ -184,7 +184,7 @@ namespace {
 std::optional<std::string> speed_text(const std::optional<int>& code)
 {
     // The kernel's spellings in current_link_speed / max_link_speed.
-    static constexpr const char* k_speeds[] = {"2.5 GT/s PCIe", "5.0 GT/s PCIe", "8.0 GT/s PCIe",
+    static constexpr const char* k_speeds[] = {"2.5 GT/s PCIe",  "5.0 GT/s PCIe",  "8.0 GT/s PCIe",
                                                "16.0 GT/s PCIe", "32.0 GT/s PCIe", "64.0 GT/s PCIe"};
     if (!code) {
         return std::nullopt;
@@ -353,8 +353,9 @@ NetLink read_net_link(const util::HostFs& fs, const std::string& ifname)
 Result<std::vector<PciDevice>> scan_pci_devices(const util::HostFs& fs, std::vector<Problem>& problems)
 {
     if (!fs.is_dir(k_pci_devices)) {
-        return tl::unexpected(Error(Errc::usage, "no PCI devices in sysfs under " + fs.root().string() + " (" + k_pci_devices + " is missing)")
-            .with_hint("--root must point at a host root with /sys (a copy of a host, or / on the host itself)"));
+        return tl::unexpected(
+            Error(Errc::usage, "no PCI devices in sysfs under " + fs.root().string() + " (" + k_pci_devices + " is missing)")
+                .with_hint("--root must point at a host root with /sys (a copy of a host, or / on the host itself)"));
     }
     auto names = fs.list_dir(k_pci_devices);
     if (!names) {
@@ -608,8 +609,8 @@ std::vector<GpuCard> find_gpu_cards(const std::vector<PciDevice>& devices, const
         }
     }
     auto find_dev = [&devices](const PciAddress& a) -> const PciDevice* {
-        const auto it = std::lower_bound(devices.begin(), devices.end(), a,
-                                         [](const PciDevice& d, const PciAddress& x) { return d.address < x; });
+        const auto it =
+            std::lower_bound(devices.begin(), devices.end(), a, [](const PciDevice& d, const PciAddress& x) { return d.address < x; });
         return (it != devices.end() && it->address == a) ? &*it : nullptr;
     };
     std::vector<GpuCard> out;

@@ -22,7 +22,9 @@ std::string shell_quote(const std::vector<std::string>& argv)
         if (!out.empty()) {
             out += ' ';
         }
-        const bool plain = !arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./:,+@%") == std::string::npos;
+        const bool plain =
+            !arg.empty()
+            && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./:,+@%") == std::string::npos;
         if (plain) {
             out += arg;
             continue;
@@ -88,8 +90,7 @@ Result<CommandResult> CommandRunner::spawn(const std::vector<std::string>& argv,
     ::close(pipe_fds[1]);
     if (rc != 0) {
         ::close(pipe_fds[0]);
-        return fail(rc == ENOENT ? Errc::not_found : Errc::io,
-                    "cannot run " + argv[0] + ": " + std::strerror(rc));
+        return fail(rc == ENOENT ? Errc::not_found : Errc::io, "cannot run " + argv[0] + ": " + std::strerror(rc));
     }
 
     CommandResult result;

@@ -49,9 +49,7 @@ std::string range(long long start, long long count)
 
 } // namespace
 
-std::string unified_diff(const std::optional<std::string>& before,
-                         const std::optional<std::string>& after,
-                         std::string_view path)
+std::string unified_diff(const std::optional<std::string>& before, const std::optional<std::string>& after, std::string_view path)
 {
     if (before == after) {
         return {};
@@ -108,9 +106,7 @@ std::string unified_diff(const std::optional<std::string>& before,
         out << "@@ -" << range(hunk.a, a_count) << " +" << range(hunk.c, b_count) << " @@\n";
         for (const auto* part : {&hunk.common[0], &hunk.change, &hunk.common[1]}) {
             for (const auto& elem : *part) {
-                const char prefix = elem.second.type == dtl::SES_ADD    ? '+'
-                                    : elem.second.type == dtl::SES_DELETE ? '-'
-                                                                          : ' ';
+                const char prefix = elem.second.type == dtl::SES_ADD ? '+' : elem.second.type == dtl::SES_DELETE ? '-' : ' ';
                 emit(prefix, elem.first);
             }
         }

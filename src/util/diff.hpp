@@ -11,8 +11,6 @@ namespace passthru::util {
 // host paths: "--- /etc/kernel/cmdline" / "+++ /etc/kernel/cmdline (planned)".
 // A missing side (file created or deleted) is labelled /dev/null. Returns an
 // empty string when the contents are equal. The output applies with patch(1).
-std::string unified_diff(const std::optional<std::string>& before,
-                         const std::optional<std::string>& after,
-                         std::string_view path);
+std::string unified_diff(const std::optional<std::string>& before, const std::optional<std::string>& after, std::string_view path);
 
 } // namespace passthru::util

@@ -72,7 +72,10 @@ Result<void> check(std::string_view point, std::string_view detail)
     return fail(Errc::io, "injected failure at " + std::string(point) + " " + std::string(detail));
 }
 #else
-Result<void> check(std::string_view, std::string_view) { return {}; }
+Result<void> check(std::string_view, std::string_view)
+{
+    return {};
+}
 #endif
 
 } // namespace passthru::util::fault

@@ -2,12 +2,12 @@
 #include "util/host_fs.hpp"
 
 #include <dirent.h>
-#include <linux/openat2.h>
-#include <sys/syscall.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -59,12 +59,14 @@ std::string join_components(const std::vector<std::string>& parts)
     return out;
 }
 
-std::string errno_text(int err) { return std::strerror(err); }
+std::string errno_text(int err)
+{
+    return std::strerror(err);
+}
 
 Error io_error(std::string_view what, std::string_view path, int err)
 {
-    return Error(err == ENOENT ? Errc::not_found : Errc::io,
-                 std::string(what) + " " + std::string(path) + ": " + errno_text(err));
+    return Error(err == ENOENT ? Errc::not_found : Errc::io, std::string(what) + " " + std::string(path) + ": " + errno_text(err));
 }
 
 enum class ShortRead
@@ -173,7 +175,8 @@ Result<void> save_local_file(const std::filesystem::path& path, std::string_view
     if (dfd < 0) {
         return tl::unexpected(io_error("cannot open the directory of", path.string(), errno));
     }
-    struct stat st{};
+    struct stat st
+    {};
     if (::fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
         ::close(dfd);
         return fail(Errc::usage, path.string() + " is a directory");
@@ -322,7 +325,6 @@ int open_beneath(int dfd, std::string_view name, int flags)
 
 } // namespace
 
-
 HostDir::HostDir(HostDir&& other) noexcept : m_fd(other.m_fd), m_path(std::move(other.m_path))
 {
     other.m_fd = -1;
@@ -410,8 +412,7 @@ std::vector<std::string> HostDir::list(const char* name) const
 
 std::optional<HostDir> HostDir::subdir(const std::string& name) const
 {
-    if (name.empty() || name == ".." || name == "." || name.front() == '/' || name.back() == '/'
-        || name.find("//") != std::string::npos) {
+    if (name.empty() || name == ".." || name == "." || name.front() == '/' || name.back() == '/' || name.find("//") != std::string::npos) {
         return std::nullopt;
     }
     const int fd = open_beneath(m_fd, name, O_RDONLY | O_DIRECTORY);
@@ -423,7 +424,8 @@ std::optional<HostDir> HostDir::subdir(const std::string& name) const
 
 bool HostDir::has(const char* name) const
 {
-    struct stat st{};
+    struct stat st
+    {};
     return ::fstatat(m_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
@@ -485,7 +487,8 @@ Result<std::string> HostFs::resolve_impl(std::string_view host_path, bool follow
             continue;
         }
         const std::string local = local_str(join_components(done));
-        struct stat st{};
+        struct stat st
+        {};
         if (::lstat(local.c_str(), &st) != 0) {
             // The rest does not exist yet (a file about to be created).
             missing = true;
@@ -540,7 +543,8 @@ Result<std::string> HostFs::read_file(std::string_view host_path) const
     if (fd < 0) {
         return tl::unexpected(io_error("cannot read", host_path, errno));
     }
-    struct stat st{};
+    struct stat st
+    {};
     if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
         ::close(fd);
         return fail(Errc::io, "cannot read " + std::string(host_path) + ": is a directory");
@@ -666,7 +670,8 @@ bool HostFs::exists(std::string_view host_path) const
     if (!resolved) {
         return false;
     }
-    struct stat st{};
+    struct stat st
+    {};
     return ::stat(local_str(*resolved).c_str(), &st) == 0;
 }
 
@@ -676,7 +681,8 @@ bool HostFs::is_dir(std::string_view host_path) const
     if (!resolved) {
         return false;
     }
-    struct stat st{};
+    struct stat st
+    {};
     return ::stat(local_str(*resolved).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
@@ -687,7 +693,8 @@ FileInfo HostFs::stat(std::string_view host_path) const
     if (!resolved) {
         return info;
     }
-    struct stat st{};
+    struct stat st
+    {};
     if (::lstat(local_str(*resolved).c_str(), &st) != 0) {
         return info;
     }
@@ -725,10 +732,7 @@ Result<void> HostFs::create_directories(std::string_view host_path) const
     return {};
 }
 
-Result<void> HostFs::write_file_atomic(std::string_view host_path,
-                                       std::string_view content,
-                                       mode_t new_mode,
-                                       FsSync sync) const
+Result<void> HostFs::write_file_atomic(std::string_view host_path, std::string_view content, mode_t new_mode, FsSync sync) const
 {
     // The directory may be reached through symlinks inside the root; the
     // target itself is never followed.
@@ -740,12 +744,13 @@ Result<void> HostFs::write_file_atomic(std::string_view host_path,
     const std::string target = local_str(*resolved);
     const std::string dir_local = local_str(dir_host);
 
-    struct stat st{};
+    struct stat st
+    {};
     bool existed = false;
     if (::lstat(target.c_str(), &st) == 0) {
         if (S_ISLNK(st.st_mode)) {
             return tl::unexpected(Error(Errc::precondition, "refusing to replace " + std::string(host_path) + ": it is a symbolic link")
-                .with_hint("replace the link with a regular file, or edit the file it points to by hand"));
+                                      .with_hint("replace the link with a regular file, or edit the file it points to by hand"));
         }
         if (!S_ISREG(st.st_mode)) {
             return fail(Errc::precondition, "refusing to replace " + std::string(host_path) + ": not a regular file");

@@ -145,10 +145,7 @@ public:
     // existing file keeps its owner and mode; a new one gets new_mode.
     // Refuses when the target is a symlink or not a regular file.
     // Equivalent to: install -m MODE tmp PATH.tmp && sync && mv PATH.tmp PATH
-    Result<void> write_file_atomic(std::string_view host_path,
-                                   std::string_view content,
-                                   mode_t new_mode,
-                                   FsSync sync) const;
+    Result<void> write_file_atomic(std::string_view host_path, std::string_view content, mode_t new_mode, FsSync sync) const;
     // Removes a regular file (or symlink) and fsyncs its directory.
     Result<void> remove_file(std::string_view host_path) const;
     // mkdir -p, with mode 0755 for new directories.
@@ -165,8 +162,7 @@ public:
 private:
     HostFs(std::filesystem::path root, bool live, std::shared_ptr<const int> root_fd)
         : m_root(std::move(root)), m_live(live), m_root_fd(std::move(root_fd))
-    {
-    }
+    {}
     // open(2) of a host path confined to the root by the kernel
     // (openat2 RESOLVE_IN_ROOT); -1 with errno set on failure. Falls back
     // to resolve_impl() where openat2 is unavailable.

@@ -18,7 +18,8 @@ namespace {
 
 mode_t mode_of(const std::filesystem::path& p)
 {
-    struct stat st{};
+    struct stat st
+    {};
     REQUIRE(::lstat(p.c_str(), &st) == 0);
     return st.st_mode & 07777;
 }
@@ -121,8 +122,14 @@ TEST_SUITE("apply::transaction")
         auto fs = util::HostFs::open(root.path()).value();
         const auto plan = make_plan_by_hand(fs);
         std::filesystem::remove(root.path() / "etc/modules");
-        SUBCASE("symlink") { std::filesystem::create_symlink("kernel/cmdline", root.path() / "etc/modules"); }
-        SUBCASE("directory") { std::filesystem::create_directory(root.path() / "etc/modules"); }
+        SUBCASE("symlink")
+        {
+            std::filesystem::create_symlink("kernel/cmdline", root.path() / "etc/modules");
+        }
+        SUBCASE("directory")
+        {
+            std::filesystem::create_directory(root.path() / "etc/modules");
+        }
         Journal journal(fs);
         util::CommandRunner runner(util::RunMode::record);
         CHECK_THROWS_AS(run_transaction(journal, runner, spec_from_plan(plan, nullptr), {}, nullptr), Error);

@@ -16,6 +16,7 @@ TEST_SUITE("format::kernel_cmdline")
         c.remove_key("amd_iommu");
         c.set("iommu=pt");
         c.set("vfio-pci.ids=10de:1e07,10de:10f7");
-        CHECK(c.str() == "BOOT_IMAGE=/boot/vmlinuz root=/dev/mapper/pve-root ro quiet vfio-pci.ids=10de:1e07,10de:10f7 foo=\"a b\" iommu=pt");
+        CHECK(c.str()
+              == "BOOT_IMAGE=/boot/vmlinuz root=/dev/mapper/pve-root ro quiet vfio-pci.ids=10de:1e07,10de:10f7 foo=\"a b\" iommu=pt");
     }
 }

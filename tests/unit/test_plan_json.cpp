@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include <doctest/doctest.h>
 
+#include "../support/temp_dir.hpp"
 #include "plan/plan_json.hpp"
 #include "plan/planner.hpp"
-#include "../support/temp_dir.hpp"
 #include "util/sha256.hpp"
 
 using namespace passthru;

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "plan/network/edit.hpp"
 #include "format/interfaces.hpp"
+#include "plan/network/edit.hpp"
 
 using namespace passthru;
 using format::InterfacesFile;
@@ -50,8 +50,8 @@ TEST_SUITE("format::InterfacesFile")
 {
     TEST_CASE("parse then write is byte-identical for real PVE files")
     {
-        for (const char* name : {"pve-fresh.interfaces", "pve-vlans.interfaces", "pve-comments.interfaces",
-                                 "pve-source.interfaces", "crlf-dhcp.interfaces", "seed-bond.expected"}) {
+        for (const char* name : {"pve-fresh.interfaces", "pve-vlans.interfaces", "pve-comments.interfaces", "pve-source.interfaces",
+                                 "crlf-dhcp.interfaces", "seed-bond.expected"}) {
             CAPTURE(name);
             const std::string text = fixture(name);
             CHECK(InterfacesFile::parse(text).text() == text);
@@ -60,9 +60,9 @@ TEST_SUITE("format::InterfacesFile")
 
     TEST_CASE("round trip of edge cases")
     {
-        for (const std::string& text : {std::string(), std::string("\n"), std::string("# only a comment"),
-                                       std::string("auto lo\niface lo inet loopback"), std::string("iface a inet manual\n\tup x \\"),
-                                       std::string("  \t \n\n\t# x\n"), std::string("garbage outside\n")}) {
+        for (const std::string& text :
+             {std::string(), std::string("\n"), std::string("# only a comment"), std::string("auto lo\niface lo inet loopback"),
+              std::string("iface a inet manual\n\tup x \\"), std::string("  \t \n\n\t# x\n"), std::string("garbage outside\n")}) {
             CAPTURE(text);
             CHECK(InterfacesFile::parse(text).text() == text);
         }
@@ -91,8 +91,8 @@ TEST_SUITE("format::InterfacesFile")
     TEST_CASE("source, source-directory and mapping are kept as keywords")
     {
         const auto file = InterfacesFile::parse(fixture("pve-source.interfaces"));
-        CHECK(file.sources() == std::vector<std::string>{"/etc/network/interfaces.d", "/etc/network/interfaces.d/*.cfg",
-                                                         "/etc/network/interfaces.d/*"});
+        CHECK(file.sources()
+              == std::vector<std::string>{"/etc/network/interfaces.d", "/etc/network/interfaces.d/*.cfg", "/etc/network/interfaces.d/*"});
         CHECK(file.stray_lines().empty());
         // mapping options are not options of the stanza before it.
         const auto lo = file.find("lo", "inet");

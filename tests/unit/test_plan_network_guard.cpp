@@ -235,11 +235,10 @@ TEST_SUITE("plan::assess_lockout")
 
     TEST_CASE("/proc/net/route and ipv6_route parsing")
     {
-        const auto routes = plan::parse_routes(k_route_vmbr0,
-                                               "00000000000000000000000000000000 00 00000000000000000000000000000000 00 "
-                                               "fe800000000000000000000000000001 00000400 00000001 00000000 00000003 vmbr0\n"
-                                               "00000000000000000000000000000000 00 00000000000000000000000000000000 00 "
-                                               "00000000000000000000000000000000 ffffffff 00000001 00000000 00200200 lo\n");
+        const auto routes = plan::parse_routes(k_route_vmbr0, "00000000000000000000000000000000 00 00000000000000000000000000000000 00 "
+                                                              "fe800000000000000000000000000001 00000400 00000001 00000000 00000003 vmbr0\n"
+                                                              "00000000000000000000000000000000 00 00000000000000000000000000000000 00 "
+                                                              "00000000000000000000000000000000 ffffffff 00000001 00000000 00200200 lo\n");
         REQUIRE(routes.size() == 3);
         CHECK(routes[0].is_default);
         CHECK(routes[1].destination.prefix == 24);
@@ -278,7 +277,8 @@ TEST_SUITE("apply::network_guard")
         util::CommandRunner runner(util::RunMode::record);
         REQUIRE(runner.run({"ifreload", "-a"})); // what apply runs after writing the files
         apply::NetworkGuardSpec spec;
-        spec.previous = {{"/etc/network/interfaces.new", std::string("pending\n")}, {"/etc/network/interfaces", std::string("old config\n")}};
+        spec.previous = {{"/etc/network/interfaces.new", std::string("pending\n")},
+                         {"/etc/network/interfaces", std::string("old config\n")}};
         FakeTime time;
         const auto out = apply::run_network_guard(fs, runner, spec, std::chrono::seconds(30), time.hooks());
         REQUIRE(out);
@@ -326,8 +326,7 @@ TEST_SUITE("apply::network_guard")
         auto none = apply::confirm_network(fs, std::nullopt);
         REQUIRE_FALSE(none);
         CHECK(none.error().code() == Errc::not_found);
-        root.write("var/lib/passthru/network-confirm.pending",
-                   "token=abc\ndeadline=99999999999\nssh=10.0.0.9 40000 192.168.1.252 22\n");
+        root.write("var/lib/passthru/network-confirm.pending", "token=abc\ndeadline=99999999999\nssh=10.0.0.9 40000 192.168.1.252 22\n");
         auto same = apply::confirm_network(fs, std::string("10.0.0.9 40000 192.168.1.252 22"));
         REQUIRE_FALSE(same);
         CHECK(same.error().code() == Errc::precondition);

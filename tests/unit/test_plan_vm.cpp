@@ -12,9 +12,9 @@
 #include "../support/shipped_data.hpp"
 #include "../support/temp_dir.hpp"
 #include "apply/libvirt_apply.hpp"
-#include "plan/planner.hpp"
 #include "format/pve_config.hpp"
 #include "format/pve_mapping.hpp"
+#include "plan/planner.hpp"
 #include "plan/vm/profile.hpp"
 #include "scan/libvirt_domain.hpp"
 #include "scan/scanner.hpp"
@@ -45,10 +45,7 @@ std::filesystem::path golden_dir()
 struct Host
 {
     test::TempDir dir;
-    explicit Host(const char* fixture)
-    {
-        test::copy_tree(std::filesystem::path(PASSTHRU_FIXTURES_DIR) / "hosts" / fixture, dir.path());
-    }
+    explicit Host(const char* fixture) { test::copy_tree(std::filesystem::path(PASSTHRU_FIXTURES_DIR) / "hosts" / fixture, dir.path()); }
     Result<plan::Plan> plan(const plan::Request& req) const
     {
         auto fs = util::HostFs::open(dir.path()).value();
@@ -242,8 +239,8 @@ TEST_SUITE("plan::vm")
         // The sections after the current config are unchanged, byte for byte.
         const std::string& before = *c->before;
         CHECK(c->after->substr(c->after->find("\n[PENDING]")) == before.substr(before.find("\n[PENDING]")));
-        const bool listed = std::any_of(c->reasons.begin(), c->reasons.end(),
-                                        [](const std::string& r) { return r.starts_with("numa: 0 -> 1"); });
+        const bool listed =
+            std::any_of(c->reasons.begin(), c->reasons.end(), [](const std::string& r) { return r.starts_with("numa: 0 -> 1"); });
         CHECK(listed);
     }
 

@@ -32,7 +32,8 @@ TEST_SUITE("scan::boot_loader")
     TEST_CASE("every boot loader has one entry, and unknown is the catch-all at the end")
     {
         const auto& table = scan::boot_loaders();
-        for (auto id : {scan::Bootloader::grub, scan::Bootloader::grub_proxmox_boot, scan::Bootloader::systemd_boot, scan::Bootloader::unknown}) {
+        for (auto id :
+             {scan::Bootloader::grub, scan::Bootloader::grub_proxmox_boot, scan::Bootloader::systemd_boot, scan::Bootloader::unknown}) {
             CHECK(std::count_if(table.begin(), table.end(), [&](const scan::BootLoaderSpec& s) { return s.id == id; }) == 1);
             CHECK(scan::boot_loader(id).id == id);
         }
@@ -116,7 +117,8 @@ TEST_SUITE("scan::boot_loader")
         CHECK(why.cause == scan::MissCause::unknown);
         CHECK(why.fix.find("update-grub (GRUB) or proxmox-boot-tool refresh") != std::string::npos);
 
-        dir.write("boot/grub/grub.cfg", "menuentry 'Proxmox VE GNU/Linux' {\n\tlinux\t/boot/vmlinuz-6.8.12-4-pve root=/dev/mapper/pve-root ro quiet\n}\n");
+        dir.write("boot/grub/grub.cfg",
+                  "menuentry 'Proxmox VE GNU/Linux' {\n\tlinux\t/boot/vmlinuz-6.8.12-4-pve root=/dev/mapper/pve-root ro quiet\n}\n");
         why = scan::explain_missing_args(grub, fs, missing);
         CHECK(why.cause == scan::MissCause::refresh_not_run);
         CHECK(why.fix.find("run 'update-grub'") != std::string::npos);

@@ -41,8 +41,9 @@ TEST_SUITE("scan::kernel_cutoffs")
     TEST_CASE("an override under the root replaces the shipped file")
     {
         test::TempDir root;
-        root.write("etc/passthru/profiles/host/kernel.json",
-                   R"({"schema": "passthru.kernel-cutoffs/1", "vfio_virqfd_in_vfio": "6.2", "intel_iommu_default_on": "7.1", "sysfb_simple_framebuffer": "5.15"})");
+        root.write(
+            "etc/passthru/profiles/host/kernel.json",
+            R"({"schema": "passthru.kernel-cutoffs/1", "vfio_virqfd_in_vfio": "6.2", "intel_iommu_default_on": "7.1", "sysfb_simple_framebuffer": "5.15"})");
         auto fs = util::HostFs::open(root.path());
         REQUIRE(fs);
         CHECK(test::shipped_cutoffs(*fs).intel_iommu_default_on == scan::KernelVersion{7, 1});

@@ -200,9 +200,14 @@ TEST_SUITE("scan::scanner")
     TEST_CASE("link width below the maximum is flagged; interrupt remapping is read from /proc/interrupts")
     {
         FakeHost host;
-        host.add("0000:01:00.0").ids(0x10de, 0x2204).pci_class(0x030000).group(1)
-            .attr("current_link_width", "1").attr("max_link_width", "16")
-            .attr("current_link_speed", "2.5 GT/s PCIe").attr("max_link_speed", "16.0 GT/s PCIe");
+        host.add("0000:01:00.0")
+            .ids(0x10de, 0x2204)
+            .pci_class(0x030000)
+            .group(1)
+            .attr("current_link_width", "1")
+            .attr("max_link_width", "16")
+            .attr("current_link_speed", "2.5 GT/s PCIe")
+            .attr("max_link_speed", "16.0 GT/s PCIe");
         host.dir.write("proc/interrupts", "  24:  0  PCI-MSI 524288-edge  nvidia\n");
         const auto inv = scan_of(host);
         CHECK(inv.host.iommu.interrupt_remapping == false);

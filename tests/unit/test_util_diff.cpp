@@ -19,7 +19,8 @@ std::string patched(const std::string& before, const std::string& diff)
     passthru::test::TempDir dir;
     dir.write("file", before);
     dir.write("file.diff", diff);
-    const std::string cmd = "patch -s -f " + (dir.path() / "file").string() + " < " + (dir.path() / "file.diff").string() + " >/dev/null 2>&1";
+    const std::string cmd =
+        "patch -s -f " + (dir.path() / "file").string() + " < " + (dir.path() / "file.diff").string() + " >/dev/null 2>&1";
     REQUIRE(std::system(cmd.c_str()) == 0);
     return dir.read("file");
 }

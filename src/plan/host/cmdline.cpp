@@ -15,8 +15,8 @@
 #include <map>
 #include <set>
 
-#include "plan/host/common.hpp"
 #include "format/kernel_cmdline.hpp"
+#include "plan/host/common.hpp"
 #include "scan/boot_loader.hpp"
 #include "scan/scanner.hpp"
 #include "util/strings.hpp"
@@ -57,7 +57,8 @@ std::string value_of(std::string_view token)
     return eq == std::string_view::npos ? std::string() : std::string(token.substr(eq + 1));
 }
 
-void compute_wanted(const PlanContext& ctx, Plan& plan, const HostInputs& in, std::vector<WantedArg>& wanted, std::vector<UnwantedArg>& unwanted)
+void compute_wanted(const PlanContext& ctx, Plan& plan, const HostInputs& in, std::vector<WantedArg>& wanted,
+                    std::vector<UnwantedArg>& unwanted)
 {
     const auto& host = ctx.inventory.host;
     // The kernel releases are data (profiles/host/kernel.json; docs/facts.md: iommu).
@@ -78,7 +79,8 @@ void compute_wanted(const PlanContext& ctx, Plan& plan, const HostInputs& in, st
                                   + " leave off by default (kernel " + in.kernel_release.value_or("unknown") + ")"});
         } else {
             plan.notes.push_back("no intel_iommu=on: kernel " + in.kernel_release.value_or("?") + " is "
-                                 + KernelCutoffs::text(cut.intel_iommu_default_on) + " or newer, which turns the Intel IOMMU on by default");
+                                 + KernelCutoffs::text(cut.intel_iommu_default_on)
+                                 + " or newer, which turns the Intel IOMMU on by default");
         }
     }
     wanted.push_back({"iommu=pt", Match::key,
@@ -123,10 +125,10 @@ struct Source
 
 struct Decision
 {
-    std::vector<std::string> add;                            // tokens to append
-    std::map<std::string, std::string> remove;               // token -> reason
-    std::vector<std::pair<std::string, std::string>> added;  // token, reason
-    std::vector<std::string> already;                        // wanted tokens already present
+    std::vector<std::string> add;                           // tokens to append
+    std::map<std::string, std::string> remove;              // token -> reason
+    std::vector<std::pair<std::string, std::string>> added; // token, reason
+    std::vector<std::string> already;                       // wanted tokens already present
 };
 
 Decision decide(const std::vector<Source>& sources, const std::vector<WantedArg>& wanted, const std::vector<UnwantedArg>& unwanted)
@@ -347,7 +349,8 @@ std::vector<Source> grub_sources(const std::vector<GrubFile>& files, Plan& plan)
         for (const auto& a : f.assignments) {
             if (!a.parsed) {
                 plan.refusals.push_back({"cannot parse the " + a.variable + " assignment on line " + std::to_string(a.line + 1) + " of "
-                                             + f.path + " (a quote that does not close on the line, or shell syntax passthru does not edit)",
+                                             + f.path
+                                             + " (a quote that does not close on the line, or shell syntax passthru does not edit)",
                                          {"write it as " + a.variable + "=\"...\" on one line and plan again"}});
                 continue;
             }
@@ -375,9 +378,10 @@ void refuse_overriding_dropins(const std::vector<GrubFile>& files, const std::ve
             for (const auto& a : f.assignments) {
                 if (a.variable == "GRUB_CMDLINE_LINUX_DEFAULT" && a.value.find("$GRUB_CMDLINE_LINUX_DEFAULT") == std::string::npos
                     && a.value.find("${GRUB_CMDLINE_LINUX_DEFAULT}") == std::string::npos) {
-                    plan.refusals.push_back({path + " is sourced after " + std::string(k_grub_dropin)
-                                                 + " and sets GRUB_CMDLINE_LINUX_DEFAULT without appending, so it would drop passthru's arguments",
-                                             {"make it append (GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT ...\") and plan again"}});
+                    plan.refusals.push_back(
+                        {path + " is sourced after " + std::string(k_grub_dropin)
+                             + " and sets GRUB_CMDLINE_LINUX_DEFAULT without appending, so it would drop passthru's arguments",
+                         {"make it append (GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT ...\") and plan again"}});
                 }
             }
         }
@@ -460,8 +464,8 @@ void plan_grub(const PlanContext& ctx, Plan& plan, HostInputs& in, const scan::B
 
 // --- one-line command-line file (systemd-boot through proxmox-boot-tool) -----
 
-void plan_first_line(const PlanContext& ctx, Plan& plan, HostInputs& in, const scan::BootLoaderSpec& loader, const std::vector<WantedArg>& wanted,
-                     const std::vector<UnwantedArg>& unwanted)
+void plan_first_line(const PlanContext& ctx, Plan& plan, HostInputs& in, const scan::BootLoaderSpec& loader,
+                     const std::vector<WantedArg>& wanted, const std::vector<UnwantedArg>& unwanted)
 {
     const std::string path(loader.cmdline_file);
     const std::string refresh = util::join(loader.refresh, " ");
@@ -470,10 +474,12 @@ void plan_first_line(const PlanContext& ctx, Plan& plan, HostInputs& in, const s
         return;
     }
     if (!text) {
-        plan.refusals.push_back({"this host boots with " + std::string(loader.name) + " (" + ctx.inventory.host.bootloader_evidence + ") but "
-                                     + path + " does not exist, so passthru cannot place the kernel arguments",
-                                 {"create " + path + " with the current command line (one line, with root=, e.g. from /proc/cmdline "
-                                  "without BOOT_IMAGE= and initrd=), run '" + refresh + "', and plan again"}});
+        plan.refusals.push_back({"this host boots with " + std::string(loader.name) + " (" + ctx.inventory.host.bootloader_evidence
+                                     + ") but " + path + " does not exist, so passthru cannot place the kernel arguments",
+                                 {"create " + path
+                                  + " with the current command line (one line, with root=, e.g. from /proc/cmdline "
+                                    "without BOOT_IMAGE= and initrd=), run '"
+                                  + refresh + "', and plan again"}});
         return;
     }
     const auto lines = util::split_lines(*text);

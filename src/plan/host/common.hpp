@@ -22,12 +22,12 @@ inline constexpr std::string_view k_initramfs_modules = "/etc/initramfs-tools/mo
 // What every host generator needs to know, computed once by plan_host.
 struct HostInputs
 {
-    std::optional<std::string> kernel_release;          // running kernel (the target)
-    std::optional<std::pair<int, int>> kernel_version;  // {6, 8}
-    std::vector<scan::PciAddress> functions;            // every function of every selected card
-    std::vector<std::string> vfio_ids;                  // sorted, unique vendor:device
+    std::optional<std::string> kernel_release;         // running kernel (the target)
+    std::optional<std::pair<int, int>> kernel_version; // {6, 8}
+    std::vector<scan::PciAddress> functions;           // every function of every selected card
+    std::vector<std::string> vfio_ids;                 // sorted, unique vendor:device
     bool boot_vga_selected = false;
-    bool acs_override = false; // pcie_acs_override goes on the command line
+    bool acs_override = false;         // pcie_acs_override goes on the command line
     bool module_files_changed = false; // set by generators: initramfs needs a refresh
     bool cmdline_changed = false;      // set by generators: boot loader needs a refresh
 };

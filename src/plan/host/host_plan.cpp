@@ -17,10 +17,9 @@ namespace detail {
 
 namespace {
 
-void quiet_kmod_log(void* /*data*/, int /*priority*/, const char* /*file*/, int /*line*/, const char* /*fn*/,
-                    const char* /*format*/, va_list /*args*/)
-{
-}
+void quiet_kmod_log(void* /*data*/, int /*priority*/, const char* /*file*/, int /*line*/, const char* /*fn*/, const char* /*format*/,
+                    va_list /*args*/)
+{}
 
 // <root>/lib/modules/<kver> as a local path, when it holds a depmod index.
 std::optional<std::filesystem::path> module_tree(const util::HostFs& fs, std::string_view kernel_release)

@@ -142,7 +142,6 @@ bool plan_initramfs_modules(const PlanContext& ctx, Plan& plan, HostInputs& in, 
     return true;
 }
 
-
 // Old guides put vfio_virqfd into /etc/modules or another modules-load.d file.
 void drop_stale_virqfd(const PlanContext& ctx, Plan& plan, HostInputs& in, const VirqfdDecision& virqfd)
 {

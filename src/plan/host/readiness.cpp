@@ -56,9 +56,10 @@ void plan_readiness(const PlanContext& ctx, Plan& plan, const HostInputs& /*in*/
     }
     const double ram = static_cast<double>(*mem) / 1024.0 / 1024.0;
     std::string text = "memory: the host has " + gib(std::round(ram)) + " of RAM for " + gib(vram) + " of VRAM passed through ("
-                       + (unknown.empty() ? "" : "not counting " + util::join(unknown, ", ") + "; ")
-                       + "rule of thumb: 2-3x the VRAM, i.e. " + gib(2 * vram) + " to " + gib(3 * vram) + ", so the VM can stage data "
-                       "for the GPUs and the host keeps enough for itself)";
+                       + (unknown.empty() ? "" : "not counting " + util::join(unknown, ", ") + "; ") + "rule of thumb: 2-3x the VRAM, i.e. "
+                       + gib(2 * vram) + " to " + gib(3 * vram)
+                       + ", so the VM can stage data "
+                         "for the GPUs and the host keeps enough for itself)";
     if (ram < 2 * vram) {
         plan.warnings.push_back(text + ": below 2x, expect the VM to run short of memory when it feeds the GPUs");
     } else if (ram < 3 * vram) {

@@ -18,9 +18,8 @@ using format::OptionPlace;
 
 // Options that give an interface layer-3 configuration (ifupdown2 address,
 // dhcp and resolvconf addons). They belong on the bridge, never on a port.
-const std::vector<std::string> k_l3_keys{"address", "netmask", "broadcast", "network", "gateway", "pointopoint",
-                                         "scope", "metric", "dns-nameservers", "dns-search", "dns-domain",
-                                         "hostname"};
+const std::vector<std::string> k_l3_keys{"address", "netmask", "broadcast",       "network",    "gateway",    "pointopoint",
+                                         "scope",   "metric",  "dns-nameservers", "dns-search", "dns-domain", "hostname"};
 
 bool is_l3_key(std::string_view key)
 {
@@ -140,8 +139,7 @@ std::size_t tail_position(const InterfacesFile& file)
     std::size_t start = last - 1;
     while (start > 0) {
         const IfLineKind k = lines[start - 1].kind;
-        if (k != IfLineKind::source && k != IfLineKind::source_directory && k != IfLineKind::blank
-            && k != IfLineKind::comment) {
+        if (k != IfLineKind::source && k != IfLineKind::source_directory && k != IfLineKind::blank && k != IfLineKind::comment) {
             break;
         }
         --start;
@@ -214,21 +212,19 @@ private:
             if (st.name != m_spec.bridge) {
                 for (const auto& nic : m_spec.slaves) {
                     if (contains(ports, nic)) {
-                        refuse(nic + " is a port of bridge " + st.name + " (line "
-                                   + std::to_string(m_file.lines()[st.header].line_number) + ")",
+                        refuse(nic + " is a port of bridge " + st.name + " (line " + std::to_string(m_file.lines()[st.header].line_number)
+                                   + ")",
                                "take it out of " + st.name + " first, or bond it under --bridge " + st.name);
                     }
                 }
                 if (contains(ports, m_spec.bond)) {
-                    refuse(m_spec.bond + " is already a port of bridge " + st.name,
-                           "use --bridge " + st.name + " or another --bond-name");
+                    refuse(m_spec.bond + " is already a port of bridge " + st.name, "use --bridge " + st.name + " or another --bond-name");
                 }
             }
             if (st.name != m_spec.bond) {
                 for (const auto& nic : m_spec.slaves) {
                     if (contains(members, nic)) {
-                        refuse(nic + " is already a member of bond " + st.name,
-                               "use --bond-name " + st.name + " to change that bond");
+                        refuse(nic + " is already a member of bond " + st.name, "use --bond-name " + st.name + " to change that bond");
                     }
                 }
             }
@@ -300,16 +296,14 @@ private:
                     const auto old = s->get("address");
                     if (old != m_spec.address) {
                         m_out.warnings.push_back(s->owner + ": its " + family + " " + s->method
-                                                 + (old ? " address " + *old : std::string(" configuration"))
-                                                 + " is removed; " + m_spec.bridge + " gets --address "
-                                                 + *m_spec.address);
+                                                 + (old ? " address " + *old : std::string(" configuration")) + " is removed; "
+                                                 + m_spec.bridge + " gets --address " + *m_spec.address);
                     }
                 }
                 if (gateway) {
                     const auto gw = parse_ip(*gateway);
                     if (!gw || !in_subnet(*want, *gw)) {
-                        refuse("gateway " + *gateway + " (from " + gateway_origin + ") is not inside --address "
-                                   + *m_spec.address,
+                        refuse("gateway " + *gateway + " (from " + gateway_origin + ") is not inside --address " + *m_spec.address,
                                "give --gateway with an address inside that subnet");
                         return;
                     }
@@ -329,16 +323,16 @@ private:
             }
             if (sources.size() == 1) {
                 if (bridge_now) {
-                    refuse(m_spec.bridge + " and " + sources[0]->owner + " both carry an " + family
-                               + " configuration; " + sources[0]->owner + " becomes a bond member and cannot keep it",
+                    refuse(m_spec.bridge + " and " + sources[0]->owner + " both carry an " + family + " configuration; " + sources[0]->owner
+                               + " becomes a bond member and cannot keep it",
                            "remove it from " + sources[0]->owner + " or give --address for " + m_spec.bridge);
                     return;
                 }
                 L3Config moved = *sources[0];
                 moved.owner = m_spec.bridge;
                 if (gw_here) {
-                    auto it = std::find_if(moved.options.begin(), moved.options.end(),
-                                           [](const auto& kv) { return kv.first == "gateway"; });
+                    auto it =
+                        std::find_if(moved.options.begin(), moved.options.end(), [](const auto& kv) { return kv.first == "gateway"; });
                     if (it != moved.options.end()) {
                         it->second = *m_spec.gateway;
                     } else {
@@ -354,13 +348,11 @@ private:
             }
             if (gw_here) {
                 if (!bridge_now || bridge_now->method != "static") {
-                    refuse("--gateway needs a static address on " + m_spec.bridge + ", which has none",
-                           "give --address too");
+                    refuse("--gateway needs a static address on " + m_spec.bridge + ", which has none", "give --address too");
                     return;
                 }
                 L3Config l3 = *bridge_now;
-                auto it = std::find_if(l3.options.begin(), l3.options.end(),
-                                       [](const auto& kv) { return kv.first == "gateway"; });
+                auto it = std::find_if(l3.options.begin(), l3.options.end(), [](const auto& kv) { return kv.first == "gateway"; });
                 if (it != l3.options.end()) {
                     it->second = *m_spec.gateway;
                 } else {
@@ -376,9 +368,8 @@ private:
             // A second default route in the same family would fight the first.
             const auto gw = parse_ip(*m_spec.gateway);
             for (const auto& st : m_file.stanzas()) {
-                if (gw && st.family == gw->ifupdown_family() && st.name != m_spec.bridge
-                    && !contains(m_spec.slaves, st.name) && st.name != m_spec.bond
-                    && m_file.find_option(st, "gateway")) {
+                if (gw && st.family == gw->ifupdown_family() && st.name != m_spec.bridge && !contains(m_spec.slaves, st.name)
+                    && st.name != m_spec.bond && m_file.find_option(st, "gateway")) {
                     refuse(st.name + " already has a gateway; a second default route would conflict",
                            "remove the gateway of " + st.name + " or leave out --gateway");
                 }
@@ -421,8 +412,7 @@ private:
                     if (dropped) {
                         auto it = m_moved_from.find(st.family);
                         const bool moved = it != m_moved_from.end() && it->second == name;
-                        msg += moved ? ", its address options move to " + m_spec.bridge
-                                     : ", its address options are removed";
+                        msg += moved ? ", its address options move to " + m_spec.bridge : ", its address options are removed";
                     }
                     reason(msg + " (" + what + " carries no address; the bridge does)");
                 }
@@ -456,8 +446,7 @@ private:
 
         const bool use_policy = bond_mode_uses_xmit_hash_policy(m_spec.mode);
         if (m_spec.xmit_hash_policy && !use_policy) {
-            m_out.warnings.push_back("--bond-xmit-hash-policy " + *m_spec.xmit_hash_policy + " is ignored with bond-mode "
-                                     + m_spec.mode
+            m_out.warnings.push_back("--bond-xmit-hash-policy " + *m_spec.xmit_hash_policy + " is ignored with bond-mode " + m_spec.mode
                                      + ": Proxmox VE writes bond-xmit-hash-policy only for balance-xor and 802.3ad, so "
                                        "it is left out");
         }
@@ -483,8 +472,7 @@ private:
             reason(m_spec.bond + ": bond-ports replaced by bond-slaves (Proxmox VE does not read bond-ports)");
         }
         if (m_file.set_option(m_spec.bond, family, "bond-slaves", slaves)) {
-            reason(m_spec.bond + ": members " + (old_members.empty() ? "(none)" : format::join_words(old_members))
-                   + " -> " + slaves);
+            reason(m_spec.bond + ": members " + (old_members.empty() ? "(none)" : format::join_words(old_members)) + " -> " + slaves);
         }
         if (!m_file.option(*main_stanza(m_file, m_spec.bond), "bond-miimon")) {
             m_file.set_option(m_spec.bond, family, "bond-miimon", "100");
@@ -595,8 +583,8 @@ private:
             ports.push_back(m_spec.bond);
         }
         if (m_file.set_option(m_spec.bridge, family, "bridge-ports", format::join_words(ports))) {
-            reason(m_spec.bridge + ": bridge-ports " + (old_ports.empty() ? "(none)" : format::join_words(old_ports))
-                   + " -> " + format::join_words(ports));
+            reason(m_spec.bridge + ": bridge-ports " + (old_ports.empty() ? "(none)" : format::join_words(old_ports)) + " -> "
+                   + format::join_words(ports));
         }
         st = main_stanza(m_file, m_spec.bridge);
         if (!m_file.option(*st, "bridge-stp")) {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "plan/plan.hpp"
 #include "format/interfaces.hpp"
+#include "plan/plan.hpp"
 
 namespace passthru::plan {
 

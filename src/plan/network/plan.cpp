@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <set>
 
+#include "format/grammar.hpp"
+#include "format/interfaces.hpp"
 #include "plan/common.hpp"
 #include "plan/network/address.hpp"
 #include "plan/network/edit.hpp"
@@ -17,8 +19,6 @@
 #include "plan/network/plan.hpp"
 #include "plan/network/routes.hpp"
 #include "plan/planner.hpp"
-#include "format/grammar.hpp"
-#include "format/interfaces.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan {
@@ -83,8 +83,7 @@ void validate_network_request(const NetworkRequest& net, const scan::Inventory& 
             throw usage("--bond names " + nic + " twice");
         }
         if (nic == net.bond_name || nic == net.bridge) {
-            throw usage("--bond: " + nic + " cannot be a member of itself",
-                        "the bond members are NICs, e.g. --bond enp66s0f0,enp66s0f1");
+            throw usage("--bond: " + nic + " cannot be a member of itself", "the bond members are NICs, e.g. --bond enp66s0f0,enp66s0f1");
         }
         const bool in_sysfs = fs.exists("/sys/class/net/" + nic);
         const auto it = nics.find(nic);
@@ -114,8 +113,7 @@ void validate_network_request(const NetworkRequest& net, const scan::Inventory& 
             throw usage(*name + " is a physical NIC; it cannot be the " + (name == &net.bridge ? "bridge" : "bond"));
         }
     }
-    if (net.xmit_hash_policy
-        && std::find(k_xmit_policies.begin(), k_xmit_policies.end(), *net.xmit_hash_policy) == k_xmit_policies.end()) {
+    if (net.xmit_hash_policy && std::find(k_xmit_policies.begin(), k_xmit_policies.end(), *net.xmit_hash_policy) == k_xmit_policies.end()) {
         throw usage("--bond-xmit-hash-policy '" + *net.xmit_hash_policy + "' is not one of " + util::join(k_xmit_policies, ", "));
     }
     std::optional<Cidr> cidr;
@@ -200,13 +198,14 @@ void plan_network(const PlanContext& ctx, Plan& plan)
     const std::string& base_text = staged_text ? *staged_text : *live_text;
     const std::string base_path = staged_text ? staged : live;
     if (staged_text) {
-        plan.warnings.push_back(staged + " holds network changes that are not applied yet; passthru builds on them (as "
-                                         "the Proxmox VE GUI does), so they will be applied together");
+        plan.warnings.push_back(staged
+                                + " holds network changes that are not applied yet; passthru builds on them (as "
+                                  "the Proxmox VE GUI does), so they will be applied together");
     }
     const auto file = format::InterfacesFile::parse(base_text);
     for (const std::size_t index : file.stray_lines()) {
-        plan.warnings.push_back(base_path + " line " + std::to_string(file.lines()[index].line_number)
-                                + " is outside any stanza ('" + std::string(util::trim(file.lines()[index].raw))
+        plan.warnings.push_back(base_path + " line " + std::to_string(file.lines()[index].line_number) + " is outside any stanza ('"
+                                + std::string(util::trim(file.lines()[index].raw))
                                 + "'); ifupdown2 reports it as an error; passthru keeps it as is");
     }
 
@@ -233,9 +232,9 @@ void plan_network(const PlanContext& ctx, Plan& plan)
             const auto sourced = format::InterfacesFile::parse(*text);
             for (const auto& st : sourced.stanzas()) {
                 if (std::find(ours.begin(), ours.end(), st.name) != ours.end()) {
-                    plan.refusals.push_back({st.name + " is defined in " + path + " (sourced from " + base_path
-                                                 + "); passthru edits only " + base_path,
-                                             {"move that stanza into " + base_path + " or remove it, and plan again"}});
+                    plan.refusals.push_back(
+                        {st.name + " is defined in " + path + " (sourced from " + base_path + "); passthru edits only " + base_path,
+                         {"move that stanza into " + base_path + " or remove it, and plan again"}});
                 }
             }
         }
@@ -283,8 +282,7 @@ void plan_network(const PlanContext& ctx, Plan& plan)
     }
     const bool now = net.apply == ApplyNetwork::now;
     if (!edit.changed) {
-        plan.notes.push_back("network: " + base_path + " already has " + net.bond_name + " under " + net.bridge
-                             + " as requested");
+        plan.notes.push_back("network: " + base_path + " already has " + net.bond_name + " under " + net.bridge + " as requested");
         if (!now || !staged_text) {
             return;
         }
@@ -295,8 +293,7 @@ void plan_network(const PlanContext& ctx, Plan& plan)
     }
 
     std::vector<std::string> reasons{"bond " + net.bond_name + " (" + util::join(net.bond_slaves, ", ") + ", " + net.bond_mode
-                                     + ") under bridge " + net.bridge + ", as Proxmox VE writes it (read from "
-                                     + base_path + ")"};
+                                     + ") under bridge " + net.bridge + ", as Proxmox VE writes it (read from " + base_path + ")"};
     for (auto& r : edit.reasons) {
         reasons.push_back(std::move(r));
     }
@@ -327,20 +324,21 @@ void plan_network(const PlanContext& ctx, Plan& plan)
         return;
     }
     reasons.push_back("applied now (--apply-network), as Proxmox VE's 'Apply Configuration' does: the new file goes in "
-                      "place of " + live + ", then ifreload -a");
+                      "place of "
+                      + live + ", then ifreload -a");
     detail::stage_file(ctx, plan, live, edit.text, std::move(reasons));
     if (staged_text) {
         detail::stage_file(ctx, plan, staged, std::nullopt,
-                           {"its pending changes are part of the new " + live + "; left in place it would overwrite "
-                            "the file again at the next boot (pvenetcommit)"});
+                           {"its pending changes are part of the new " + live
+                            + "; left in place it would overwrite "
+                              "the file again at the next boot (pvenetcommit)"});
     }
     plan.commands.push_back({{"ifreload", "-a"}, "apply the new network configuration now (--apply-network)"});
     if (net.confirm_timeout_seconds) {
-        std::string why = risk.reasons.empty() ? std::string("requested with --confirm-timeout")
-                                               : util::join(risk.reasons, "; ");
+        std::string why = risk.reasons.empty() ? std::string("requested with --confirm-timeout") : util::join(risk.reasons, "; ");
         plan.notes.push_back("network: after ifreload -a, apply waits " + std::to_string(*net.confirm_timeout_seconds)
-                             + " s for 'passthru confirm' run from a new connection; without it the previous "
-                             + live + " is restored and ifreload -a runs again (" + why + ")");
+                             + " s for 'passthru confirm' run from a new connection; without it the previous " + live
+                             + " is restored and ifreload -a runs again (" + why + ")");
     }
 }
 

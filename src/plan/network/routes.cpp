@@ -125,9 +125,7 @@ std::optional<IpAddress> ssh_server_address(std::string_view ssh_connection)
     return parse_ip(server);
 }
 
-LockoutRisk assess_lockout(const util::HostFs& fs,
-                           const format::InterfacesFile& current,
-                           const std::vector<std::string>& touched,
+LockoutRisk assess_lockout(const util::HostFs& fs, const format::InterfacesFile& current, const std::vector<std::string>& touched,
                            const std::optional<std::string>& ssh_connection)
 {
     LockoutRisk risk;
@@ -177,9 +175,8 @@ LockoutRisk assess_lockout(const util::HostFs& fs,
         for (const auto& r : *routes) {
             if (!r.is_default && is_touched(touched, r.iface) && in_subnet(r.destination, *server)) {
                 risk.guard_needed = true;
-                risk.reasons.push_back("this SSH session came in on " + addr + ", in the subnet "
-                                       + to_string(r.destination.address) + "/" + std::to_string(r.destination.prefix)
-                                       + " of " + r.iface);
+                risk.reasons.push_back("this SSH session came in on " + addr + ", in the subnet " + to_string(r.destination.address) + "/"
+                                       + std::to_string(r.destination.prefix) + " of " + r.iface);
             }
         }
     }

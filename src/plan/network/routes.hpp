@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
+#include "format/interfaces.hpp"
 #include "plan/network/address.hpp"
 #include "util/host_fs.hpp"
-#include "format/interfaces.hpp"
 
 namespace passthru::plan {
 
@@ -42,9 +42,7 @@ struct LockoutRisk
 // (an address option in the interfaces file, a connected route or an IPv6
 // address of the interface). ssh_connection is only meaningful on the live
 // host: under --root pass nullopt.
-LockoutRisk assess_lockout(const util::HostFs& fs,
-                           const format::InterfacesFile& current,
-                           const std::vector<std::string>& touched,
+LockoutRisk assess_lockout(const util::HostFs& fs, const format::InterfacesFile& current, const std::vector<std::string>& touched,
                            const std::optional<std::string>& ssh_connection);
 
 } // namespace passthru::plan

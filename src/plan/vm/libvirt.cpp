@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The libvirt side of a plan: the domain's persistent definition with the
 // GPUs as PCI host devices (docs/facts.md: libvirt).
-#include "plan/vm/libvirt_xml.hpp"
 #include "plan/vm/internal.hpp"
+#include "plan/vm/libvirt_xml.hpp"
 #include "scan/libvirt_domain.hpp"
 
 namespace passthru::plan::detail {

@@ -232,16 +232,16 @@ std::string hex_attr(unsigned long value, int width)
     return "0x" + util::hex(value, width);
 }
 
-std::string hostdev_xml(const scan::PciAddress& host, unsigned long bus, unsigned long slot, unsigned long function,
-                        bool multifunction, const std::string& indent)
+std::string hostdev_xml(const scan::PciAddress& host, unsigned long bus, unsigned long slot, unsigned long function, bool multifunction,
+                        const std::string& indent)
 {
     const std::string in1 = indent + "  ";
     const std::string in2 = in1 + "  ";
     return "<hostdev mode='subsystem' type='pci' managed='yes'>\n" + in1 + "<source>\n" + in2 + "<address domain='"
-           + hex_attr(host.domain, 4) + "' bus='" + hex_attr(host.bus, 2) + "' slot='" + hex_attr(host.device, 2)
-           + "' function='" + hex_attr(host.function, 1) + "'/>\n" + in1 + "</source>\n" + in1
-           + "<address type='pci' domain='0x0000' bus='" + hex_attr(bus, 2) + "' slot='" + hex_attr(slot, 2) + "' function='"
-           + hex_attr(function, 1) + "'" + (multifunction ? " multifunction='on'" : "") + "/>\n" + indent + "</hostdev>";
+           + hex_attr(host.domain, 4) + "' bus='" + hex_attr(host.bus, 2) + "' slot='" + hex_attr(host.device, 2) + "' function='"
+           + hex_attr(host.function, 1) + "'/>\n" + in1 + "</source>\n" + in1 + "<address type='pci' domain='0x0000' bus='"
+           + hex_attr(bus, 2) + "' slot='" + hex_attr(slot, 2) + "' function='" + hex_attr(function, 1) + "'"
+           + (multifunction ? " multifunction='on'" : "") + "/>\n" + indent + "</hostdev>";
 }
 
 // Parses an XML fragment in the context of `parent` and inserts it after
@@ -324,14 +324,15 @@ std::string child_indent(xmlNode* parent, const std::string& fallback)
 // libvirt's device order: a new hostdev goes after the last of these.
 bool sorts_before_hostdev(const std::string& name)
 {
-    static const std::set<std::string> k_before{"emulator", "disk",    "controller", "lease",   "filesystem", "interface",
-                                                "smartcard", "serial", "parallel",   "console", "channel",    "input",
-                                                "tpm",       "graphics", "sound",    "audio",   "video",      "hostdev"};
+    static const std::set<std::string> k_before{"emulator",  "disk",     "controller", "lease",   "filesystem", "interface",
+                                                "smartcard", "serial",   "parallel",   "console", "channel",    "input",
+                                                "tpm",       "graphics", "sound",      "audio",   "video",      "hostdev"};
     return k_before.count(name) != 0U;
 }
 
 // The parsed domain and where its devices go.
-struct Domain {
+struct Domain
+{
     DocPtr doc;
     xmlNode* devices = nullptr;
     std::string indent; // of <devices>' children
@@ -356,8 +357,8 @@ Result<Domain> open_domain(std::string_view domain_xml)
     const std::string top_indent = child_indent(root, "  ");
     d.devices = child(root, "devices");
     if (d.devices == nullptr) {
-        auto added = insert_fragment(root, children(root).empty() ? nullptr : children(root).back(), "<devices>\n" + top_indent + "</devices>",
-                                     top_indent);
+        auto added = insert_fragment(root, children(root).empty() ? nullptr : children(root).back(),
+                                     "<devices>\n" + top_indent + "</devices>", top_indent);
         if (!added) {
             return tl::unexpected(added.error());
         }
@@ -378,8 +379,7 @@ Result<Domain> open_domain(std::string_view domain_xml)
 // True when the card's functions are attached exactly as planned: every
 // function once, managed, as functions 0.. of one guest slot (multifunction
 // on function 0 when there are several).
-bool attached_as_planned(const std::vector<std::pair<xmlNode*, scan::PciAddress>>& found,
-                         const std::vector<scan::PciAddress>& fns)
+bool attached_as_planned(const std::vector<std::pair<xmlNode*, scan::PciAddress>>& found, const std::vector<scan::PciAddress>& fns)
 {
     if (found.size() != fns.size()) {
         return false;
@@ -405,8 +405,7 @@ bool attached_as_planned(const std::vector<std::pair<xmlNode*, scan::PciAddress>
 
 // Pass 1: cards already attached as planned stay (false in the result);
 // stray hostdevs of the other cards' functions go.
-std::vector<bool> drop_partial_cards(xmlNode* devices, const std::vector<std::vector<scan::PciAddress>>& cards,
-                                     HostdevEdit& edit)
+std::vector<bool> drop_partial_cards(xmlNode* devices, const std::vector<std::vector<scan::PciAddress>>& cards, HostdevEdit& edit)
 {
     std::vector<bool> needs(cards.size(), true);
     for (std::size_t k = 0; k < cards.size(); ++k) {
@@ -430,7 +429,8 @@ std::vector<bool> drop_partial_cards(xmlNode* devices, const std::vector<std::ve
 }
 
 // Guest PCI addresses in use and the PCI controllers, after the removals.
-struct GuestBuses {
+struct GuestBuses
+{
     std::set<std::pair<unsigned long, unsigned long>> used; // (bus, slot)
     std::map<unsigned long, std::string> controllers;       // index -> model
 
@@ -477,8 +477,8 @@ Result<unsigned long> root_port_for(Domain& d, GuestBuses& buses, const std::str
             after = c;
         }
     }
-    auto added = insert_fragment(d.devices, after,
-                                 "<controller type='pci' index='" + std::to_string(port) + "' model='pcie-root-port'/>", d.indent);
+    auto added =
+        insert_fragment(d.devices, after, "<controller type='pci' index='" + std::to_string(port) + "' model='pcie-root-port'/>", d.indent);
     if (!added) {
         return tl::unexpected(added.error());
     }

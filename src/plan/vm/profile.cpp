@@ -49,9 +49,8 @@ T value_or(const nlohmann::json& j, const char* key, T fallback)
 
 const std::vector<std::string>& vm_cpu_flag_allow_list()
 {
-    static const std::vector<std::string> k_flags{"nested-virt", "md-clear", "pcid",        "spec-ctrl", "ssbd",
-                                                  "ibpb",        "virt-ssbd", "amd-ssbd",   "amd-no-ssb", "pdpe1gb",
-                                                  "hv-tlbflush", "hv-evmcs", "aes"};
+    static const std::vector<std::string> k_flags{"nested-virt", "md-clear",   "pcid",    "spec-ctrl",   "ssbd",     "ibpb", "virt-ssbd",
+                                                  "amd-ssbd",    "amd-no-ssb", "pdpe1gb", "hv-tlbflush", "hv-evmcs", "aes"};
     return k_flags;
 }
 

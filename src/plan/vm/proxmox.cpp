@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "plan/common.hpp"
 #include "format/pve_config.hpp"
 #include "format/pve_mapping.hpp"
+#include "plan/common.hpp"
 #include "plan/vm/internal.hpp"
 #include "util/lex.hpp"
 #include "util/strings.hpp"
@@ -288,8 +288,7 @@ std::optional<std::uint64_t> memory_advice(const VmProfile& profile, std::option
     if (!vram) {
         return std::nullopt;
     }
-    const auto want = static_cast<std::uint64_t>(std::llround(static_cast<double>(*vram) * profile.ram_per_vram))
-                      + profile.memory_base_mib;
+    const auto want = static_cast<std::uint64_t>(std::llround(static_cast<double>(*vram) * profile.ram_per_vram)) + profile.memory_base_mib;
     return round_up(std::max(profile.memory_min_mib, want), 1024);
 }
 
@@ -350,16 +349,14 @@ Affinity plan_affinity(const PlanContext& ctx, const std::vector<Card>& cards)
     return a;
 }
 
-std::string change_line(std::string_view key, const std::optional<std::string>& before, std::string_view after,
-                        std::string_view why)
+std::string change_line(std::string_view key, const std::optional<std::string>& before, std::string_view after, std::string_view why)
 {
-    return std::string(key) + ": " + (before ? *before : std::string("(unset)")) + " -> " + std::string(after) + " ("
-           + std::string(why) + ")";
+    return std::string(key) + ": " + (before ? *before : std::string("(unset)")) + " -> " + std::string(after) + " (" + std::string(why)
+           + ")";
 }
 
 // Records `key: value` in the config when it differs, with its reason.
-void set_key(VmConfig& config, std::vector<std::string>& reasons, std::string_view key, const std::string& value,
-             std::string_view why)
+void set_key(VmConfig& config, std::vector<std::string>& reasons, std::string_view key, const std::string& value, std::string_view why)
 {
     const auto before = config.get(key);
     if (before == value) {
@@ -400,8 +397,7 @@ struct MappingContext
 // (by a hostpci id PVE would prefix-match, or by a mapping whose entry for
 // this node covers it). Only the current config and [PENDING] count:
 // snapshots are not started.
-void check_other_vms(const PlanContext& ctx, std::uint64_t vmid, const std::vector<Card>& cards,
-                     const MappingContext& mctx, Plan& plan)
+void check_other_vms(const PlanContext& ctx, std::uint64_t vmid, const std::vector<Card>& cards, const MappingContext& mctx, Plan& plan)
 {
     auto names = ctx.fs.list_dir(k_qemu_server_dir);
     if (!names) {
@@ -425,11 +421,10 @@ void check_other_vms(const PlanContext& ctx, std::uint64_t vmid, const std::vect
             for (const auto& [key, value, ids] : format::pve::passed_ids(other, section, mappings, mctx.node)) {
                 for (const auto& card : cards) {
                     if (covers_card(ids, card)) {
-                        plan.refusals.push_back(
-                            {card.label + " is already given to VM " + std::string(*id) + " (" + path + ": " + key + ": " + value
-                                 + (section.empty() ? "" : ", in [PENDING]") + ")",
-                             {"remove it there first (qm set " + std::string(*id) + " --delete " + key
-                              + "), or pick other GPUs with --gpus"}});
+                        plan.refusals.push_back({card.label + " is already given to VM " + std::string(*id) + " (" + path + ": " + key
+                                                     + ": " + value + (section.empty() ? "" : ", in [PENDING]") + ")",
+                                                 {"remove it there first (qm set " + std::string(*id) + " --delete " + key
+                                                  + "), or pick other GPUs with --gpus"}});
                     }
                 }
             }
@@ -549,9 +544,8 @@ void refuse_split_groups(VmJob& job)
 {
     for (const auto& card : job.cards) {
         for (const auto& other : card.card->shares_with) {
-            const bool selected = std::any_of(job.cards.begin(), job.cards.end(), [&](const Card& c) {
-                return other.slot() == c.card->slot;
-            });
+            const bool selected =
+                std::any_of(job.cards.begin(), job.cards.end(), [&](const Card& c) { return other.slot() == c.card->slot; });
             if (!selected) {
                 job.plan.refusals.push_back({card.label + " shares its IOMMU group with " + other.str()
                                                  + ", which is not selected; Proxmox VE binds the whole group at VM start",
@@ -567,8 +561,8 @@ bool refuse_foreign_vmid(VmJob& job)
 {
     const std::string& id = job.id;
     if (job.ctx.fs.exists("/etc/pve/lxc/" + id + ".conf")) {
-        job.plan.refusals.push_back({"VMID " + id + " belongs to a container (/etc/pve/lxc/" + id + ".conf)",
-                                     {"pick a free VMID (pvesh get /cluster/nextid)"}});
+        job.plan.refusals.push_back(
+            {"VMID " + id + " belongs to a container (/etc/pve/lxc/" + id + ".conf)", {"pick a free VMID (pvesh get /cluster/nextid)"}});
         return false;
     }
     if (job.exists) {
@@ -582,8 +576,8 @@ bool refuse_foreign_vmid(VmJob& job)
         const auto j = nlohmann::json::parse(*vmlist);
         if (j.contains("ids") && j["ids"].contains(id)) {
             const std::string node = j["ids"][id].value("node", std::string("another node"));
-            job.plan.refusals.push_back({"VMID " + id + " is already used on cluster node " + node,
-                                         {"run passthru on " + node + ", or pick a free VMID"}});
+            job.plan.refusals.push_back(
+                {"VMID " + id + " is already used on cluster node " + node, {"run passthru on " + node + ", or pick a free VMID"}});
             return false;
         }
     } catch (const nlohmann::json::exception&) {
@@ -671,9 +665,9 @@ bool reuse_slot(VmJob& job, const Card& card, const std::set<std::string>& claim
             const bool own = std::any_of(card.functions.begin(), card.functions.end(),
                                          [&](const std::string& fn) { return format::pve::hostpci_id_covers(hid, fn); });
             if (!own) {
-                job.plan.refusals.push_back({key + " of VM " + job.id + " (" + value + ") mixes " + card.label
-                                                 + " with other devices; passthru does not split it",
-                                             {"edit " + key + " by hand (qm set " + job.id + " --" + key + " ...)"}});
+                job.plan.refusals.push_back(
+                    {key + " of VM " + job.id + " (" + value + ") mixes " + card.label + " with other devices; passthru does not split it",
+                     {"edit " + key + " by hand (qm set " + job.id + " --" + key + " ...)"}});
                 return false;
             }
         }
@@ -774,11 +768,11 @@ bool map_card(VmJob& job, const Card& card, const std::string& map_id, format::p
         map_reasons.push_back("new mapping " + map_id + ": " + entry.str());
         return true;
     }
-    const auto local = std::find_if(section->maps.begin(), section->maps.end(),
-                                    [&](const format::pve::MapEntry& map) { return map.node == entry.node; });
+    const auto local =
+        std::find_if(section->maps.begin(), section->maps.end(), [&](const format::pve::MapEntry& map) { return map.node == entry.node; });
     if (local == section->maps.end()) {
-        const auto other = std::find_if(section->maps.begin(), section->maps.end(),
-                                        [&](const format::pve::MapEntry& map) { return map.id != entry.id; });
+        const auto other =
+            std::find_if(section->maps.begin(), section->maps.end(), [&](const format::pve::MapEntry& map) { return map.id != entry.id; });
         if (other != section->maps.end()) {
             job.plan.warnings.push_back("mapping " + map_id + " maps node " + other->node + " to a " + other->id
                                         + " device, this node's card is " + entry.id
@@ -792,14 +786,14 @@ bool map_card(VmJob& job, const Card& card, const std::string& map_id, format::p
         return util::to_lower(p) == card.slot || util::to_lower(p) == card.functions.front();
     });
     if (!same) {
-        job.plan.refusals.push_back({"mapping " + map_id + " already maps node " + entry.node + " to "
-                                         + util::join(local->paths, ";") + ", not " + card.slot,
-                                     {"choose another --mapping name"}});
+        job.plan.refusals.push_back(
+            {"mapping " + map_id + " already maps node " + entry.node + " to " + util::join(local->paths, ";") + ", not " + card.slot,
+             {"choose another --mapping name"}});
         return false;
     }
     if (local->paths.size() == 1 && local->paths.front() == card.functions.front() && card.functions.size() > 1) {
-        job.plan.warnings.push_back("mapping " + map_id + " names only function 0 (" + local->paths.front()
-                                    + "): the other functions of " + card.label + " stay on the host side");
+        job.plan.warnings.push_back("mapping " + map_id + " names only function 0 (" + local->paths.front() + "): the other functions of "
+                                    + card.label + " stay on the host side");
     }
     job.plan.notes.push_back("mapping " + map_id + " already maps " + card.slot + " on node " + entry.node);
     return true;
@@ -835,8 +829,7 @@ bool plan_mappings(VmJob& job)
 // The profile's cpu on top of CURRENT: its model, its flags added to those
 // set (a flag of the same name kept as it is), hidden and hv-vendor-id.
 // BAD_FLAGS gets the flags PVE would not accept in a VM config.
-PropertyString wanted_cpu(const std::optional<std::string>& current, const VmProfile& profile,
-                          std::vector<std::string>& bad_flags)
+PropertyString wanted_cpu(const std::optional<std::string>& current, const VmProfile& profile, std::vector<std::string>& bad_flags)
 {
     PropertyString cpu = PropertyString::parse(current.value_or(""));
     if (!cpu.get("")) {
@@ -852,7 +845,8 @@ PropertyString wanted_cpu(const std::optional<std::string>& current, const VmPro
         }
     }
     for (const auto& flag : profile.cpu_flags) {
-        const auto same_name = std::find_if(flags.begin(), flags.end(), [&](const std::string& f) { return f.substr(1) == flag.substr(1); });
+        const auto same_name =
+            std::find_if(flags.begin(), flags.end(), [&](const std::string& f) { return f.substr(1) == flag.substr(1); });
         if (same_name == flags.end()) {
             flags.push_back(flag);
         }
@@ -889,9 +883,8 @@ std::uint64_t new_vm_memory(VmJob& job, std::optional<std::uint64_t> vram)
         const std::uint64_t reserve = std::max<std::uint64_t>(4096, host_mib / 8);
         if (memory + reserve > host_mib) {
             const std::uint64_t capped = host_mib > reserve + 1024 ? round_up(host_mib - reserve, 1024) - 1024 : 1024;
-            job.plan.warnings.push_back("VM " + job.id + " gets " + std::to_string(capped) + " MiB instead of "
-                                        + std::to_string(memory) + " MiB: the host has " + std::to_string(host_mib)
-                                        + " MiB and passthrough pins all guest memory");
+            job.plan.warnings.push_back("VM " + job.id + " gets " + std::to_string(capped) + " MiB instead of " + std::to_string(memory)
+                                        + " MiB: the host has " + std::to_string(host_mib) + " MiB and passthrough pins all guest memory");
             memory = capped;
         }
     }
@@ -932,11 +925,11 @@ void plan_qm_create(VmJob& job)
     const std::string& id = job.id;
     const auto vram = total_vram_mib(job.ctx, job.cards);
     std::uint64_t memory = new_vm_memory(job, vram);
-    std::vector<std::string> argv{"qm", "create", id, "--name", "gpu-" + id, "--ostype", profile.ostype,
+    std::vector<std::string> argv{"qm",        "create",        id,       "--name",    "gpu-" + id, "--ostype", profile.ostype,
                                   "--machine", profile.machine, "--bios", profile.bios};
     std::vector<std::string> bad_flags; // none: a new VM has no flags of its own
-    argv.insert(argv.end(), {"--cpu", wanted_cpu(std::nullopt, profile, bad_flags).str(), "--cores",
-                             std::to_string(profile.create_cores), "--sockets", std::to_string(profile.create_sockets)});
+    argv.insert(argv.end(), {"--cpu", wanted_cpu(std::nullopt, profile, bad_flags).str(), "--cores", std::to_string(profile.create_cores),
+                             "--sockets", std::to_string(profile.create_sockets)});
     if (profile.numa) {
         argv.insert(argv.end(), {"--numa", "1"});
     }
@@ -959,8 +952,7 @@ void plan_qm_create(VmJob& job)
     for (const auto& slot : job.slots) {
         argv.insert(argv.end(), {"--" + slot.key, slot.value.str()});
     }
-    job.plan.commands.push_back({argv, "create VM " + id + " (profile " + profile.name + ") with "
-                                           + std::to_string(job.cards.size())
+    job.plan.commands.push_back({argv, "create VM " + id + " (profile " + profile.name + ") with " + std::to_string(job.cards.size())
                                            + " GPU(s); qm create checks the VMID cluster-wide"});
     if (!vram) {
         job.plan.notes.push_back("no VRAM figure in the GPU profiles for every card: memory " + std::to_string(memory)
@@ -1005,8 +997,9 @@ bool edit_bios(VmJob& job)
         }
         set_key(job.config, job.reasons, "bios", profile.bios, "UEFI firmware, the most compatible setup for GPU passthrough");
         if (profile.bios == "ovmf") {
-            job.plan.warnings.push_back("VM " + id + " switches from SeaBIOS to OVMF (UEFI): a guest installed in BIOS/MBR "
-                                        "mode will not boot until it is converted to UEFI/GPT");
+            job.plan.warnings.push_back("VM " + id
+                                        + " switches from SeaBIOS to OVMF (UEFI): a guest installed in BIOS/MBR "
+                                          "mode will not boot until it is converted to UEFI/GPT");
         }
     }
     if (profile.bios != "ovmf" || job.config.get("efidisk0")) {
@@ -1015,11 +1008,14 @@ bool edit_bios(VmJob& job)
     const auto storage = vm_disk_storage(job.config) ? vm_disk_storage(job.config) : images_storage(job.ctx.fs);
     if (storage) {
         job.plan.commands.push_back({{"qm", "set", id, "--efidisk0", efidisk_volume(*storage, profile)},
-                                     "VM " + id + " has no efidisk0: OVMF would keep its settings in a temporary "
-                                     "EFI vars disk and forget boot entries at every start"});
+                                     "VM " + id
+                                         + " has no efidisk0: OVMF would keep its settings in a temporary "
+                                           "EFI vars disk and forget boot entries at every start"});
     } else {
-        job.plan.warnings.push_back("VM " + id + " has no efidisk0 and no storage for one was found: OVMF uses a "
-                                    "temporary EFI vars disk; add one with qm set " + id + " --efidisk0 STORAGE:1,efitype=4m");
+        job.plan.warnings.push_back("VM " + id
+                                    + " has no efidisk0 and no storage for one was found: OVMF uses a "
+                                      "temporary EFI vars disk; add one with qm set "
+                                    + id + " --efidisk0 STORAGE:1,efitype=4m");
     }
     return true;
 }
@@ -1031,8 +1027,9 @@ bool edit_cpu(VmJob& job)
     std::vector<std::string> bad_flags;
     const PropertyString cpu = wanted_cpu(current, job.profile, bad_flags);
     for (const auto& flag : bad_flags) {
-        job.plan.warnings.push_back("VM " + job.id + ": cpu flag " + flag + " is not allowed in a VM config; PVE ignores "
-                                    "the whole cpu line (kept as it is)");
+        job.plan.warnings.push_back("VM " + job.id + ": cpu flag " + flag
+                                    + " is not allowed in a VM config; PVE ignores "
+                                      "the whole cpu line (kept as it is)");
     }
     if (current == cpu.str()) {
         return true;
@@ -1067,8 +1064,7 @@ bool edit_numa_affinity(VmJob& job)
     }
     if (const auto current = job.config.get("affinity")) {
         if (*current != *aff.cpulist) {
-            job.plan.notes.push_back("VM " + id + " keeps its affinity " + *current + " (the GPUs' node has CPUs "
-                                     + *aff.cpulist + ")");
+            job.plan.notes.push_back("VM " + id + " keeps its affinity " + *current + " (the GPUs' node has CPUs " + *aff.cpulist + ")");
         }
         return true;
     }
@@ -1101,8 +1097,8 @@ bool edit_memory(VmJob& job)
     if (profile.hugepages && job.config.get("hugepages") != *profile.hugepages) {
         const auto page = hugepage_mib(*profile.hugepages);
         if (memory % page != 0 || memory % 2 != 0) {
-            job.plan.warnings.push_back("hugepages not set: VM " + id + " has " + std::to_string(memory)
-                                        + " MiB, not a multiple of the " + std::to_string(page) + " MiB page size");
+            job.plan.warnings.push_back("hugepages not set: VM " + id + " has " + std::to_string(memory) + " MiB, not a multiple of the "
+                                        + std::to_string(page) + " MiB page size");
         } else if (job.guard_pending("hugepages")) {
             set_key(job.config, job.reasons, "hugepages", *profile.hugepages, "huge pages back the guest memory (needs numa: 1)");
         } else {
@@ -1110,9 +1106,9 @@ bool edit_memory(VmJob& job)
         }
     }
     if (const auto advice = memory_advice(profile, total_vram_mib(job.ctx, job.cards)); advice && memory < *advice) {
-        job.plan.warnings.push_back("VM " + id + " has " + std::to_string(memory) + " MiB of memory; for these GPUs the "
-                                    + profile.name + " profile advises at least " + std::to_string(*advice) + " MiB (qm set "
-                                    + id + " --memory " + std::to_string(*advice) + ")");
+        job.plan.warnings.push_back("VM " + id + " has " + std::to_string(memory) + " MiB of memory; for these GPUs the " + profile.name
+                                    + " profile advises at least " + std::to_string(*advice) + " MiB (qm set " + id + " --memory "
+                                    + std::to_string(*advice) + ")");
     }
     const auto host_kib = job.ctx.inventory.host.mem_total_kib;
     if (host_kib && memory > *host_kib / 1024) {
@@ -1130,8 +1126,7 @@ void plan_config_edit(VmJob& job)
         return;
     }
     if (!job.config.section_names().empty()) {
-        job.plan.notes.push_back("VM " + job.id + ": sections kept unchanged: ["
-                                 + util::join(job.config.section_names(), "], [") + "]");
+        job.plan.notes.push_back("VM " + job.id + ": sections kept unchanged: [" + util::join(job.config.section_names(), "], [") + "]");
     }
     stage_file(job.ctx, job.plan, job.conf_path, job.config.str(), job.reasons);
 }
