@@ -69,5 +69,11 @@ cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=None -DCMAKE_INSTALL_PREFIX=/usr
       -DPASSTHRU_TESTING=OFF -DPASSTHRU_WARNINGS_AS_ERRORS=OFF -DPASSTHRU_DEB_RELEASE="$deb_revision" >&2
 cmake --build "$build" -j"$(nproc)" >&2
 rm -f "$out"/passthru_*.deb
-(cd "$build" && cpack -G DEB -B "$out") >&2
+# cpack leaves its work tree (_CPack_Packages) wherever -B points: it packs into
+# a directory of the build tree, and OUT_DIR gets the .deb alone.
+staging=$build/cpack-out
+rm -rf "$staging"
+(cd "$build" && cpack -G DEB -B "$staging") >&2
+mv "$staging"/passthru_*.deb "$out"/
+rm -rf "$staging"
 ls "$out"/passthru_*.deb
