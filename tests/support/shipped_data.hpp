@@ -3,7 +3,10 @@
 // or plan a tree the way the commands do.
 #pragma once
 
+#include <cstdint>
 #include <optional>
+#include <string>
+#include <utility>
 
 #include "plan/planner.hpp"
 #include "scan/kernel_cutoffs.hpp"
@@ -16,6 +19,17 @@ inline scan::KernelCutoffs shipped_cutoffs(const util::HostFs& fs)
 {
     const plan::DataDir data(fs, std::nullopt);
     return plan::load_kernel_cutoffs(data).value();
+}
+
+// The request of `plan --vm VMID --gpus GPUS` (Proxmox VE), as the host-side
+// planners' unit tests give it to them.
+inline plan::Request vm_request(std::uint64_t vmid = 101, std::string gpus = "all")
+{
+    plan::Request request;
+    request.vm = std::to_string(vmid);
+    request.vmid = vmid;
+    request.gpus = std::move(gpus);
+    return request;
 }
 
 } // namespace passthru::test

@@ -48,10 +48,7 @@ Planned run_cmdline(const FakeHost& host, bool boot_vga = false, const std::func
         tweak(out.inventory);
     }
     const plan::DataDir data(*fs, std::nullopt);
-    plan::Request request;
-    request.vm = "101";
-    request.vmid = 101;
-    request.gpus = "all";
+    const plan::Request request = test::vm_request();
     plan::PlanContext ctx{out.inventory, *fs, data, request, {}, nullptr};
     out.in.kernel_release = out.inventory.host.kernel;
     out.in.kernel_version = util::major_minor(out.inventory.host.kernel.value_or(""));

@@ -86,10 +86,7 @@ Planned run_modprobe(const FakeHost& host)
     auto inv = scan::scan_host(*fs, runner, test::shipped_cutoffs(*fs));
     REQUIRE(inv);
     const plan::DataDir data(*fs, std::nullopt);
-    plan::Request request;
-    request.vm = "101";
-    request.vmid = 101;
-    request.gpus = "all";
+    const plan::Request request = test::vm_request();
     plan::PlanContext ctx{*inv, *fs, data, request, {}, nullptr};
     plan::detail::HostInputs in;
     for (const auto& card : inv->gpus) {

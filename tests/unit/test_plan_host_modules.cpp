@@ -35,10 +35,7 @@ Planned run_modules(const FakeHost& host, const std::function<void(scan::Invento
         tweak(*inv);
     }
     const plan::DataDir data(*fs, std::nullopt);
-    plan::Request request;
-    request.vm = "101";
-    request.vmid = 101;
-    request.gpus = "all";
+    const plan::Request request = test::vm_request();
     plan::PlanContext ctx{*inv, *fs, data, request, {}, nullptr};
     Planned out;
     out.in.kernel_release = inv->host.kernel;
