@@ -10,13 +10,17 @@ check=$SRC/scripts/check-layering.py
 
 python3 "$check" "$SRC/src"
 
-plant() {  # plant NAME FILE LINE: a copy of src/ with LINE appended to FILE must fail, naming FILE
+planted() {  # planted FILE LINE: runs the check on a copy of src/ with LINE appended to FILE; sets rc, output in $T/out
     [[ -d $T/src ]] || cp -r "$SRC/src" "$T/src"
-    cp "$SRC/src/$2" "$T/src/$2.orig"
-    echo "$3" >> "$T/src/$2"
-    local rc=0
+    cp "$SRC/src/$1" "$T/src/$1.orig"
+    echo "$2" >> "$T/src/$1"
+    rc=0
     python3 "$check" "$T/src" > "$T/out" 2>&1 || rc=$?
-    mv "$T/src/$2.orig" "$T/src/$2"
+    mv "$T/src/$1.orig" "$T/src/$1"
+}
+
+plant() {  # plant NAME FILE LINE: a copy of src/ with LINE appended to FILE must fail, naming FILE
+    planted "$2" "$3"
     [[ $rc -eq 1 ]] || { cat "$T/out"; fail "$1: check exited $rc on a planted violation"; return; }
     grep -q "^layering: $2:" "$T/out" || { cat "$T/out"; fail "$1: $2 not named"; return; }
     ok "$1 caught"
@@ -42,12 +46,7 @@ plant "std::regex include" format/interfaces.cpp '#include <regex>'
 plant "std::regex use" scan/inventory.cpp 'static bool b = std::regex_match(std::string("x"), std::regex("x"));'
 
 allow() {  # allow NAME FILE LINE: LINE appended to FILE is a listed exception there: the check passes
-    [[ -d $T/src ]] || cp -r "$SRC/src" "$T/src"
-    cp "$SRC/src/$2" "$T/src/$2.orig"
-    echo "$3" >> "$T/src/$2"
-    local rc=0
-    python3 "$check" "$T/src" > "$T/out" 2>&1 || rc=$?
-    mv "$T/src/$2.orig" "$T/src/$2"
+    planted "$2" "$3"
     [[ $rc -eq 0 ]] || { cat "$T/out"; fail "$1: a listed exception was refused"; return; }
     ok "$1 allowed"
 }
