@@ -13,24 +13,35 @@
 
 namespace passthru::plan::detail {
 
-// A GPU model from profiles/gpus/*.json.
+// One PCI function of a GPU model as its profile lists it.
+struct ProfileFunction
+{
+    int function = 0;          // 0-7
+    std::uint16_t class16 = 0; // class and subclass, 0x0403
+    std::string role;          // "HDMI/DP audio"
+};
+
+// A GPU model from profiles/gpus/*.json (schema passthru.gpu-profile/1, docs/data.md).
 struct GpuProfile
 {
     std::string file; // "rtx-2080-ti.json"
     std::string name;
-    std::string architecture;
-    std::string chip;
     std::optional<double> vram_gib;
-    std::optional<int> tdp_watts;
-    std::vector<std::string> ids; // "10de:1e07"
+    std::vector<std::string> ids;           // "10de:1e07"
+    std::vector<ProfileFunction> functions; // the layout of the card; empty: not given
     std::vector<std::string> quirks;
     std::string vram_note; // e.g. memory-modded variants the ids cannot tell apart
 };
 
-// Loads every profiles/gpus/*.json (overrides first); a broken profile is
-// skipped with a warning in `warnings`. make_plan calls it once per command
-// and hands the result to the rooms in PlanContext::gpu_profiles.
-std::vector<GpuProfile> load_gpu_profiles(const DataDir& data, std::vector<std::string>& warnings);
+// Parses one profile; `where` names the file in the error (one line naming the
+// file and the field, Errc::usage).
+Result<GpuProfile> parse_gpu_profile(std::string_view json_text, const std::string& where);
+
+// Loads every profiles/gpus/*.json (overrides first). A profile that breaks the
+// schema, or claims an id another profile claims, stops the command. make_plan
+// calls it once per command and hands the result to the rooms in
+// PlanContext::gpu_profiles.
+Result<std::vector<GpuProfile>> load_gpu_profiles(const DataDir& data);
 // How many times load_gpu_profiles ran in this process (tests count loads).
 std::size_t gpu_profile_loads() noexcept;
 // The profiles of this command (empty when none were loaded).

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// GPU profiles (profiles/gpus/*.json): loading and lookup by vendor:device.
+// GPU profiles (profiles/gpus/*.json): loading, schema checks and lookup by
+// vendor:device. The schema is in docs/data.md.
 #include <algorithm>
-#include <stdexcept>
+#include <array>
+#include <map>
 
 #include "plan/common.hpp"
 #include "util/strings.hpp"
@@ -9,8 +11,160 @@
 namespace passthru::plan::detail {
 
 namespace {
+
+constexpr std::string_view k_schema = "passthru.gpu-profile/1";
+
 std::size_t g_loads = 0;
+
+// A field that breaks the schema: its path in the document and what is wrong.
+struct SchemaError
+{
+    std::string field;
+    std::string what;
+};
+
+// Fields earlier releases shipped and never used: accepted and ignored, so a
+// copy of an old profile under /etc/passthru keeps loading.
+constexpr std::array<std::string_view, 4> k_retired = {"architecture", "chip", "tdp_watts", "vendor"};
+constexpr std::array<std::string_view, 8> k_fields = {"schema", "name", "ids", "vram_gib", "vram_note", "functions", "quirks", "sources"};
+
+template<std::size_t N>
+bool one_of(const std::array<std::string_view, N>& names, std::string_view key)
+{
+    return std::find(names.begin(), names.end(), key) != names.end();
 }
+
+bool lower_hex(std::string_view text, std::size_t digits)
+{
+    return text.size() == digits && text.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
+std::string nonempty_string(const nlohmann::json& j, const std::string& field)
+{
+    if (!j.is_string() || j.get<std::string>().empty()) {
+        throw SchemaError{field, "must be a non-empty string"};
+    }
+    return j.get<std::string>();
+}
+
+std::vector<std::string> string_list(const nlohmann::json& j, const std::string& field)
+{
+    if (!j.is_array()) {
+        throw SchemaError{field, "must be a list of strings"};
+    }
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < j.size(); ++i) {
+        out.push_back(nonempty_string(j[i], field + "[" + std::to_string(i) + "]"));
+    }
+    return out;
+}
+
+// "10de:1e07": the vendor:device of function 0, lower-case hex.
+std::vector<std::string> parse_ids(const nlohmann::json& j)
+{
+    if (!j.is_array() || j.empty()) {
+        throw SchemaError{"ids", "must be a non-empty list of vendor:device ids (\"10de:1e07\")"};
+    }
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < j.size(); ++i) {
+        const std::string at = "ids[" + std::to_string(i) + "]";
+        const std::string id = j[i].is_string() ? j[i].get<std::string>() : std::string();
+        if (id.size() != 9 || id[4] != ':' || !lower_hex(std::string_view(id).substr(0, 4), 4)
+            || !lower_hex(std::string_view(id).substr(5), 4)) {
+            throw SchemaError{at, "must be a vendor:device id in lower-case hex (\"10de:1e07\")"};
+        }
+        if (std::find(out.begin(), out.end(), id) != out.end()) {
+            throw SchemaError{at, id + " is listed twice"};
+        }
+        out.push_back(id);
+    }
+    return out;
+}
+
+ProfileFunction parse_function(const nlohmann::json& j, const std::string& at)
+{
+    if (!j.is_object()) {
+        throw SchemaError{at, "must be an object with function, class and role"};
+    }
+    for (const auto& item : j.items()) {
+        // "id" was documentation in earlier releases: accepted and ignored.
+        if (item.key() != "function" && item.key() != "class" && item.key() != "role" && item.key() != "id") {
+            throw SchemaError{at + "." + item.key(), "is not a field of a function (function, class, role)"};
+        }
+    }
+    ProfileFunction f;
+    if (!j.contains("function") || !j["function"].is_number_integer() || j["function"].get<int>() < 0 || j["function"].get<int>() > 7) {
+        throw SchemaError{at + ".function", "must be the PCI function number, 0 to 7"};
+    }
+    f.function = j["function"].get<int>();
+    const std::string cls = j.contains("class") && j["class"].is_string() ? j["class"].get<std::string>() : std::string();
+    if (!lower_hex(cls, 4)) {
+        throw SchemaError{at + ".class", "must be the PCI class and subclass, 4 lower-case hex digits (\"0403\")"};
+    }
+    f.class16 = static_cast<std::uint16_t>(std::stoul(cls, nullptr, 16));
+    f.role = nonempty_string(j.contains("role") ? j["role"] : nlohmann::json(), at + ".role");
+    return f;
+}
+
+std::vector<ProfileFunction> parse_functions(const nlohmann::json& j)
+{
+    if (!j.is_array() || j.empty()) {
+        throw SchemaError{"functions", "must be a non-empty list of the card's PCI functions"};
+    }
+    std::vector<ProfileFunction> out;
+    for (std::size_t i = 0; i < j.size(); ++i) {
+        auto f = parse_function(j[i], "functions[" + std::to_string(i) + "]");
+        if (std::any_of(out.begin(), out.end(), [&](const ProfileFunction& o) { return o.function == f.function; })) {
+            throw SchemaError{"functions[" + std::to_string(i) + "].function",
+                              "function " + std::to_string(f.function) + " is listed twice"};
+        }
+        out.push_back(std::move(f));
+    }
+    if (std::none_of(out.begin(), out.end(), [](const ProfileFunction& f) { return f.function == 0; })) {
+        throw SchemaError{"functions", "must list function 0 (the function the ids name)"};
+    }
+    std::sort(out.begin(), out.end(), [](const ProfileFunction& a, const ProfileFunction& b) { return a.function < b.function; });
+    return out;
+}
+
+GpuProfile parse_document(const nlohmann::json& doc)
+{
+    if (!doc.is_object()) {
+        throw SchemaError{"(document)", "must be a JSON object"};
+    }
+    if (!doc.contains("schema") || doc["schema"] != k_schema) {
+        throw SchemaError{"schema", "must be \"" + std::string(k_schema) + "\""};
+    }
+    for (const auto& item : doc.items()) {
+        if (!one_of(k_fields, item.key()) && !one_of(k_retired, item.key())) {
+            throw SchemaError{item.key(), "is not a field of " + std::string(k_schema)};
+        }
+    }
+    GpuProfile p;
+    p.name = nonempty_string(doc.contains("name") ? doc["name"] : nlohmann::json(), "name");
+    p.ids = parse_ids(doc.contains("ids") ? doc["ids"] : nlohmann::json());
+    if (doc.contains("vram_gib")) {
+        if (!doc["vram_gib"].is_number() || doc["vram_gib"].get<double>() <= 0) {
+            throw SchemaError{"vram_gib", "must be a positive number (GiB)"};
+        }
+        p.vram_gib = doc["vram_gib"].get<double>();
+    }
+    if (doc.contains("vram_note")) {
+        p.vram_note = nonempty_string(doc["vram_note"], "vram_note");
+    }
+    if (doc.contains("functions")) {
+        p.functions = parse_functions(doc["functions"]);
+    }
+    if (doc.contains("quirks")) {
+        p.quirks = string_list(doc["quirks"], "quirks");
+    }
+    if (doc.contains("sources")) {
+        string_list(doc["sources"], "sources"); // documentation only: checked, not kept
+    }
+    return p;
+}
+
+} // namespace
 
 std::size_t gpu_profile_loads() noexcept
 {
@@ -23,49 +177,44 @@ const std::vector<GpuProfile>& gpu_profiles(const PlanContext& ctx)
     return ctx.gpu_profiles != nullptr ? *ctx.gpu_profiles : none;
 }
 
-std::vector<GpuProfile> load_gpu_profiles(const DataDir& data, std::vector<std::string>& warnings)
+Result<GpuProfile> parse_gpu_profile(std::string_view json_text, const std::string& where)
+{
+    const auto doc = nlohmann::json::parse(json_text, nullptr, false);
+    if (doc.is_discarded()) {
+        return fail(Errc::usage, where + ": not a JSON document");
+    }
+    try {
+        return parse_document(doc);
+    } catch (const SchemaError& e) {
+        return fail(Errc::usage, where + ": " + e.field + " " + e.what);
+    }
+}
+
+Result<std::vector<GpuProfile>> load_gpu_profiles(const DataDir& data)
 {
     ++g_loads;
     std::vector<GpuProfile> out;
+    std::map<std::string, std::string> claimed; // id -> file
     for (const auto& name : data.list("profiles", "gpus")) {
         if (!name.ends_with(".json")) {
             continue;
         }
+        const auto where = data.origin("profiles", "gpus/" + name).value_or("profiles/gpus/" + name);
         auto text = data.read("profiles", "gpus/" + name);
         if (!text) {
-            warnings.push_back("GPU profile " + name + ": " + text.error().what());
-            continue;
+            return fail(Errc::usage, where + ": " + text.error().what());
         }
-        const auto where = data.origin("profiles", "gpus/" + name).value_or(name);
-        try {
-            const auto j = nlohmann::json::parse(*text);
-            GpuProfile p;
-            p.file = name;
-            p.name = j.at("name").get<std::string>();
-            p.architecture = j.value("architecture", "");
-            p.chip = j.value("chip", "");
-            if (j.contains("vram_gib") && j["vram_gib"].is_number()) {
-                p.vram_gib = j["vram_gib"].get<double>();
-            }
-            if (j.contains("tdp_watts") && j["tdp_watts"].is_number_integer()) {
-                p.tdp_watts = j["tdp_watts"].get<int>();
-            }
-            for (const auto& id : j.at("ids")) {
-                p.ids.push_back(util::to_lower(id.get<std::string>()));
-            }
-            if (j.contains("quirks")) {
-                for (const auto& q : j["quirks"]) {
-                    p.quirks.push_back(q.get<std::string>());
-                }
-            }
-            p.vram_note = j.value("vram_note", "");
-            if (p.ids.empty()) {
-                throw std::runtime_error("no ids");
-            }
-            out.push_back(std::move(p));
-        } catch (const std::exception& e) {
-            warnings.push_back("GPU profile " + where + " is not valid (" + e.what() + "); it is ignored");
+        auto profile = parse_gpu_profile(*text, where);
+        if (!profile) {
+            return tl::unexpected(profile.error());
         }
+        profile->file = name;
+        for (const auto& id : profile->ids) {
+            if (const auto [it, fresh] = claimed.emplace(id, name); !fresh) {
+                return fail(Errc::usage, where + ": ids " + id + " is also claimed by " + it->second + " (one profile per card model)");
+            }
+        }
+        out.push_back(std::move(*profile));
     }
     return out;
 }

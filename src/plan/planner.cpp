@@ -428,11 +428,11 @@ Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs,
     }
     Plan plan;
     plan.request = request;
-    std::vector<std::string> profile_warnings;
-    const auto profiles = detail::load_gpu_profiles(data, profile_warnings);
-    for (auto& w : profile_warnings) {
-        plan.warnings.push_back(std::move(w));
+    const auto loaded = detail::load_gpu_profiles(data);
+    if (!loaded) {
+        return tl::unexpected(loaded.error());
     }
+    const auto& profiles = *loaded;
     for (const auto* card : *cards) {
         plan.gpus.push_back(selected_gpu(inventory, *card, profiles));
         if (card->boot_vga) {

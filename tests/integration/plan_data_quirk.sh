@@ -4,8 +4,8 @@
 # made-up host driver "gpuzilla" that claims NVIDIA display functions) is a
 # data-only change, through an /etc/passthru override or --data-dir, and the
 # plan then keeps that driver off the cards with a softdep. A data file that
-# breaks the schema is one line naming the file and the field, exit 2, and
-# nothing is written.
+# breaks the schema (drivers.json, kernel.json, a GPU profile) is one line
+# naming the file and the field, exit 2, and nothing is written.
 FAIL_FAST=1
 source "$(dirname "$0")/lib.inc"
 need_binary
@@ -70,6 +70,35 @@ grep -q '^passthru: error: /etc/passthru/profiles/host/drivers.json (under the r
 [[ $(grep -c '^passthru: error' "$T/bad.err") == 1 ]] || fail "more than one error line"
 [[ $(tree_sum "$R") == "$before" && ! -e $R/var/lib/passthru ]] || fail "a broken data file let plan write"
 ok "a broken data file is one line naming file and field, exit 2, nothing written"
+
+# GPU profiles are checked the same way. The memory-modded 2080 Ti of the shipped profile's
+# vram_note: a copy with vram_gib 22 is used; the same copy with the field misspelt is refused
+# (before, the misspelt field was ignored and the memory check silently lost the card).
+GSHIPPED=$SRC/profiles/gpus/rtx-2080-ti.json
+gpu_override() { # ROOT FIELD VALUE: the shipped 2080 Ti profile, vram_gib taken out and FIELD set to VALUE
+    mkdir -p "$1/etc/passthru/profiles/gpus"
+    python3 - "$GSHIPPED" "$1/etc/passthru/profiles/gpus/rtx-2080-ti.json" "$2" "$3" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+del doc["vram_gib"]
+doc[sys.argv[3]] = json.loads(sys.argv[4])
+doc["tdp_watts"] = 250  # a field of earlier releases: still accepted
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+}
+copy_host epyc-4x2080ti "$R"
+gpu_override "$R" vram_gib 22
+"$P" --root "$R" plan --vm 101 --gpus all > "$T/g22.out" 2> /dev/null || fail "plan with a valid GPU profile override failed"
+grep -q '88 GiB of VRAM' "$T/g22.out" || fail "the override's vram_gib is not used: $(grep -i vram "$T/g22.out")"
+copy_host epyc-4x2080ti "$R"
+gpu_override "$R" vram_gb 22
+before=$(tree_sum "$R")
+expect_rc 2 "$P" --root "$R" plan --vm 101 --gpus all > /dev/null 2> "$T/gbad.err"
+grep -q '^passthru: error: /etc/passthru/profiles/gpus/rtx-2080-ti.json (under the root): vram_gb is not a field of passthru.gpu-profile/1$' "$T/gbad.err" \
+    || fail "a misspelt GPU profile field is not reported with file and field: $(cat "$T/gbad.err")"
+[[ $(grep -c '^passthru: error' "$T/gbad.err") == 1 ]] || fail "more than one error line"
+[[ $(tree_sum "$R") == "$before" && ! -e $R/var/lib/passthru ]] || fail "a broken GPU profile let plan write"
+ok "a GPU profile override is used, and one that breaks the schema is one line naming file and field, exit 2"
 
 # Kernel releases are data too (profiles/host/kernel.json): on an Intel host with a 6.8 kernel
 # the shipped file needs no intel_iommu=on; an override that moves the release past 6.8 does.

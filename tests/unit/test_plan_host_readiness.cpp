@@ -31,9 +31,9 @@ plan::Plan run_readiness(std::uint16_t device, const std::string& mem_kib)
     const plan::DataDir data(*fs, std::nullopt);
     plan::Request request;
     request.vm = "101";
-    std::vector<std::string> warnings;
-    const auto profiles = plan::detail::load_gpu_profiles(data, warnings);
-    plan::PlanContext ctx{*inv, *fs, data, request, {&inv->gpus[0]}, &profiles};
+    const auto profiles = plan::detail::load_gpu_profiles(data);
+    REQUIRE(profiles);
+    plan::PlanContext ctx{*inv, *fs, data, request, {&inv->gpus[0]}, &*profiles};
     plan::Plan p;
     plan::detail::plan_readiness(ctx, p, plan::detail::HostInputs{});
     return p;

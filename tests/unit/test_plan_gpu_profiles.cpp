@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// profiles/gpus/*.json: the shipped profiles load, every field the schema has
+// is read, and each way of breaking the schema is one error naming the file and
+// the field.
+#include <doctest/doctest.h>
+
+#include "../support/temp_dir.hpp"
+#include "plan/common.hpp"
+
+using namespace passthru;
+
+namespace {
+
+std::string error_of(std::string_view text)
+{
+    auto parsed = plan::detail::parse_gpu_profile(text, "p.json");
+    REQUIRE_FALSE(parsed);
+    CHECK(parsed.error().code() == Errc::usage);
+    return parsed.error().what();
+}
+
+// A valid profile with `extra` spliced in as further top-level fields.
+std::string profile(std::string_view extra = "")
+{
+    return R"J({"schema": "passthru.gpu-profile/1", "name": "Card", "ids": ["10de:1e07"], "vram_gib": 11,
+  "functions": [{"function": 1, "class": "0403", "role": "HDMI/DP audio"}, {"function": 0, "class": "0300", "role": "display (VGA)"}],
+  "quirks": ["q"], "sources": ["s"])J"
+           + std::string(extra) + "}";
+}
+
+} // namespace
+
+TEST_SUITE("plan::gpu_profiles")
+{
+    TEST_CASE("every shipped profile loads, with its function layout")
+    {
+        test::TempDir root;
+        auto fs = util::HostFs::open(root.path());
+        REQUIRE(fs);
+        const plan::DataDir data(*fs, std::nullopt);
+        const auto profiles = plan::detail::load_gpu_profiles(data);
+        REQUIRE(profiles);
+        CHECK(profiles->size() == data.list("profiles", "gpus").size());
+        for (const auto& p : *profiles) {
+            CAPTURE(p.file);
+            CHECK(p.vram_gib);
+            REQUIRE_FALSE(p.functions.empty());
+            CHECK(p.functions.front().function == 0);
+        }
+        const auto* turing = plan::detail::find_profile(*profiles, "10de:1e07");
+        REQUIRE(turing != nullptr);
+        REQUIRE(turing->functions.size() == 4);
+        CHECK(turing->functions[1].class16 == 0x0403);
+        CHECK(turing->functions[3].class16 == 0x0c80);
+        const auto* v100 = plan::detail::find_profile(*profiles, "10de:1db1");
+        REQUIRE(v100 != nullptr);
+        REQUIRE(v100->functions.size() == 1);
+        CHECK(v100->functions[0].class16 == 0x0302);
+    }
+
+    TEST_CASE("a valid profile: functions sorted by number, class as a number")
+    {
+        const auto p = plan::detail::parse_gpu_profile(profile(), "p.json");
+        REQUIRE(p);
+        CHECK(p->name == "Card");
+        CHECK(p->ids == std::vector<std::string>{"10de:1e07"});
+        REQUIRE(p->functions.size() == 2);
+        CHECK(p->functions[0].function == 0);
+        CHECK(p->functions[0].class16 == 0x0300);
+        CHECK(p->functions[1].role == "HDMI/DP audio");
+        CHECK(p->quirks == std::vector<std::string>{"q"});
+    }
+
+    TEST_CASE("fields of earlier releases are accepted and ignored, so old copies under /etc/passthru keep loading")
+    {
+        CHECK(plan::detail::parse_gpu_profile(
+            profile(R"J(, "vendor": "10de", "architecture": "Turing", "chip": "TU102", "tdp_watts": 250)J"), "p.json"));
+        CHECK(plan::detail::parse_gpu_profile(
+            R"J({"schema": "passthru.gpu-profile/1", "name": "C", "ids": ["10de:1e07"],
+                "functions": [{"function": 0, "class": "0300", "id": "10de:1e07", "role": "display (VGA)"}]})J",
+            "p.json"));
+    }
+
+    TEST_CASE("the schema is checked first, and a field it does not know is refused")
+    {
+        CHECK(error_of("{") == "p.json: not a JSON document");
+        CHECK(error_of("[]") == "p.json: (document) must be a JSON object");
+        CHECK(error_of(R"J({"name": "C", "ids": ["10de:1e07"]})J") == "p.json: schema must be \"passthru.gpu-profile/1\"");
+        CHECK(error_of(R"J({"schema": "passthru.gpu-profile/2", "name": "C", "ids": ["10de:1e07"]})J")
+              == "p.json: schema must be \"passthru.gpu-profile/1\"");
+        CHECK(error_of(profile(R"J(, "vram_gb": 22)J")) == "p.json: vram_gb is not a field of passthru.gpu-profile/1");
+    }
+
+    TEST_CASE("each field's shape is checked, and the error names it")
+    {
+        const std::string head = R"J({"schema": "passthru.gpu-profile/1", )J";
+        CHECK(error_of(head + R"J("ids": ["10de:1e07"]})J") == "p.json: name must be a non-empty string");
+        CHECK(error_of(head + R"J("name": "C"})J").starts_with("p.json: ids must be a non-empty list"));
+        CHECK(error_of(head + R"J("name": "C", "ids": []})J").starts_with("p.json: ids must be a non-empty list"));
+        CHECK(error_of(head + R"J("name": "C", "ids": ["10DE:1E07"]})J").starts_with("p.json: ids[0] must be a vendor:device id"));
+        CHECK(error_of(head + R"J("name": "C", "ids": ["10de:1e07", "10de-1e04"]})J").starts_with("p.json: ids[1] must be"));
+        CHECK(error_of(head + R"J("name": "C", "ids": ["10de:1e07", "10de:1e07"]})J") == "p.json: ids[1] 10de:1e07 is listed twice");
+        CHECK(error_of(profile(R"J(, "vram_note": "")J")) == "p.json: vram_note must be a non-empty string");
+        CHECK(error_of(head + R"J("name": "C", "ids": ["10de:1e07"], "vram_gib": "11"})J")
+              == "p.json: vram_gib must be a positive number (GiB)");
+        CHECK(error_of(head + R"J("name": "C", "ids": ["10de:1e07"], "quirks": "q"})J") == "p.json: quirks must be a list of strings");
+        CHECK(error_of(head + R"J("name": "C", "ids": ["10de:1e07"], "sources": ["ok", 3]})J")
+              == "p.json: sources[1] must be a non-empty string");
+    }
+
+    TEST_CASE("the function layout: numbers 0-7 once each, function 0 present, class as 4 hex digits, a role")
+    {
+        const std::string head = R"J({"schema": "passthru.gpu-profile/1", "name": "C", "ids": ["10de:1e07"], "functions": )J";
+        CHECK(error_of(head + "[]}").starts_with("p.json: functions must be a non-empty list"));
+        CHECK(error_of(head + R"J([{"function": 1, "class": "0403", "role": "audio"}]})J")
+              == "p.json: functions must list function 0 (the function the ids name)");
+        CHECK(error_of(head + R"J([{"function": 8, "class": "0300", "role": "v"}]})J")
+              == "p.json: functions[0].function must be the PCI function number, 0 to 7");
+        CHECK(error_of(head + R"J([{"function": 0, "class": "030000", "role": "v"}]})J").starts_with("p.json: functions[0].class must be"));
+        CHECK(error_of(head + R"J([{"function": 0, "class": "0300"}]})J") == "p.json: functions[0].role must be a non-empty string");
+        CHECK(error_of(head + R"J([{"function": 0, "class": "0300", "role": "v", "bar": 1}]})J")
+              == "p.json: functions[0].bar is not a field of a function (function, class, role)");
+        CHECK(error_of(head + R"J([{"function": 0, "class": "0300", "role": "v"}, {"function": 0, "class": "0403", "role": "a"}]})J")
+              == "p.json: functions[1].function function 0 is listed twice");
+    }
+
+    TEST_CASE("a broken override, or two profiles that claim one id, stops the load naming the file")
+    {
+        test::TempDir root;
+        auto fs = util::HostFs::open(root.path());
+        REQUIRE(fs);
+        // A fresh DataDir per load, as each command has its own.
+        auto load = [&] { return plan::detail::load_gpu_profiles(plan::DataDir(*fs, std::nullopt)); };
+        root.write("etc/passthru/profiles/gpus/rtx-2080-ti.json", profile(R"J(, "vram_gb": 22)J"));
+        auto loaded = load();
+        REQUIRE_FALSE(loaded);
+        CHECK(loaded.error().code() == Errc::usage);
+        CHECK(std::string(loaded.error().what())
+                  .ends_with(
+                      "/etc/passthru/profiles/gpus/rtx-2080-ti.json (under the root): vram_gb is not a field of passthru.gpu-profile/1"));
+
+        root.write("etc/passthru/profiles/gpus/rtx-2080-ti.json", profile());
+        loaded = load();
+        CHECK_MESSAGE(loaded, (loaded ? std::string() : std::string(loaded.error().what())));
+        root.write("etc/passthru/profiles/gpus/my-2080-ti-22g.json", profile());
+        loaded = load();
+        REQUIRE_FALSE(loaded);
+        CHECK(std::string(loaded.error().what())
+                  .ends_with("rtx-2080-ti.json (under the root): ids 10de:1e07 is also claimed by my-2080-ti-22g.json (one profile per "
+                             "card model)"));
+    }
+}
