@@ -85,6 +85,14 @@ void plan_step_undo(const std::vector<const Manifest*>& undone, RemoveVolumes re
                 }
                 continue;
             }
+            if (cmd.undo == plan::StepUndo::command) {
+                // Like a re-run: under --root both are recorded, on a host both run.
+                const auto undo = plan::after_step_effects(cmd.argv).undo_argv;
+                if (seen_cmds.insert(undo).second) {
+                    out.spec.commands.push_back(plan::PlannedCommand{undo, "undoes " + util::shell_quote(cmd.argv) + gen});
+                }
+                continue;
+            }
             if (cmd.status != "ran") {
                 continue; // recorded under --root or never run: it changed nothing
             }

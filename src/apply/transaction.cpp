@@ -645,6 +645,17 @@ void undo_after_steps(util::CommandRunner& runner, const Manifest& m, const Prog
         if (cmd.status != "ran" && cmd.status != "failed") {
             continue; // never run (or only recorded): nothing to undo
         }
+        if (cmd.undo == plan::StepUndo::command) {
+            const auto undo = plan::after_step_effects(cmd.argv).undo_argv;
+            emit(progress, "undoing " + util::shell_quote(cmd.argv) + " with " + util::shell_quote(undo));
+            auto result = runner.run(undo);
+            if (!result || result->exit_code != 0) {
+                rep.failures.push_back(util::shell_quote(undo) + ": "
+                                       + (result ? "exit code " + std::to_string(result->exit_code) : std::string(result.error().what()))
+                                       + "; run it by hand");
+            }
+            continue;
+        }
         for (auto& k : kept_resources(cmd)) {
             rep.not_undone.push_back(std::move(k));
         }

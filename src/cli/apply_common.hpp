@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "apply/journal.hpp"
 #include "apply/transaction.hpp"
 #include "cli/commands.hpp"
 #include "plan/planner.hpp"
@@ -36,6 +37,10 @@ const apply::DomainHooks& libvirt_hooks();
 // " --root DIR" (shell-quoted) when working on a tree, "" on the live host:
 // for the commands passthru tells the user to run next.
 std::string root_option(const Context& ctx);
+
+// Applies a plan as one journaled generation under the journal's lock and
+// says what was done, how to undo it and what comes next (cli/cmd_apply.cpp).
+int commit_plan(Context& ctx, const apply::Journal& journal, const plan::Plan& p);
 
 // Prints the commands the runner recorded instead of running (under --root).
 void print_recorded_commands(const Context& ctx);

@@ -22,8 +22,11 @@
 #include "cli/commands.hpp"
 #include "cli/plan_render.hpp"
 #include "cli/request_options.hpp"
+#include "plan/after_step.hpp"
 #include "plan/plan_json.hpp"
 #include "plan/planner.hpp"
+#include "plan/request.hpp"
+#include "plan/trial.hpp"
 #include "scan/scanner.hpp"
 #include "util/sha256.hpp"
 #include "util/strings.hpp"
@@ -162,7 +165,13 @@ PlanToApply pending_plan(const Context& ctx, Result<std::optional<apply::Pending
 
 PlanToApply fresh_plan(Context& ctx, const po::variables_map& vm, const Result<std::optional<apply::PendingPlan>>& pending)
 {
-    const plan::Request request = parse_request(vm);
+    plan::Request request = parse_request(vm);
+    if (vm.count("trial") != 0U) {
+        request.trial_minutes = vm.count("trial-minutes") != 0U ? vm["trial-minutes"].as<int>() : plan::k_trial_default_minutes;
+        if (auto valid = plan::validate_request(request); !valid) {
+            throw valid.error();
+        }
+    }
     if (request.vm.empty() || request.gpus.empty()) {
         throw Error(Errc::usage, "give the request (--vm and --gpus) or a saved plan (--plan FILE)")
             .with_hint("e.g. passthru apply --vm 101 --gpus all --dry-run");
@@ -227,6 +236,34 @@ std::function<Result<void>()> network_guard_step(Context& ctx, const plan::Plan&
     };
 }
 
+// What to do after apply, in the order it must be done.
+void print_next_steps(const Context& ctx, const plan::Plan& p)
+{
+    const bool boots = std::any_of(p.commands.begin(), p.commands.end(), [](const plan::PlannedCommand& c) {
+        return plan::after_step_effects(c.argv).undo == plan::StepUndo::rerun && c.argv.front() != "ifreload";
+    });
+    if (!boots) {
+        return;
+    }
+    const std::string root = root_option(ctx);
+    const std::string verify = "passthru" + root + " verify" + (p.request.vm.empty() ? "" : " --vm " + p.request.vm);
+    std::printf("Next steps, in this order:\n");
+    if (p.request.trial_minutes) {
+        std::printf("  1. reboot: GRUB boots the trial entry '%s' once; the default entry is unchanged\n", plan::k_trial_entry_id.data());
+        std::printf("  2. %s\n", verify.c_str());
+        std::printf("  3. passthru%s confirm: makes the trial configuration the default, within %d min of the trial boot;\n", root.c_str(),
+                    *p.request.trial_minutes);
+        std::printf("     otherwise the watchdog reboots into the unchanged default entry (a hang needs a reset: BMC or watchdog)\n");
+        std::printf("     or passthru%s rollback, then reboot: back to the configuration before the trial\n", root.c_str());
+        return;
+    }
+    std::printf("  1. reboot\n");
+    std::printf("  2. %s\n", verify.c_str());
+    std::printf("  3. if verify fails: passthru%s rollback, then reboot\n", root.c_str());
+}
+
+} // namespace
+
 // Under the journal's lock: the transaction, then what was done and how to undo it.
 int commit_plan(Context& ctx, const apply::Journal& journal, const plan::Plan& p)
 {
@@ -256,10 +293,9 @@ int commit_plan(Context& ctx, const apply::Journal& journal, const plan::Plan& p
     for (const auto& note : p.notes) {
         std::printf("note: %s\n", note.c_str());
     }
+    print_next_steps(ctx, p);
     return exit_code::ok;
 }
-
-} // namespace
 
 void apply_options(po::options_description& options)
 {
@@ -267,6 +303,10 @@ void apply_options(po::options_description& options)
     options.add_options()("plan", po::value<std::string>(),
                           "apply the plan saved by 'passthru plan --out FILE' (refused if the host changed since)")(
         "dry-run", "show the diffs and commands, as 'plan' does, and write nothing")(
+        "trial", "GRUB: boot the new configuration once, from a separate menu entry; the default entry stays as it is until "
+                 "'passthru confirm'")("trial-minutes", po::value<int>(),
+                                       "with --trial: reboot into the default entry this many minutes after the trial boot unless "
+                                       "confirmed (default 10)")(
         "yes,y", "do not ask for confirmation (needed when standard input is not a terminal)");
 }
 
@@ -279,6 +319,13 @@ int run_apply(Context& ctx, const po::variables_map& vm)
     }
     if (!dry_run) {
         require_root(ctx, "apply");
+    }
+    if ((vm.count("trial") != 0U || vm.count("trial-minutes") != 0U) && !has_request_options(vm)) {
+        throw Error(Errc::usage, "--trial needs the request (--vm and --gpus): a saved or pending plan was made without it")
+            .with_hint("e.g. passthru apply --trial --vm 101 --gpus all");
+    }
+    if (vm.count("trial-minutes") != 0U && vm.count("trial") == 0U) {
+        throw Error(Errc::usage, "--trial-minutes only goes with --trial");
     }
 
     const apply::Journal journal(ctx.fs);

@@ -1,19 +1,113 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// passthru confirm: keeps a network change applied with --apply-network
-// --confirm-timeout. Run it from a new connection: that the connection works
-// is what the guard waits to hear (apply/network_guard.hpp).
+// passthru confirm: answers what is waiting for it.
+// - A network change applied with --apply-network --confirm-timeout: run it
+//   from a new connection; that the connection works is what the guard waits
+//   to hear (apply/network_guard.hpp).
+// - A trial boot (apply --trial, plan/trial.hpp): on the trial boot, once
+//   verify passes, the trial's configuration becomes the default as one more
+//   journaled generation, and the trial entry and its watchdog go.
 #include <cstdio>
 #include <cstdlib>
 
+#include "apply/journal.hpp"
 #include "apply/network_guard.hpp"
+#include "apply/rollback.hpp"
+#include "apply/verify.hpp"
+#include "cli/apply_common.hpp"
 #include "cli/commands.hpp"
+#include "cli/plan_render.hpp"
+#include "plan/plan_json.hpp"
+#include "plan/trial.hpp"
+#include "scan/boot_loader.hpp"
 
 namespace passthru::cli {
+
+namespace {
+
+// The newest active generation, when it is a trial.
+std::optional<apply::Manifest> active_trial(const apply::Journal& journal)
+{
+    const auto active = apply::active_generations(journal.load_all());
+    if (active.empty()) {
+        return std::nullopt;
+    }
+    const auto& m = active.back();
+    if (m.request.is_object() && m.request.contains("trial_minutes") && !m.request["trial_minutes"].is_null()) {
+        return m;
+    }
+    return std::nullopt;
+}
+
+// verify as `passthru verify` (no options) runs it for this generation.
+apply::VerifyReport verify_trial(const scan::Inventory& inventory, const Context& ctx, const apply::Manifest& m)
+{
+    apply::VerifyTarget target;
+    target.source = "generation " + std::to_string(m.id);
+    target.kernel_args = m.kernel_args;
+    for (const auto& g : m.gpus) {
+        for (const auto& f : g.value("functions", std::vector<std::string>{})) {
+            if (auto a = scan::PciAddress::parse(f)) {
+                target.functions.push_back(*a);
+            }
+        }
+    }
+    if (m.request.contains("vmid") && m.request["vmid"].is_number_unsigned()) {
+        target.vmid = m.request["vmid"].get<std::uint64_t>();
+    }
+    return apply::verify_host(inventory, ctx.fs, target);
+}
+
+int confirm_trial(Context& ctx, const apply::Journal& journal, const apply::Manifest& m)
+{
+    const plan::DataDir data(ctx.fs, ctx.global.data_dir);
+    const scan::Inventory inventory = scan_with_data(ctx, data);
+    const std::string gen = "generation " + std::to_string(m.id);
+    if (!inventory.host.cmdline || !scan::is_trial_boot(*inventory.host.cmdline)) {
+        throw Error(Errc::precondition, "not confirmed: this is not the trial boot of " + gen + " (no " + std::string(scan::k_trial_marker)
+                                            + " on /proc/cmdline)")
+            .with_hint("reboot into the trial ('grub-reboot " + std::string(plan::k_trial_entry_id)
+                       + "', then reboot), run 'passthru verify', then confirm; or 'passthru rollback'");
+    }
+    const auto report = verify_trial(inventory, ctx, m);
+    if (!report.all_ok()) {
+        std::string first;
+        for (const auto& c : report.checks) {
+            if (!c.ok) {
+                first = c.what;
+                break;
+            }
+        }
+        throw Error(Errc::precondition, "not confirmed: verify fails on this trial boot: " + first)
+            .with_hint("'passthru verify' shows every check; 'passthru rollback' removes the trial, and the watchdog or a reboot "
+                       "brings back the unchanged default entry");
+    }
+    auto request = plan::request_from_json(m.request);
+    if (!request) {
+        throw Error(Errc::parse, gen + ": its request cannot be read: " + std::string(request.error().what()));
+    }
+    auto made = plan::make_confirm_plan(inventory, ctx.fs, data, *request);
+    if (!made) {
+        throw made.error();
+    }
+    std::fputs(render_plan(*made, RenderOptions{ctx.color_out, true}).c_str(), stdout);
+    std::fflush(stdout);
+    if (made->refused()) {
+        throw Error(Errc::precondition, "not confirmed: " + made->refusals.front().message);
+    }
+    return commit_plan(ctx, journal, *made);
+}
+
+} // namespace
 
 void confirm_options(po::options_description& /*options*/) {}
 
 int run_confirm(Context& ctx, const po::variables_map& /*vm*/)
 {
+    const apply::Journal journal(ctx.fs);
+    if (auto trial = active_trial(journal)) {
+        require_root(ctx, "confirm");
+        return confirm_trial(ctx, journal, *trial);
+    }
     // SSH_CONNECTION describes this machine's session, so it only means
     // something when the root is this machine.
     std::optional<std::string> ssh;
@@ -26,7 +120,8 @@ int run_confirm(Context& ctx, const po::variables_map& /*vm*/)
     if (!done) {
         Error err = done.error();
         if (err.code() == Errc::not_found) {
-            err.with_hint("confirm answers a 'passthru apply --apply-network --confirm-timeout N' that is still waiting");
+            err.with_hint("confirm answers a 'passthru apply --apply-network --confirm-timeout N' that is still waiting, or a trial "
+                          "boot ('passthru apply --trial')");
         }
         throw err;
     }

@@ -49,6 +49,10 @@ std::string render_human(const scan::Inventory& inv, bool color)
                            : "not installed"});
     facts.add_row({"Boot loader", std::string(scan::to_string(host.bootloader)) + " (" + host.bootloader_evidence + ")"});
     facts.add_row({"Command line", host.cmdline.value_or("unknown")});
+    if (host.cmdline && scan::is_trial_boot(*host.cmdline)) {
+        facts.add_row({"Trial boot", "yes: booted once from the passthru trial entry (" + std::string(scan::k_trial_marker)
+                                         + "); run 'passthru verify', then 'passthru confirm' to keep it or 'passthru rollback'"});
+    }
     std::string iommu = host.iommu.enabled ? "on, " + std::to_string(host.iommu.groups) + " groups" : "off (no IOMMU groups)";
     if (host.iommu.enabled) {
         iommu += ", interrupt remapping "

@@ -97,6 +97,12 @@ int run_verify(Context& ctx, const po::variables_map& vm)
 
     const auto report = apply::verify_host(inventory, ctx.fs, target);
     std::printf("Verifying %s\n", target.source.c_str());
+    const bool trial = inventory.host.cmdline && scan::is_trial_boot(*inventory.host.cmdline);
+    if (trial) {
+        std::printf("  trial boot: this boot came from the passthru trial entry (%s on the command line); the default entry is "
+                    "unchanged\n",
+                    scan::k_trial_marker.data());
+    }
     std::size_t failed = 0;
     for (const auto& c : report.checks) {
         if (c.ok) {
@@ -113,7 +119,15 @@ int run_verify(Context& ctx, const po::variables_map& vm)
     }
     if (failed != 0) {
         std::fprintf(stderr, "passthru: error: %zu check(s) failed; see the fixes above\n", failed);
+        if (trial) {
+            std::fprintf(stderr,
+                         "hint: a trial boot: do not confirm it; 'passthru rollback', or reboot into the unchanged default entry\n");
+        }
         return exit_code::error;
+    }
+    if (trial) {
+        std::printf("Everything is ready on this trial boot: 'passthru confirm' makes it the default (or 'passthru rollback').\n");
+        return exit_code::ok;
     }
     std::printf("Everything is ready: start the VM.\n");
     return exit_code::ok;

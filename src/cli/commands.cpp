@@ -15,7 +15,8 @@ const std::vector<Command>& commands()
         {"verify", "check after the reboot that the GPUs are ready for their VM", verify_options, run_verify},
         {"history", "list the recorded generations of changes", history_options, run_history},
         {"rollback", "restore the files of an earlier generation", rollback_options, run_rollback},
-        {"confirm", "keep a network change applied with --confirm-timeout", confirm_options, run_confirm},
+        {"confirm", "make a verified trial boot the default, or keep a network change applied with --confirm-timeout", confirm_options,
+         run_confirm},
     };
     return k_commands;
 }

@@ -37,7 +37,7 @@ endpoint is refused with exit status 3, naming the devices and the ways out.
 The kernel command line goes where the detected boot loader reads it: a GRUB
 drop-in /etc/default/grub.d/passthru.cfg (then update-grub), or
 /etc/kernel/cmdline for systemd-boot (then proxmox-boot-tool refresh).)"},
-    {"apply", "[--dry-run] [--yes] [--plan FILE | --vm VMID --gpus SEL ...]",
+    {"apply", "[--dry-run] [--yes] [--trial [--trial-minutes N]] [--plan FILE | --vm VMID --gpus SEL ...]",
      R"(Makes the planned changes as one transaction. Without a request or --plan
 it applies the pending plan that plan recorded, and refuses it (exit 1) if a
 file it was made from changed since: plan again. With --dry-run it prints the
@@ -54,7 +54,23 @@ is listed. Applying the same request again changes nothing and records no
 generation.
 
 On the live host (--root /) apply needs root. The changes take effect at the
-next boot: reboot, then run passthru verify.)"},
+next boot: reboot, then run passthru verify.
+
+With --trial (plain GRUB only) the default boot entry stays exactly as it
+was: the new kernel command line and the vfio binding live on a separate
+menu entry, "passthru trial", that grub-reboot selects for the next boot
+only. What binds the cards (vfio_pci.ids=, modprobe.blacklist=, or the
+install hook of an address binding) acts only on a boot whose command line
+carries passthru.trial, so any other boot leaves every device on its host
+driver. The trial boot starts a watchdog timer that reboots into the default
+entry after --trial-minutes (default 10) unless passthru confirm ran. This
+protects against a configuration that boots but fails verify or cuts the
+host off; a trial boot that hangs before userspace still needs a reset (the
+BMC, or a hardware watchdog), after which GRUB boots the default entry. On
+/boot on LVM, RAID, btrfs or ZFS GRUB cannot clear its one-time selection,
+so a reset repeats the trial until the watchdog or rollback clears it. Not
+for systemd-boot hosts (proxmox-boot-tool pins kernels, not command lines)
+nor with network changes: there --trial is refused.)"},
     {"verify", "[--vm VMID] [--gpus SEL]",
      R"(Run after the reboot. Checks that the IOMMU is on, that the kernel
 arguments passthru set are active, that every function of the cards is bound
@@ -81,10 +97,17 @@ A file that was changed by hand since it was applied is not overwritten
 unless --force is given. A generation left pending by an interrupted run is
 restored first.)"},
     {"confirm", "",
-     R"(Keeps a network change that apply made live with --apply-network and
---confirm-timeout. Without passthru confirm within the timeout, the previous
-/etc/network/interfaces is restored and reloaded, so that a bond or bridge
-change that cut off the remote session undoes itself.)"},
+     R"(After apply --trial, on the trial boot: checks as verify does and, when
+every check passes, makes the trial configuration the default as one more
+journaled generation (the binding in modprobe.d, the arguments on the
+default entry) and removes the trial entry and its watchdog. It refuses
+(exit 3) on any other boot or when a check fails; rollback then removes the
+trial.
+
+Otherwise it keeps a network change that apply made live with
+--apply-network and --confirm-timeout. Without passthru confirm within the
+timeout, the previous /etc/network/interfaces is restored and reloaded, so
+that a bond or bridge change that cut off the remote session undoes itself.)"},
 };
 
 const std::vector<ExitCodeDoc> k_exit_codes{

@@ -167,9 +167,12 @@ std::string render_plan(const plan::Plan& plan, const RenderOptions& options)
     out += render_steps_and_messages(plan, options.color);
     if (!plan.refused()) {
         out += "\n";
-        out += plan.empty() ? "Nothing to change.\n"
-                            : std::to_string(plan.files.size()) + " file(s) to change, " + std::to_string(plan.commands.size())
-                                  + " command(s) to run. Apply with: passthru apply " + request_to_options(plan.request) + "\n";
+        out += plan.empty()
+                   ? "Nothing to change.\n"
+                   : std::to_string(plan.files.size()) + " file(s) to change, " + std::to_string(plan.commands.size())
+                         + " command(s) to run. Apply with: passthru apply " + request_to_options(plan.request)
+                         + (plan.request.trial_minutes ? " --trial --trial-minutes " + std::to_string(*plan.request.trial_minutes) : "")
+                         + "\n";
     }
     return out;
 }

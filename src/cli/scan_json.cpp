@@ -41,6 +41,7 @@ json host_json(const scan::Inventory& inv)
     jhost["cmdline"] = opt(host.cmdline);
     jhost["bootloader"] = std::string(scan::to_string(host.bootloader));
     jhost["bootloader_evidence"] = host.bootloader_evidence;
+    jhost["trial_boot"] = host.cmdline && scan::is_trial_boot(*host.cmdline);
     jhost["uefi"] = host.uefi;
     jhost["proxmox_boot_tool"] = host.proxmox_boot_tool;
     jhost["pve_version"] = opt(host.pve_version);

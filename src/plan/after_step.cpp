@@ -71,6 +71,25 @@ const std::vector<Row>& table()
              e.what = "creates VM " + arg(a, 2) + " and its disks";
              return e;
          }},
+        // grub-reboot ENTRY (apply --trial): sets next_entry in GRUB's
+        // environment block, which GRUB clears when it boots that entry once
+        // (docs/facts.md: trial-boot). Undone by unsetting it: harmless when
+        // the trial boot already used it up.
+        {[](const auto& a) { return util::base_name(a.front()) == "grub-reboot"; },
+         [](const auto& a) {
+             StepEffects e;
+             e.undo = StepUndo::command;
+             e.undo_argv = {"grub-editenv", "/boot/grub/grubenv", "unset", "next_entry"};
+             e.what = "selects GRUB menu entry " + arg(a, 1) + " for the next boot only";
+             return e;
+         }},
+        {[](const auto& a) { return util::base_name(a.front()) == "grub-editenv" && has(a, "unset") && has(a, "next_entry"); },
+         [](const auto&) {
+             StepEffects e;
+             e.undo = StepUndo::files;
+             e.what = "clears GRUB's one-time boot selection (the default entry boots next)";
+             return e;
+         }},
         // pvesm free VOLID (rollback --remove-volumes): the data is gone.
         {[](const auto& a) { return util::base_name(a.front()) == "pvesm" && arg(a, 1) == "free"; },
          [](const auto& a) {
@@ -95,6 +114,8 @@ std::string_view to_string(StepUndo undo)
         return "files";
     case StepUndo::manual:
         return "manual";
+    case StepUndo::command:
+        return "command";
     }
     return "manual";
 }

@@ -12,9 +12,10 @@ namespace passthru::plan {
 
 enum class StepUndo
 {
-    rerun,  // regenerates boot or network state from journaled files: re-run once they are restored
-    files,  // edits only files the generation journals: restoring them undoes it (what it creates is listed)
-    manual, // no safe automatic undo: rollback lists the exact commands and runs none
+    rerun,   // regenerates boot or network state from journaled files: re-run once they are restored
+    files,   // edits only files the generation journals: restoring them undoes it (what it creates is listed)
+    manual,  // no safe automatic undo: rollback lists the exact commands and runs none
+    command, // undone by one command of its own (StepEffects::undo_argv), which rollback runs
 };
 
 std::string_view to_string(StepUndo undo);
@@ -31,10 +32,11 @@ struct StepCreates
 struct StepEffects
 {
     StepUndo undo = StepUndo::manual;
-    std::vector<std::string> edits;   // host files it rewrites (the generation journals them)
-    std::vector<StepCreates> creates; // resources it allocates
-    std::vector<std::string> manual;  // StepUndo::manual: the commands that undo it by hand
-    std::string what;                 // one line: what the step changes
+    std::vector<std::string> edits;     // host files it rewrites (the generation journals them)
+    std::vector<StepCreates> creates;   // resources it allocates
+    std::vector<std::string> manual;    // StepUndo::manual: the commands that undo it by hand
+    std::vector<std::string> undo_argv; // StepUndo::command: the command that undoes it
+    std::string what;                   // one line: what the step changes
 };
 
 // The effects of the after-step argv (the table's row for it; a command the

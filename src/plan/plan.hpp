@@ -64,6 +64,9 @@ struct Request
     std::optional<std::string> connect_uri; // --connect URI (libvirt)
     std::optional<std::string> vm_profile;  // --profile NAME (VM profile)
     std::optional<NetworkRequest> network;
+    // apply --trial (plan/trial.hpp): the minutes the trial boot's watchdog
+    // waits for 'passthru confirm'; nullopt for a normal apply.
+    std::optional<int> trial_minutes;
 };
 
 // What happens to one host file. The same words everywhere: the plan JSON,
@@ -144,6 +147,10 @@ struct Plan
     std::vector<std::string> warnings;
     std::vector<Refusal> refusals;
     std::vector<std::string> notes; // reboot needed, what verify checks
+    // A trial (Request::trial_minutes): the binding arguments the rooms put on
+    // the trial entry's command line instead of into files every boot reads
+    // ("vfio_pci.ids=...", "modprobe.blacklist=..."); plan/trial.cpp adds them.
+    std::vector<std::string> trial_args;
 
     bool refused() const { return !refusals.empty(); }
     // Nothing to write and nothing to run: applying it is a no-op.

@@ -152,6 +152,12 @@ Request parse_request(const json& r)
         }
         req.network = std::move(net);
     }
+    if (r.contains("trial_minutes") && !r["trial_minutes"].is_null()) {
+        if (!r["trial_minutes"].is_number_integer()) {
+            throw ParseError{"request.trial_minutes must be an integer"};
+        }
+        req.trial_minutes = r["trial_minutes"].get<int>();
+    }
     if (auto valid = validate_request(req); !valid) {
         throw ParseError{"request: " + std::string(valid.error().what())};
     }
@@ -211,6 +217,9 @@ json request_to_json(const Request& request)
             {"apply", n.apply == ApplyNetwork::now ? "now" : "staged"},
             {"confirm_timeout_seconds", n.confirm_timeout_seconds ? json(*n.confirm_timeout_seconds) : json(nullptr)},
         };
+    }
+    if (request.trial_minutes) {
+        r["trial_minutes"] = *request.trial_minutes; // only trials carry it: other documents stay as they were
     }
     return r;
 }

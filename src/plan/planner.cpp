@@ -7,6 +7,7 @@
 
 #include "plan/common.hpp"
 #include "plan/planner.hpp"
+#include "plan/trial.hpp"
 #include "util/sha256.hpp"
 #include "util/strings.hpp"
 
@@ -454,6 +455,9 @@ Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs,
     plan_host(ctx, plan);
     plan_vm(ctx, plan);
     plan_network(ctx, plan);
+    if (request.trial_minutes && !plan.refused()) {
+        plan_trial(ctx, plan);
+    }
     dedupe(plan.warnings);
     dedupe(plan.notes);
     if (plan.refused()) {

@@ -65,6 +65,9 @@ Result<void> validate_request(const Request& request)
     } else if (request.vmid) {
         return usage("a VMID without --vm");
     }
+    if (request.trial_minutes && (*request.trial_minutes < 2 || *request.trial_minutes > 1440)) {
+        return usage("--trial-minutes must be between 2 and 1440, not " + std::to_string(*request.trial_minutes));
+    }
     if (request.network) {
         return validate_network(*request.network);
     }

@@ -155,6 +155,12 @@ std::pair<const BootLoaderSpec*, std::string> detect_boot_loader(const BootEvide
     throw std::logic_error("the boot-loader table has no catch-all entry");
 }
 
+bool is_trial_boot(std::string_view cmdline)
+{
+    const auto words = util::split(cmdline, " \t\n");
+    return std::any_of(words.begin(), words.end(), [](const std::string& w) { return w == k_trial_marker; });
+}
+
 bool is_boot_refresh(std::string_view tool)
 {
     const auto& t = boot_loaders();

@@ -84,6 +84,12 @@ struct BootLoaderSpec
     std::string_view generated_kernel_line;
 };
 
+// The trial boot ('passthru apply --trial', plan/trial.hpp): this word is on the kernel command
+// line of the trial entry only, so a running kernel that carries it was booted into the trial.
+inline constexpr std::string_view k_trial_marker = "passthru.trial";
+// True when the command line (/proc/cmdline) carries k_trial_marker as a word of its own.
+bool is_trial_boot(std::string_view cmdline);
+
 // Every boot loader passthru knows, in detection order.
 const std::vector<BootLoaderSpec>& boot_loaders();
 const BootLoaderSpec& boot_loader(Bootloader id);

@@ -17,7 +17,7 @@
 FAIL_FAST=1
 source "$(dirname "$0")/lib.inc"
 need_binary
-need unshare chroot grub-mkconfig sha256sum
+need unshare chroot grub-mkconfig grub-editenv grub-script-check sha256sum
 [[ $(id -u) -eq 0 ]] || skip "needs root for the mount namespace and chroot"
 unshare --mount true 2> /dev/null || skip "cannot make a mount namespace here"
 FAKES=$SRC/tests/integration/live_fakes
@@ -175,6 +175,37 @@ for host in "${VARIANTS[@]}"; do
     [[ $(tree_sum "$R") == "$start" ]] || fail "$host: a failed after-step left the tree changed"
     ok "$host: a failed after-step is named with its output, and every file and boot file is as before"
 done
+
+# The trial (apply --trial) on the GRUB host, through Debian's own
+# grub-mkconfig (which runs the trial entry's script) and grub-reboot, with
+# the environment block grub-install leaves: the default entry's kernel line
+# stays as it was, the trial entry is a top-level entry with its id, GRUB's
+# own parser accepts grub.cfg, next_entry selects the trial once; rollback
+# (--remove-volumes, for the efidisk0 volume) is byte-identical.
+host=${VARIANTS[0]}
+R=$T/trial
+make_live "$host" "$R"
+grub-editenv "$R/boot/grub/grubenv" create
+start=$(tree_sum "$R")
+default_linux() { grep -m1 -P '^\tlinux\t' "$1"; }
+before=$(default_linux "$R/boot/grub/grub.cfg")
+expect_rc 0 in_live "$R" "${PT[@]}" apply --trial --vm 101 --gpus all --yes > "$T/trial.out" 2> "$T/trial.err"
+cfg=$R/boot/grub/grub.cfg
+[[ $(default_linux "$cfg") == "$before" ]] || fail "trial: the default entry's kernel line changed: $(default_linux "$cfg")"
+grep -q "^menuentry 'passthru trial: Linux .*\$menuentry_id_option 'passthru-trial' {" "$cfg" ||
+    fail "trial: grub-mkconfig made no top-level trial entry: $(grep -n passthru "$cfg" | head -3; cat "$T/trial.err" | tail -3)"
+trial_linux=$(sed -n "/^menuentry 'passthru trial/,/^}/p" "$cfg" | grep -P '^\tlinux\t')
+for a in root= iommu=pt vfio_pci.ids= modprobe.blacklist=nouveau,nvidia passthru.trial systemd.wants=passthru-trial.timer; do
+    [[ $trial_linux == *" $a"* ]] || fail "trial: the trial entry's kernel line lacks $a: $trial_linux"
+done
+[[ $trial_linux == *amd_iommu=on* ]] && fail "trial: the trial entry keeps amd_iommu=on"
+grub-script-check "$cfg" || fail "trial: GRUB's parser rejects grub.cfg"
+[[ $(grub-editenv "$R/boot/grub/grubenv" list) == "next_entry=passthru-trial" ]] ||
+    fail "trial: grub-reboot did not select the trial entry: $(grub-editenv "$R/boot/grub/grubenv" list)"
+ok "trial: grub-mkconfig adds the trial entry, the default entry unchanged; grub-reboot selects it once"
+expect_rc 0 in_live "$R" "${PT[@]}" rollback --remove-volumes > "$T/trb.out" 2>&1
+[[ $(tree_sum "$R") == "$start" ]] || fail "trial: rollback is not byte-identical (grubenv: $(grub-editenv "$R/boot/grub/grubenv" list))"
+ok "trial: rollback removes the entry and the one-time selection, byte-identical"
 
 [[ $(host_sum) == "$HOST_BEFORE" ]] || fail "this machine's /etc, /boot or /var/lib files changed"
 finish "live_path: the live path on both boot loaders, against behaving fakes, in a private namespace"

@@ -31,6 +31,16 @@ TEST_SUITE("plan/after_step")
         CHECK(free_volume_argv("local:101/vm-101-disk-1.raw") == std::vector<std::string>{"pvesm", "free", "local:101/vm-101-disk-1.raw"});
     }
 
+    TEST_CASE("grub-reboot is undone by unsetting GRUB's one-time selection, which rollback runs")
+    {
+        const auto e = after_step_effects({"grub-reboot", "passthru-trial"});
+        CHECK(e.undo == StepUndo::command);
+        CHECK(e.undo_argv == std::vector<std::string>{"grub-editenv", "/boot/grub/grubenv", "unset", "next_entry"});
+        CHECK(e.edits.empty());
+        CHECK(to_string(StepUndo::command) == "command");
+        CHECK(after_step_effects(e.undo_argv).undo == StepUndo::files);
+    }
+
     TEST_CASE("qm create and unknown commands have no automatic undo, and say what to do by hand")
     {
         const auto create = after_step_effects({"qm", "create", "120", "--name", "gpu-120"});

@@ -136,3 +136,17 @@ TEST_SUITE("scan::boot_loader")
         CHECK(scan::explain_missing_args(scan::boot_loader(scan::Bootloader::systemd_boot), fs, missing).cause == scan::MissCause::unknown);
     }
 }
+
+TEST_SUITE("scan::boot_loader")
+{
+    TEST_CASE("a trial boot is the marker as a word of its own on the command line")
+    {
+        using passthru::scan::is_trial_boot;
+        CHECK(is_trial_boot("BOOT_IMAGE=/boot/vmlinuz root=/dev/sda1 ro quiet iommu=pt passthru.trial systemd.wants=x\n"));
+        CHECK(is_trial_boot("passthru.trial"));
+        CHECK_FALSE(is_trial_boot("BOOT_IMAGE=/boot/vmlinuz root=/dev/sda1 ro quiet"));
+        CHECK_FALSE(is_trial_boot("passthru.trialx ro"));
+        CHECK_FALSE(is_trial_boot("xpassthru.trial"));
+        CHECK_FALSE(is_trial_boot(""));
+    }
+}

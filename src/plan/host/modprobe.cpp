@@ -27,6 +27,7 @@
 #include "plan/host/common.hpp"
 #include "plan/host/drivers.hpp"
 #include "plan/host/modprobe_config.hpp"
+#include "scan/boot_loader.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan::detail {
@@ -593,6 +594,27 @@ std::optional<std::string> invalid_conf_value(const ModprobeJob& job)
     return std::nullopt;
 }
 
+// The trial's binding arguments: modprobe (libkmod) reads options and
+// blacklists for modules from /proc/cmdline (docs/facts.md: trial-boot).
+void trial_binding(ModprobeJob& job, const nlohmann::json& blacklist, std::vector<std::string>& reasons)
+{
+    if (!job.by_address) {
+        job.plan.trial_args.push_back("vfio_pci.ids=" + util::join(job.in.vfio_ids, ","));
+    }
+    std::vector<std::string> modules;
+    for (const auto& m : blacklist) {
+        modules.push_back(m.get<std::string>());
+    }
+    if (!modules.empty()) {
+        job.plan.trial_args.push_back("modprobe.blacklist=" + util::join(modules, ","));
+    }
+    reasons.push_back(std::string("trial: ")
+                      + (job.by_address ? "the install hook binds only when " + std::string(scan::k_trial_marker)
+                                              + " is on /proc/cmdline, and otherwise just loads vfio-pci"
+                                        : "no ids= line; vfio_pci.ids= is on the trial entry's command line")
+                      + (modules.empty() ? "" : "; the blacklist is modprobe.blacklist= on that command line"));
+}
+
 // passthru-vfio.conf from its template, staged with its reasons.
 void render_modprobe_conf(ModprobeJob& job)
 {
@@ -608,6 +630,12 @@ void render_modprobe_conf(ModprobeJob& job)
     nlohmann::json softdeps = softdep_lines(job, reasons);
     nlohmann::json blacklist = blacklist_lines(job, reasons);
     explain_options(job, reasons);
+    // A trial binds only on the trial entry's boot (plan/trial.hpp): the ids
+    // and the blacklist go on its command line, the hook checks the marker.
+    const bool trial = job.ctx.request.trial_minutes.has_value();
+    if (trial) {
+        trial_binding(job, blacklist, reasons);
+    }
     std::vector<std::string> gpu_labels;
     for (const auto& g : job.plan.gpus) {
         gpu_labels.push_back(g.slot + (g.name.empty() ? "" : " " + g.name));
@@ -626,6 +654,8 @@ void render_modprobe_conf(ModprobeJob& job)
         {"blacklist", blacklist},
         {"has_blacklist", !blacklist.empty()},
         {"unsafe_interrupts", job.want_unsafe_interrupts},
+        {"trial", trial},
+        {"marker", scan::k_trial_marker},
     };
     auto text = render_template(job.ctx.data, "modprobe-vfio.conf.mustache", values);
     if (!text) {

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The trial boot ('passthru apply --trial', docs/facts.md: trial-boot): the
+// planned kernel command line and the vfio binding take effect for one boot
+// only, and the boot loader's default entry stays exactly as it was.
+//
+// GRUB only. The rooms plan as for a normal apply, except that what binds
+// (vfio-pci ids, the host-driver blacklist) goes on the command line
+// (Plan::trial_args) and the install hook of an address binding acts only
+// with the marker on /proc/cmdline. plan_trial() then takes the command-line
+// files out of the plan and adds instead:
+//   /etc/grub.d/42_passthru_trial  a "passthru trial" menu entry: the running
+//                                  kernel, the default entry's arguments, the
+//                                  planned ones, the marker, and
+//                                  systemd.wants= for the watchdog timer
+//   passthru-trial.{timer,service} the watchdog: reboots after N minutes
+//                                  unless the trial entry is gone
+//   grub-reboot passthru-trial     GRUB's one-time selection (next_entry)
+// Every file that is left affects every boot only harmlessly without the
+// marker: vfio modules load but bind nothing, softdeps only order loads.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "plan/planner.hpp"
+
+namespace passthru::plan {
+
+inline constexpr std::string_view k_trial_grub_script = "/etc/grub.d/42_passthru_trial";
+inline constexpr std::string_view k_trial_entry_id = "passthru-trial";
+inline constexpr std::string_view k_trial_timer = "/etc/systemd/system/passthru-trial.timer";
+inline constexpr std::string_view k_trial_service = "/etc/systemd/system/passthru-trial.service";
+inline constexpr int k_trial_default_minutes = 10;
+
+// The files a trial adds (confirm takes them out again).
+std::vector<std::string_view> trial_files();
+
+// Turns the plan the rooms made for a trial request into the trial; refuses
+// (Plan::refusals) what a trial cannot keep to one boot.
+void plan_trial(const PlanContext& ctx, Plan& plan);
+
+// 'passthru confirm' after a good trial boot: the normal plan for the
+// trial's request (the binding in files every boot reads, the arguments on
+// the default entry), and the trial's files removed, which also disarms the
+// watchdog (its service needs the trial entry's script).
+Result<Plan> make_confirm_plan(const scan::Inventory& inventory, const util::HostFs& fs, const DataDir& data, Request request);
+
+} // namespace passthru::plan

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The trial boot (plan/trial.cpp) on fixture trees: what a trial plan writes
+// instead of the default entry's command line, what binds only on the trial
+// boot, what it refuses, and the plan confirm makes from the same request.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "../support/shipped_data.hpp"
+#include "plan/planner.hpp"
+#include "plan/trial.hpp"
+#include "scan/scanner.hpp"
+#include "util/command_runner.hpp"
+#include "util/strings.hpp"
+
+using namespace passthru;
+
+namespace {
+
+struct Fixture
+{
+    util::HostFs fs;
+    scan::Inventory inventory;
+};
+
+Fixture fixture(const std::string& name)
+{
+    auto fs = util::HostFs::open(std::filesystem::path(PASSTHRU_FIXTURES_DIR) / "hosts" / name);
+    REQUIRE(fs);
+    util::CommandRunner runner(util::RunMode::record);
+    auto inv = scan::scan_host(*fs, runner, test::shipped_cutoffs(*fs));
+    REQUIRE(inv);
+    return {std::move(*fs), std::move(*inv)};
+}
+
+plan::Request trial_request(const std::string& gpus, std::optional<int> minutes = 10)
+{
+    plan::Request r;
+    r.vm = "101";
+    r.vmid = 101;
+    r.gpus = gpus;
+    r.trial_minutes = minutes;
+    return r;
+}
+
+const plan::FileChange* file(const plan::Plan& p, std::string_view path)
+{
+    auto it = std::find_if(p.files.begin(), p.files.end(), [&](const plan::FileChange& f) { return f.path == path; });
+    return it == p.files.end() ? nullptr : &*it;
+}
+
+bool contains(const std::optional<std::string>& text, std::string_view what)
+{
+    return text && text->find(what) != std::string::npos;
+}
+
+std::vector<std::string> argvs(const plan::Plan& p)
+{
+    std::vector<std::string> out;
+    for (const auto& c : p.commands) {
+        out.push_back(util::join(c.argv, " "));
+    }
+    return out;
+}
+
+} // namespace
+
+TEST_SUITE("plan/trial")
+{
+    TEST_CASE("by id: the binding goes on the trial entry, the default entry's files stay, grub-reboot selects it once")
+    {
+        auto f = fixture("epyc-4x2080ti");
+        const plan::DataDir data(f.fs, std::nullopt);
+        const auto p = plan::make_plan(f.inventory, f.fs, data, trial_request("all", 7));
+        REQUIRE(p);
+        REQUIRE_FALSE(p->refused());
+        CHECK(file(*p, "/etc/default/grub.d/passthru.cfg") == nullptr);
+        CHECK(file(*p, "/etc/default/grub") == nullptr);
+        const auto* script = file(*p, plan::k_trial_grub_script);
+        REQUIRE(script != nullptr);
+        CHECK(script->mode == 0755);
+        CHECK(contains(script->after, "passthru.trial systemd.wants=passthru-trial.timer"));
+        CHECK(contains(script->after, "vfio_pci.ids=10de:10f7,10de:1ad6,10de:1ad7,10de:1e07"));
+        CHECK(contains(script->after, "modprobe.blacklist=nouveau,nvidia"));
+        CHECK(contains(script->after, "'amd_iommu=on') ;;")); // removed from the trial entry only
+        CHECK(contains(script->after, "vmlinuz-6.2.16-3-pve"));
+        const auto* conf = file(*p, "/etc/modprobe.d/passthru-vfio.conf");
+        REQUIRE(conf != nullptr);
+        CHECK_FALSE(contains(conf->after, "\noptions vfio-pci ids="));
+        CHECK_FALSE(contains(conf->after, "\nblacklist "));
+        CHECK(contains(conf->after, "\nsoftdep nouveau pre: vfio-pci"));
+        const auto* timer = file(*p, plan::k_trial_timer);
+        REQUIRE(timer != nullptr);
+        CHECK(contains(timer->after, "OnBootSec=7min"));
+        CHECK(contains(timer->after, "ConditionKernelCommandLine=passthru.trial"));
+        const auto* service = file(*p, plan::k_trial_service);
+        REQUIRE(service != nullptr);
+        CHECK(contains(service->after, "ConditionPathExists=/etc/grub.d/42_passthru_trial"));
+        const auto cmds = argvs(*p);
+        REQUIRE(cmds.size() >= 2);
+        CHECK(cmds[cmds.size() - 2] == "update-grub");
+        CHECK(cmds.back() == "grub-reboot passthru-trial");
+        // verify on the trial boot looks for the planned arguments and the binding.
+        CHECK(std::count(p->kernel_args.add.begin(), p->kernel_args.add.end(), "vfio_pci.ids=10de:10f7,10de:1ad6,10de:1ad7,10de:1e07")
+              == 1);
+    }
+
+    TEST_CASE("by address: the install hook binds only with the marker on /proc/cmdline")
+    {
+        auto f = fixture("qemu-intel");
+        const plan::DataDir data(f.fs, std::nullopt);
+        const auto p = plan::make_plan(f.inventory, f.fs, data, trial_request("0000:04:00"));
+        REQUIRE(p);
+        REQUIRE_FALSE(p->refused());
+        CHECK(p->binding == "address");
+        const auto* conf = file(*p, "/etc/modprobe.d/passthru-vfio.conf");
+        REQUIRE(conf != nullptr);
+        const std::string guard = "install vfio-pci \\\n  case \" $(cat /proc/cmdline) \" in *\" passthru.trial \"*) ;; *) exec "
+                                  "/sbin/modprobe --ignore-install vfio-pci $CMDLINE_OPTS ;; esac; \\\n";
+        CHECK(contains(conf->after, guard));
+        CHECK(p->trial_args.empty()); // nothing to bind by id, no NVIDIA driver to blacklist
+    }
+
+    TEST_CASE("refused: systemd-boot through proxmox-boot-tool, and network changes")
+    {
+        auto zfs = fixture("epyc-4x2080ti-zfs");
+        const plan::DataDir data(zfs.fs, std::nullopt);
+        const auto p = plan::make_plan(zfs.inventory, zfs.fs, data, trial_request("all"));
+        REQUIRE(p);
+        REQUIRE(p->refused());
+        CHECK(p->refusals.front().message.find("--trial needs plain GRUB") == 0);
+        CHECK(p->files.empty());
+
+        auto grub = fixture("epyc-4x2080ti");
+        const plan::DataDir data2(grub.fs, std::nullopt);
+        auto r = trial_request("all");
+        r.network = plan::NetworkRequest{};
+        r.network->bond_slaves = {"enp66s0f0", "enp66s0f1"};
+        r.network->address = "192.168.1.252/24";
+        const auto n = plan::make_plan(grub.inventory, grub.fs, data2, r);
+        REQUIRE(n);
+        REQUIRE(n->refused());
+        CHECK(n->refusals.front().message.find("--trial does not cover network changes") == 0);
+    }
+
+    TEST_CASE("a plan without --trial is the normal plan")
+    {
+        auto f = fixture("epyc-4x2080ti");
+        const plan::DataDir data(f.fs, std::nullopt);
+        const auto p = plan::make_plan(f.inventory, f.fs, data, trial_request("all", std::nullopt));
+        REQUIRE(p);
+        CHECK(file(*p, plan::k_trial_grub_script) == nullptr);
+        CHECK(file(*p, "/etc/default/grub.d/passthru.cfg") != nullptr);
+        CHECK(p->trial_args.empty());
+        const auto* conf = file(*p, "/etc/modprobe.d/passthru-vfio.conf");
+        REQUIRE(conf != nullptr);
+        CHECK(contains(conf->after, "\noptions vfio-pci ids=10de:10f7,10de:1ad6,10de:1ad7,10de:1e07"));
+        CHECK_FALSE(contains(conf->after, "passthru.trial"));
+    }
+
+    TEST_CASE("confirm plans the normal configuration for the trial's request")
+    {
+        auto f = fixture("epyc-4x2080ti");
+        const plan::DataDir data(f.fs, std::nullopt);
+        const auto p = plan::make_confirm_plan(f.inventory, f.fs, data, trial_request("all"));
+        REQUIRE(p);
+        REQUIRE_FALSE(p->refused());
+        CHECK_FALSE(p->request.trial_minutes.has_value());
+        CHECK(file(*p, "/etc/default/grub.d/passthru.cfg") != nullptr);
+        CHECK(file(*p, plan::k_trial_grub_script) == nullptr); // nothing to remove on a host without a trial
+        const auto cmds = argvs(*p);
+        CHECK(std::find(cmds.begin(), cmds.end(), "grub-reboot passthru-trial") == cmds.end());
+    }
+}
