@@ -4,9 +4,12 @@
 # real-kernel boots under QEMU and the package builds on this machine; then the
 # Debian 13 half (scripts/test-debian13.sh): the same build and the unit and
 # integration tests inside a Debian 13 root. Arguments go to both ctest runs.
-# Then clang-tidy over every first-party .cpp (scripts/check-tidy.sh) and the
-# formatting of the C++ files (scripts/check-format.sh).
-# PASSTHRU_SKIP_DEBIAN13=1 leaves the Debian 13 half out.
+# Then the unit and integration tests again on a build with AddressSanitizer and
+# UndefinedBehaviorSanitizer (scripts/test-sanitize.sh), clang-tidy over every
+# first-party .cpp (scripts/check-tidy.sh) and the formatting of the C++ files
+# (scripts/check-format.sh).
+# PASSTHRU_SKIP_DEBIAN13=1 leaves the Debian 13 half out, PASSTHRU_SKIP_SANITIZE=1
+# the sanitizer run.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${PASSTHRU_BUILD_DIR:-$here/build}
@@ -20,6 +23,11 @@ rc=0
 if [[ ${PASSTHRU_SKIP_DEBIAN13:-} != 1 ]]; then
     echo "== the Debian 13 half (scripts/test-debian13.sh)"
     PASSTHRU_BUILD_DIR=$build bash "$here/scripts/test-debian13.sh" "$@" || rc=1
+fi
+
+if [[ ${PASSTHRU_SKIP_SANITIZE:-} != 1 ]]; then
+    echo "== the sanitizer run (scripts/test-sanitize.sh)"
+    PASSTHRU_BUILD_DIR=$build bash "$here/scripts/test-sanitize.sh" "$@" || rc=1
 fi
 
 echo "== clang-tidy (scripts/check-tidy.sh)"
