@@ -182,6 +182,13 @@ Result<Plan> make_confirm_plan(const scan::Inventory& inventory, const util::Hos
     if (removed && !refreshes) {
         plan.commands.push_back({refresh, "regenerates /boot/grub/grub.cfg without the trial entry"});
     }
+    if (removed) {
+        // GRUB clears the one-time selection when it uses it, except where it
+        // cannot write /boot/grub/grubenv (docs/facts.md: trial-boot).
+        plan.commands.push_back({{"grub-editenv", "/boot/grub/grubenv", "unset", "next_entry"},
+                                 "clears GRUB's one-time selection of the trial entry, in case GRUB could not (a /boot on LVM, RAID, "
+                                 "btrfs or ZFS)"});
+    }
     return made;
 }
 

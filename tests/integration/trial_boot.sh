@@ -126,8 +126,9 @@ for f in "${TRIAL_FILES[@]}"; do
 done
 grep -q 'iommu=pt' "$R/etc/default/grub.d/passthru.cfg" || fail "confirm did not put the arguments on the default entry"
 grep -q 'passthru.trial' "$conf" && fail "confirm left the binding conditional on the trial marker"
-grep -q '^update-grub$' <(jq -r '.commands[].argv | join(" ")' "$R/var/lib/passthru/generations/2/manifest.json") ||
-    fail "confirm does not regenerate grub.cfg"
+jq -r '.commands[].argv | join(" ")' "$R/var/lib/passthru/generations/2/manifest.json" > "$T/c2.cmds"
+grep -qx 'update-grub' "$T/c2.cmds" || fail "confirm does not regenerate grub.cfg"
+grep -qx 'grub-editenv /boot/grub/grubenv unset next_entry' "$T/c2.cmds" || fail "confirm does not clear GRUB's one-time selection"
 ok "addr: the hook binds only with the marker; confirm on a good trial boot makes it the default and removes the trial"
 
 expect_rc 0 PT rollback > /dev/null 2>&1
