@@ -38,6 +38,12 @@ void read_cpuinfo(const util::HostFs& fs, HostInfo& host)
             const auto flags = util::split(value, " ");
             host.virtualization =
                 std::find(flags.begin(), flags.end(), "vmx") != flags.end() || std::find(flags.begin(), flags.end(), "svm") != flags.end();
+            host.pdpe1gb = std::find(flags.begin(), flags.end(), "pdpe1gb") != flags.end();
+        } else if (key == "address sizes") {
+            // "46 bits physical, 48 bits virtual"
+            if (const auto bits = util::parse_int(value.substr(0, value.find(' '))); bits && *bits > 0 && *bits <= 64) {
+                host.phys_address_bits = static_cast<int>(*bits);
+            }
         }
     }
 }

@@ -10,6 +10,7 @@
 #include "scan/boot_loader.hpp"
 #include "scan/kernel_cutoffs.hpp"
 #include "scan/pci_address.hpp"
+#include "scan/pci_resource.hpp"
 
 namespace passthru::scan {
 
@@ -81,6 +82,9 @@ struct PciDevice
     std::optional<int> sriov_numvfs;
     std::vector<std::string> net_interfaces; // /sys/class/net names on this function
     std::vector<NetLink> net_links;          // the same interfaces with their MACs
+    // Assigned memory BARs (sysfs `resource`); read for display and NVIDIA
+    // functions only, whose 64-bit BARs the guest must place (docs/facts.md: address-space).
+    std::vector<MemBar> mem_bars;
 
     std::optional<std::uint16_t> class16() const
     {
@@ -151,8 +155,10 @@ struct HostInfo
 {
     std::string cpu_vendor; // "AMD", "Intel", or the raw vendor_id
     std::string cpu_model;
-    std::optional<bool> virtualization; // vmx/svm flag present
-    std::optional<std::string> kernel;  // /proc/sys/kernel/osrelease
+    std::optional<bool> virtualization;   // vmx/svm flag present
+    std::optional<int> phys_address_bits; // "address sizes: N bits physical" (what QEMU's host-phys-bits passes on)
+    std::optional<bool> pdpe1gb;          // 1 GiB pages (the pdpe1gb flag), which OVMF needs above 40 address bits
+    std::optional<std::string> kernel;    // /proc/sys/kernel/osrelease
     // CONFIG_INTEL_IOMMU_DEFAULT_ON as the running kernel's own config says it
     // (/boot/config-<kernel>, which Debian's and Proxmox's kernel packages ship); nullopt
     // when that file or its line is missing. docs/facts.md: iommu.

@@ -278,6 +278,9 @@ PciDevice read_pci_device(const util::HostFs& fs, LibPci& pci, const util::HostD
             dev.boot_vga = *boot == "1";
         }
     }
+    if (dev.is_display() || dev.vendor == k_vendor_nvidia) {
+        dev.mem_bars = parse_pci_resource(dir->attr("resource").value_or("")).value_or(std::vector<MemBar>{});
+    }
     LinkInfo link;
     if (facts.link_speed) {
         link.speed = speed_text(facts.link_speed);
