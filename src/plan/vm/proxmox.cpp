@@ -13,6 +13,7 @@
 #include "format/pve_config.hpp"
 #include "format/pve_mapping.hpp"
 #include "plan/common.hpp"
+#include "plan/vm/address_space.hpp"
 #include "plan/vm/internal.hpp"
 #include "util/lex.hpp"
 #include "util/strings.hpp"
@@ -500,6 +501,21 @@ struct VmJob
     MappingContext mctx;
     std::vector<std::string> reasons;
     std::vector<CardSlot> slots;
+    AddressLimits address_limits; // profiles/host/address-space.json
+
+    // The cpu line PLANNED after the address-space check (docs/facts.md:
+    // address-space); its warnings go to the plan.
+    AddressDecision check_address_space(const PropertyString& planned, const std::optional<PropertyString>& current, std::uint64_t ram_mib)
+    {
+        std::vector<const scan::GpuCard*> passed;
+        for (const auto& c : cards) {
+            passed.push_back(c.card);
+        }
+        AddressDecision d =
+            plan_address_space(address_limits, ctx.inventory.host, planned, current, mmio64_needed(ctx.inventory, passed), ram_mib, id);
+        plan.warnings.insert(plan.warnings.end(), d.warnings.begin(), d.warnings.end());
+        return d;
+    }
 
     // Keys [PENDING] sets or deletes win at the next start (qemu-server
     // applies pending changes then): refuse rather than plan a change that
@@ -928,8 +944,12 @@ void plan_qm_create(VmJob& job)
     std::vector<std::string> argv{"qm",        "create",        id,       "--name",    "gpu-" + id, "--ostype", profile.ostype,
                                   "--machine", profile.machine, "--bios", profile.bios};
     std::vector<std::string> bad_flags; // none: a new VM has no flags of its own
-    argv.insert(argv.end(), {"--cpu", wanted_cpu(std::nullopt, profile, bad_flags).str(), "--cores", std::to_string(profile.create_cores),
-                             "--sockets", std::to_string(profile.create_sockets)});
+    const AddressDecision cpu = job.check_address_space(wanted_cpu(std::nullopt, profile, bad_flags), std::nullopt, memory);
+    if (cpu.reason) {
+        job.plan.notes.push_back("VM " + id + ": cpu " + cpu.cpu.str() + ": " + *cpu.reason);
+    }
+    argv.insert(argv.end(), {"--cpu", cpu.cpu.str(), "--cores", std::to_string(profile.create_cores), "--sockets",
+                             std::to_string(profile.create_sockets)});
     if (profile.numa) {
         argv.insert(argv.end(), {"--numa", "1"});
     }
@@ -1025,7 +1045,10 @@ bool edit_cpu(VmJob& job)
 {
     const auto current = job.config.get("cpu");
     std::vector<std::string> bad_flags;
-    const PropertyString cpu = wanted_cpu(current, job.profile, bad_flags);
+    const auto current_cpu = current ? std::optional<PropertyString>(PropertyString::parse(*current)) : std::nullopt;
+    const AddressDecision decision = job.check_address_space(wanted_cpu(current, job.profile, bad_flags),
+                                                             current_cpu.value_or(PropertyString{}), vm_memory_mib(job.config));
+    const PropertyString& cpu = decision.cpu;
     for (const auto& flag : bad_flags) {
         job.plan.warnings.push_back("VM " + job.id + ": cpu flag " + flag
                                     + " is not allowed in a VM config; PVE ignores "
@@ -1037,9 +1060,13 @@ bool edit_cpu(VmJob& job)
     if (!job.guard_pending("cpu")) {
         return false;
     }
-    set_key(job.config, job.reasons, "cpu", cpu.str(),
-            job.profile.cpu_hidden ? "host CPU model; hidden=1 and hv-vendor-id for NVIDIA drivers before R465 (Code 43)"
-                                   : "the host CPU model: full instruction set for CUDA and data loading");
+    std::string why = job.profile.cpu_type != "host" ? "the CPU model of profile " + job.profile.name
+                      : job.profile.cpu_hidden       ? "host CPU model; hidden=1 and hv-vendor-id for NVIDIA drivers before R465 (Code 43)"
+                                                     : "the host CPU model: full instruction set for CUDA and data loading";
+    if (decision.reason) {
+        why += "; " + *decision.reason;
+    }
+    set_key(job.config, job.reasons, "cpu", cpu.str(), why);
     return true;
 }
 
@@ -1136,6 +1163,11 @@ void plan_config_edit(VmJob& job)
 void plan_proxmox_vm(const PlanContext& ctx, const VmProfile& profile, Plan& plan)
 {
     VmJob job(ctx, profile, plan);
+    auto limits = load_address_limits(ctx.data);
+    if (!limits) {
+        throw std::move(limits.error());
+    }
+    job.address_limits = std::move(*limits);
     if (!start_job(job)) {
         return;
     }

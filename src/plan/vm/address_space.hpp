@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The guest's physical address space under OVMF: how many address bits the
+// VM's cpu line gives it, how big its 64-bit PCI MMIO window is, and whether
+// the passed cards' 64-bit prefetchable BARs and the guest RAM fit
+// (docs/facts.md: address-space; the limits: profiles/host/address-space.json).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "format/pve_config.hpp"
+#include "plan/planner.hpp"
+
+namespace passthru::plan::detail {
+
+// profiles/host/address-space.json (schema in docs/data.md).
+struct AddressLimits
+{
+    int qemu_default_phys_bits = 0;                                      // QEMU's phys-bits for a model without host-phys-bits
+    std::vector<std::string> host_phys_bits_models;                      // models QEMU gives host-phys-bits by default
+    std::vector<std::string> qemu64_models;                              // models qemu-server builds on qemu64/kvm64 (no pdpe1gb)
+    std::string default_model;                                           // qemu-server's model when the config has no cpu line
+    int ovmf_max_phys_bits = 0;                                          // OVMF's cap with 4-level paging
+    int ovmf_no_1g_pages_max_bits = 0;                                   // OVMF's cap without pdpe1gb
+    int ovmf_trusted_min_bits = 0;                                       // OVMF trusts a CPUID width from this many bits up ...
+    std::map<std::string, std::vector<int>> ovmf_trusted_bits_by_vendor; // ... or these per host CPU vendor
+    int ovmf_window_fraction_shift = 0;                                  // dynamic window: 1/2^shift of the address space
+    std::uint64_t ovmf_classic_window_mib = 0;                           // the window when OVMF does not trust the width
+    std::uint64_t ram_start_mib = 0;                                     // guest RAM above 4 GiB ends below RAM + this
+    std::uint64_t headroom_mib = 0;                                      // the VM's other devices' 64-bit BARs
+    std::string phys_bits_since_qemu_server;                             // first qemu-server that knows cpu phys-bits
+};
+
+// Parses the limits; Errc::usage naming ORIGIN and the field when the text
+// breaks the schema.
+Result<AddressLimits> parse_address_limits(std::string_view text, const std::string& origin);
+// profiles/host/address-space.json through the data directory.
+Result<AddressLimits> load_address_limits(const DataDir& data);
+
+// What the guest gets from a cpu line.
+struct GuestAddressing
+{
+    std::string model;
+    std::optional<int> bits;        // after OVMF's caps; nullopt: cannot tell (see why)
+    std::optional<bool> pdpe1gb;    // nullopt: the model's own flags are unknown
+    bool trusted = false;           // OVMF sizes a dynamic window from the width
+    std::uint64_t window_bytes = 0; // the 64-bit MMIO window OVMF opens
+    bool fits = true;
+    std::string why; // one clause: what limits the guest
+};
+
+// The bytes the 64-bit prefetchable BARs of CARDS need in the guest: per
+// card (one PCIe root port each) the sum rounded up to its largest BAR.
+std::uint64_t mmio64_needed(const scan::Inventory& inventory, const std::vector<const scan::GpuCard*>& cards);
+
+// The guest's address bits and window for CPU (a VM config cpu value; empty:
+// no cpu line) and whether MMIO64 bytes of BARs and RAM_MIB of RAM fit.
+GuestAddressing guest_addressing(const AddressLimits& limits, const scan::HostInfo& host, const format::pve::PropertyString& cpu,
+                                 std::uint64_t mmio64, std::uint64_t ram_mib);
+
+// The plan's answer for one VM: the cpu line to write, why it differs from
+// the one planned without the address-space check, and the warnings.
+struct AddressDecision
+{
+    format::pve::PropertyString cpu;
+    std::optional<std::string> reason; // a clause for the cpu change's reason line
+    std::vector<std::string> warnings;
+};
+
+// PLANNED is the cpu line the profile gives the VM, CURRENT the one it has (nullopt:
+// a new VM). When the cards' BARs do not fit under PLANNED: a qemu64/kvm64
+// model gets phys-bits=host and +pdpe1gb (when the host's qemu-server knows
+// phys-bits and the host CPU has pdpe1gb); anything else that the plan keeps is
+// a warning.
+AddressDecision plan_address_space(const AddressLimits& limits, const scan::HostInfo& host, const format::pve::PropertyString& planned,
+                                   const std::optional<format::pve::PropertyString>& current, std::uint64_t mmio64, std::uint64_t ram_mib,
+                                   const std::string& vm_id);
+
+// True when CPU's model is one qemu-server builds on qemu64/kvm64.
+bool is_qemu64_model(const AddressLimits& limits, const format::pve::PropertyString& cpu);
+
+// "6.1-13" <= VERSION, comparing the numbers of Debian versions such as
+// qemu-server's ("9.0.25", "8.3.12"); false for an unknown version.
+bool version_at_least(std::string_view version, std::string_view minimum);
+
+// "32 GiB", "512 MiB"
+std::string size_text(std::uint64_t bytes);
+
+} // namespace passthru::plan::detail
