@@ -48,6 +48,13 @@ std::size_t gpu_profile_loads() noexcept;
 const std::vector<GpuProfile>& gpu_profiles(const PlanContext& ctx);
 const GpuProfile* find_profile(const std::vector<GpuProfile>& profiles, std::string_view vendor_device);
 
+// Compares a selected card's functions with its profile's `functions`: a
+// function the profile lists that the host does not show, or shows with another
+// class, is a warning (the VM will not get what the model has); a function the
+// profile does not list is a note. Nothing when no profile or no layout.
+void check_function_layout(const scan::Inventory& inv, const scan::GpuCard& card, const std::vector<GpuProfile>& profiles,
+                           const std::string& label, Plan& plan);
+
 // Current content of a host file; nullopt when it does not exist. Other
 // read failures become refusals (fail closed) and also return nullopt.
 std::optional<std::string> read_current(const PlanContext& ctx, Plan& plan, std::string_view path);

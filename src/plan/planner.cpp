@@ -436,6 +436,7 @@ Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs,
     const auto& profiles = *loaded;
     for (const auto* card : *cards) {
         plan.gpus.push_back(selected_gpu(inventory, *card, profiles));
+        detail::check_function_layout(inventory, *card, profiles, card_label(inventory, *card), plan);
         if (card->boot_vga) {
             plan.warnings.push_back(card_label(inventory, *card)
                                     + " is the boot VGA: once it is bound to vfio-pci the host loses its local console "

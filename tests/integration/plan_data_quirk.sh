@@ -5,7 +5,8 @@
 # data-only change, through an /etc/passthru override or --data-dir, and the
 # plan then keeps that driver off the cards with a softdep. A data file that
 # breaks the schema (drivers.json, kernel.json, a GPU profile) is one line
-# naming the file and the field, exit 2, and nothing is written.
+# naming the file and the field, exit 2, and nothing is written. A GPU
+# profile's function layout makes a card that lost a function a warning.
 FAIL_FAST=1
 source "$(dirname "$0")/lib.inc"
 need_binary
@@ -99,6 +100,30 @@ grep -q '^passthru: error: /etc/passthru/profiles/gpus/rtx-2080-ti.json (under t
 [[ $(grep -c '^passthru: error' "$T/gbad.err") == 1 ]] || fail "more than one error line"
 [[ $(tree_sum "$R") == "$before" && ! -e $R/var/lib/passthru ]] || fail "a broken GPU profile let plan write"
 ok "a GPU profile override is used, and one that breaks the schema is one line naming file and field, exit 2"
+
+# The function layout of a GPU profile is data too: a card whose audio function is gone from
+# the host (what 'echo 1 > .../remove' leaves) is a warning that names the function, and the
+# plan passes what the host shows.
+remove_function() { # ROOT BDF: the tree after the kernel hot-removed BDF (links to it and its directory)
+    local dev
+    dev=$(readlink -f "$1/sys/bus/pci/devices/$2")
+    find "$1/sys" -lname "*/$2" -delete
+    rm -rf "$dev"
+}
+copy_host identical-pair "$R"
+"$P" --root "$R" plan --vm 101 --gpus 0 --json > "$T/fn-whole.json" 2> /dev/null || fail "plan on identical-pair failed"
+! grep -q 'the host shows no' "$T/fn-whole.json" || fail "a whole card gave a layout warning"
+remove_function "$R" 0000:07:00.1
+[[ ! -e $R/sys/bus/pci/devices/0000:07:00.1 && -e $R/sys/bus/pci/devices/0000:07:00.0 ]] || fail "remove_function left the tree wrong"
+"$P" --root "$R" plan --vm 101 --gpus 0 > "$T/fn.out" 2> /dev/null || fail "plan with the audio function removed failed"
+grep -q "the profile rtx-3090.json lists function 1 (HDMI/DP audio, class 0403), but the host shows no 0000:07:00.1" "$T/fn.out" \
+    || fail "no warning for the missing audio function: $(grep -i warn -A2 "$T/fn.out" | head -5)"
+"$P" --root "$R" plan --vm 101 --gpus 0 --json > "$T/fn.json" 2> /dev/null
+python3 -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+assert d["gpus"][0]["functions"] == ["0000:07:00.0"], d["gpus"][0]["functions"]
+assert any("rescan" in w for w in d["warnings"]), d["warnings"]' "$T/fn.json" || fail "the JSON plan does not carry the warning or passes a function the host lacks"
+ok "a GPU function the profile lists but the host lacks is a warning naming it, in human and JSON output"
 
 # Kernel releases are data too (profiles/host/kernel.json): on an Intel host with a 6.8 kernel
 # the shipped file needs no intel_iommu=on; an override that moves the release past 6.8 does.

@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // profiles/gpus/*.json: the shipped profiles load, every field the schema has
 // is read, and each way of breaking the schema is one error naming the file and
-// the field.
+// the field; a selected card whose functions differ from its profile's layout
+// gets a warning (a listed function missing or of another class) or a note.
 #include <doctest/doctest.h>
 
+#include "../support/fake_host.hpp"
+#include "../support/shipped_data.hpp"
 #include "../support/temp_dir.hpp"
 #include "plan/common.hpp"
+#include "scan/scanner.hpp"
+#include "util/command_runner.hpp"
 
 using namespace passthru;
+using passthru::test::FakeHost;
 
 namespace {
 
@@ -148,5 +154,86 @@ TEST_SUITE("plan::gpu_profiles")
         CHECK(std::string(loaded.error().what())
                   .ends_with("rtx-2080-ti.json (under the root): ids 10de:1e07 is also claimed by my-2080-ti-22g.json (one profile per "
                              "card model)"));
+    }
+}
+
+namespace {
+
+// A host with one card of the given functions (number, vendor:device, class), scanned, and the
+// layout check run with the shipped profiles.
+struct Fn
+{
+    int function;
+    std::uint16_t device;
+    std::uint32_t pci_class;
+};
+
+plan::Plan run_layout(const std::vector<Fn>& fns)
+{
+    FakeHost host;
+    for (const auto& f : fns) {
+        host.add("0000:01:00." + std::to_string(f.function)).ids(0x10de, f.device).pci_class(f.pci_class).group(1);
+    }
+    auto fs = util::HostFs::open(host.dir.path());
+    REQUIRE(fs);
+    util::CommandRunner runner(util::RunMode::record);
+    auto inv = scan::scan_host(*fs, runner, test::shipped_cutoffs(*fs));
+    REQUIRE(inv);
+    REQUIRE(inv->gpus.size() == 1);
+    const plan::DataDir data(*fs, std::nullopt);
+    const auto profiles = plan::detail::load_gpu_profiles(data);
+    REQUIRE(profiles);
+    plan::Plan p;
+    plan::detail::check_function_layout(*inv, inv->gpus[0], *profiles, "GPU 0000:01:00", p);
+    return p;
+}
+
+} // namespace
+
+TEST_SUITE("plan::gpu_profiles")
+{
+    TEST_CASE("a card that shows its profile's layout gives no warning or note")
+    {
+        const auto turing = run_layout({{0, 0x1e07, 0x030000}, {1, 0x10f7, 0x040300}, {2, 0x1ad6, 0x0c0330}, {3, 0x1ad7, 0x0c8000}});
+        CHECK(turing.warnings.empty());
+        CHECK(turing.notes.empty());
+        const auto v100 = run_layout({{0, 0x1db1, 0x030200}});
+        CHECK(v100.warnings.empty());
+        CHECK(v100.notes.empty());
+        const auto unknown = run_layout({{0, 0x0fff, 0x030000}});
+        CHECK(unknown.warnings.empty());
+        CHECK(unknown.notes.empty());
+    }
+
+    TEST_CASE("a hidden or removed audio function is a warning that says what it means and what to do")
+    {
+        const auto p = run_layout({{0, 0x2204, 0x030000}});
+        REQUIRE(p.warnings.size() == 1);
+        const auto& w = p.warnings[0];
+        CHECK(w.starts_with("GPU 0000:01:00: the profile rtx-3090.json lists function 1 (HDMI/DP audio, class 0403), but the host "
+                            "shows no 0000:01:00.1, so the VM will not get it."));
+        CHECK(w.find("Linux 5.3 and later expose an NVIDIA audio function that the firmware hid") != std::string::npos);
+        CHECK(w.find("'echo 1 > /sys/bus/pci/rescan'") != std::string::npos);
+        CHECK(p.notes.empty());
+    }
+
+    TEST_CASE("a missing USB function of a Turing card, a function of another class, and an extra function")
+    {
+        const auto usb = run_layout({{0, 0x1e07, 0x030000}, {1, 0x10f7, 0x040300}, {3, 0x1ad7, 0x0c8000}});
+        REQUIRE(usb.warnings.size() == 1);
+        CHECK(usb.warnings[0].find("lists function 2 (USB 3.1 xHCI (VirtualLink), class 0c03), but the host shows no 0000:01:00.2")
+              != std::string::npos);
+        CHECK(usb.warnings[0].find("This board may not have it, or it was removed through sysfs.") != std::string::npos);
+
+        const auto compute = run_layout({{0, 0x2230, 0x030200}, {1, 0x1aef, 0x040300}});
+        REQUIRE(compute.warnings.size() == 1);
+        CHECK(compute.warnings[0].starts_with(
+            "GPU 0000:01:00: 0000:01:00.0 is class 0302 where the profile rtx-a6000.json lists function 0 (display (VGA), class 0300)"));
+
+        const auto extra = run_layout({{0, 0x1db1, 0x030200}, {1, 0x10f7, 0x040300}});
+        CHECK(extra.warnings.empty());
+        REQUIRE(extra.notes.size() == 1);
+        CHECK(extra.notes[0].starts_with("GPU 0000:01:00: the host shows 0000:01:00.1 (class 0403), which the profile v100-sxm2-16gb.json "
+                                         "does not list"));
     }
 }
