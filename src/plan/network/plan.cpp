@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <set>
 
 #include "format/grammar.hpp"
@@ -69,15 +70,25 @@ std::vector<std::string> expand_source(const util::HostFs& fs, const std::string
     return out;
 }
 
-} // namespace
-
-void validate_network_request(const NetworkRequest& net, const scan::Inventory& inventory, const util::HostFs& fs)
+// PCI network interfaces of the host, for hints: "eno1, enp66s0f0".
+std::string known_pci_nics(const scan::Inventory& inventory, const std::map<std::string, scan::PciAddress>& nics)
 {
-    if (net.bond_slaves.empty()) {
-        throw usage("--bond needs at least one NIC name");
+    std::string known;
+    for (const auto& [name, addr] : nics) {
+        const auto* dev = inventory.find(addr);
+        if (dev != nullptr && dev->is_network()) {
+            known += (known.empty() ? "" : ", ") + name;
+        }
     }
+    return known;
+}
+
+// Each --bond member: named once, not the bond or bridge itself, and a NIC
+// in /sys/class/net on a PCI network function.
+void validate_bond_members(const NetworkRequest& net, const scan::Inventory& inventory, const util::HostFs& fs,
+                           const std::map<std::string, scan::PciAddress>& nics)
+{
     std::set<std::string> seen;
-    const auto nics = inventory.net_interfaces();
     for (const auto& nic : net.bond_slaves) {
         if (!seen.insert(nic).second) {
             throw usage("--bond names " + nic + " twice");
@@ -87,13 +98,7 @@ void validate_network_request(const NetworkRequest& net, const scan::Inventory& 
         }
         const bool in_sysfs = fs.exists("/sys/class/net/" + nic);
         const auto it = nics.find(nic);
-        std::string known;
-        for (const auto& [name, addr] : nics) {
-            const auto* dev = inventory.find(addr);
-            if (dev != nullptr && dev->is_network()) {
-                known += (known.empty() ? "" : ", ") + name;
-            }
-        }
+        const std::string known = known_pci_nics(inventory, nics);
         if (!in_sysfs || it == nics.end()) {
             throw usage("--bond: no network interface " + nic + " on this host",
                         known.empty() ? "this host shows no PCI network interfaces in /sys/class/net"
@@ -105,6 +110,11 @@ void validate_network_request(const NetworkRequest& net, const scan::Inventory& 
                         known.empty() ? std::string() : "PCI network interfaces here: " + known);
         }
     }
+}
+
+// The bond and bridge names: distinct, not physical NICs; the hash policy is one ifupdown2 knows.
+void validate_bond_names(const NetworkRequest& net, const std::map<std::string, scan::PciAddress>& nics)
+{
     if (net.bond_name == net.bridge) {
         throw usage("--bond-name and --bridge are both " + net.bridge, "the bond goes under the bridge: --bond-name bond0 --bridge vmbr0");
     }
@@ -116,6 +126,11 @@ void validate_network_request(const NetworkRequest& net, const scan::Inventory& 
     if (net.xmit_hash_policy && std::find(k_xmit_policies.begin(), k_xmit_policies.end(), *net.xmit_hash_policy) == k_xmit_policies.end()) {
         throw usage("--bond-xmit-hash-policy '" + *net.xmit_hash_policy + "' is not one of " + util::join(k_xmit_policies, ", "));
     }
+}
+
+// --address is a host address with a prefix; --gateway an address of the same family inside it.
+void validate_addressing(const NetworkRequest& net)
+{
     std::optional<Cidr> cidr;
     if (net.address) {
         cidr = parse_cidr(*net.address);
@@ -132,24 +147,30 @@ void validate_network_request(const NetworkRequest& net, const scan::Inventory& 
             }
         }
     }
-    if (net.gateway) {
-        const auto gw = parse_ip(*net.gateway);
-        if (!gw) {
-            throw usage("--gateway '" + *net.gateway + "' is not an IP address", "e.g. --gateway 192.168.1.1 (no prefix length)");
+    if (!net.gateway) {
+        return;
+    }
+    const auto gw = parse_ip(*net.gateway);
+    if (!gw) {
+        throw usage("--gateway '" + *net.gateway + "' is not an IP address", "e.g. --gateway 192.168.1.1 (no prefix length)");
+    }
+    if (cidr) {
+        if (gw->family != cidr->address.family) {
+            throw usage("--gateway " + *net.gateway + " and --address " + *net.address + " are of different address families");
         }
-        if (cidr) {
-            if (gw->family != cidr->address.family) {
-                throw usage("--gateway " + *net.gateway + " and --address " + *net.address + " are of different address families");
-            }
-            if (!in_subnet(*cidr, *gw)) {
-                throw usage("--gateway " + *net.gateway + " is not inside --address " + *net.address,
-                            "the gateway must be reachable on the bridge's subnet");
-            }
-            if (*gw == cidr->address) {
-                throw usage("--gateway is the bridge's own address " + *net.gateway);
-            }
+        if (!in_subnet(*cidr, *gw)) {
+            throw usage("--gateway " + *net.gateway + " is not inside --address " + *net.address,
+                        "the gateway must be reachable on the bridge's subnet");
+        }
+        if (*gw == cidr->address) {
+            throw usage("--gateway is the bridge's own address " + *net.gateway);
         }
     }
+}
+
+// --pin-nics, --apply-network and --confirm-timeout: the combinations that make sense.
+void validate_apply_options(const NetworkRequest& net)
+{
     if (net.pin_nics && net.apply == ApplyNetwork::now) {
         throw usage("--pin-nics and --apply-network cannot go together: pinned names take effect at the next boot, and "
                     "ifreload -a now would name NICs that do not exist yet",
@@ -160,55 +181,56 @@ void validate_network_request(const NetworkRequest& net, const scan::Inventory& 
     }
 }
 
-void plan_network(const PlanContext& ctx, Plan& plan)
+// The interfaces file a network plan builds on: interfaces.new when it
+// exists (pending GUI changes), else interfaces.
+struct BaseInterfaces
 {
-    if (!ctx.request.network) {
-        return;
-    }
-    const NetworkRequest& net = *ctx.request.network;
-    // Pinned names (docs/facts.md: pve9): a pin whose .link takes effect at the
-    // next boot stands for the NIC's current kernel name while validating.
-    const auto pins = read_pinned_nics(ctx.fs, plan.warnings);
-    NetworkRequest checked = net;
-    const auto pending = pending_pins(ctx.inventory, pins);
-    for (auto& slave : checked.bond_slaves) {
-        if (const auto it = pending.find(slave); it != pending.end()) {
-            slave = it->second;
-        }
-    }
-    validate_network_request(checked, ctx.inventory, ctx.fs);
-    check_bond_pinning(ctx, net.bond_slaves, pins, net.pin_nics, plan);
-    if (plan.refused()) {
-        return;
-    }
-    const PinChange pin_change = net.pin_nics ? plan_pins(ctx.inventory, pins) : PinChange{};
+    std::optional<std::string> live_text;
+    std::optional<std::string> staged_text;
+    std::string path;
+};
 
+// Reads interfaces and interfaces.new; nullopt when the plan is refused (an
+// unreadable file, or neither exists).
+std::optional<BaseInterfaces> read_base_interfaces(const PlanContext& ctx, Plan& plan)
+{
     const std::string live(k_interfaces);
     const std::string staged(k_interfaces_new);
-    const auto live_text = detail::read_current(ctx, plan, live);
-    const auto staged_text = detail::read_current(ctx, plan, staged);
+    BaseInterfaces base;
+    base.live_text = detail::read_current(ctx, plan, live);
+    base.staged_text = detail::read_current(ctx, plan, staged);
     if (plan.refused()) {
-        return;
+        return std::nullopt;
     }
-    if (!live_text && !staged_text) {
+    if (!base.live_text && !base.staged_text) {
         plan.refusals.push_back({live + " does not exist: this does not look like a Proxmox VE host with ifupdown2",
                                  {"passthru edits the file Proxmox VE writes; create the base configuration first"}});
-        return;
+        return std::nullopt;
     }
-    const std::string& base_text = staged_text ? *staged_text : *live_text;
-    const std::string base_path = staged_text ? staged : live;
-    if (staged_text) {
+    base.path = base.staged_text ? staged : live;
+    if (base.staged_text) {
         plan.warnings.push_back(staged
                                 + " holds network changes that are not applied yet; passthru builds on them (as "
                                   "the Proxmox VE GUI does), so they will be applied together");
     }
-    const auto file = format::InterfacesFile::parse(base_text);
+    return base;
+}
+
+void warn_stray_lines(const format::InterfacesFile& file, const std::string& base_path, Plan& plan)
+{
     for (const std::size_t index : file.stray_lines()) {
         plan.warnings.push_back(base_path + " line " + std::to_string(file.lines()[index].line_number) + " is outside any stanza ('"
                                 + std::string(util::trim(file.lines()[index].raw))
                                 + "'); ifupdown2 reports it as an error; passthru keeps it as is");
     }
+}
 
+// Refuses names that are not safe words for a root-run file, and interfaces
+// of the request defined in a file the base file sources (passthru edits
+// only the base file and will not split an interface across files).
+void check_names_and_sources(const PlanContext& ctx, const format::InterfacesFile& file, const std::string& base_path, Plan& plan)
+{
+    const NetworkRequest& net = *ctx.request.network;
     // Definitions in sourced files are not edited: refuse to split an interface across files.
     std::vector<std::string> ours = net.bond_slaves;
     ours.push_back(net.bond_name);
@@ -239,10 +261,10 @@ void plan_network(const PlanContext& ctx, Plan& plan)
             }
         }
     }
-    if (plan.refused()) {
-        return;
-    }
+}
 
+BondBridgeSpec bond_bridge_spec(const NetworkRequest& net)
+{
     BondBridgeSpec spec;
     spec.slaves = net.bond_slaves;
     spec.bond = net.bond_name;
@@ -252,17 +274,13 @@ void plan_network(const PlanContext& ctx, Plan& plan)
     spec.address = net.address;
     spec.gateway = net.gateway;
     spec.vlan_aware = net.vlan_aware;
-    NetworkEdit edit = edit_bond_bridge(file, spec);
-    for (auto& w : edit.warnings) {
-        plan.warnings.push_back(std::move(w));
-    }
-    if (!edit.refusals.empty()) {
-        for (auto& r : edit.refusals) {
-            plan.refusals.push_back(std::move(r));
-        }
-        return;
-    }
+    return spec;
+}
 
+// --pin-nics: the edited file names NICs by their pinned names, and the .link
+// files are staged beside it.
+void apply_pin_change(const PlanContext& ctx, const PinChange& pin_change, NetworkEdit& edit, Plan& plan)
+{
     if (!pin_change.rename.empty()) {
         std::vector<std::string> renames;
         for (const auto& [from, to] : pin_change.rename) {
@@ -277,40 +295,21 @@ void plan_network(const PlanContext& ctx, Plan& plan)
         }
         plan.notes.push_back("network: the pinned names (" + util::join(renames, ", ")
                              + ") take effect at the next boot, together with the staged interfaces.new");
-    } else if (net.pin_nics) {
+    } else if (ctx.request.network->pin_nics) {
         plan.notes.push_back("network: --pin-nics: every physical NIC is pinned already");
     }
-    const bool now = net.apply == ApplyNetwork::now;
-    if (!edit.changed) {
-        plan.notes.push_back("network: " + base_path + " already has " + net.bond_name + " under " + net.bridge + " as requested");
-        if (!now || !staged_text) {
-            return;
-        }
-        // --apply-network with a pending interfaces.new: it still has to go in place.
-        edit.touched = spec.slaves;
-        edit.touched.push_back(spec.bond);
-        edit.touched.push_back(spec.bridge);
-    }
+}
 
-    std::vector<std::string> reasons{"bond " + net.bond_name + " (" + util::join(net.bond_slaves, ", ") + ", " + net.bond_mode
-                                     + ") under bridge " + net.bridge + ", as Proxmox VE writes it (read from " + base_path + ")"};
-    for (auto& r : edit.reasons) {
-        reasons.push_back(std::move(r));
-    }
-
-    if (!now) {
-        reasons.push_back("staged in Proxmox VE's pending-changes file: it takes effect with 'Apply Configuration' in "
-                          "the GUI, or at the next boot (pvenetcommit moves it into place)");
-        detail::stage_file(ctx, plan, staged, edit.text, std::move(reasons));
-        plan.notes.push_back("network: the bond/bridge change is staged in " + staged
-                             + "; review it in the GUI (System > Network) and press 'Apply Configuration', or "
-                               "reboot; add --apply-network to apply it now");
-        return;
-    }
-
-    // --apply-network: what PVE's reload_network_config does: interfaces.new
-    // renamed over interfaces, then ifreload -a.
-    const auto running = format::InterfacesFile::parse(live_text.value_or(std::string()));
+// --apply-network: what PVE's reload_network_config does: interfaces.new
+// renamed over interfaces, then ifreload -a; refused without
+// --confirm-timeout when the change could lock the user out.
+void apply_network_now(const PlanContext& ctx, const BaseInterfaces& base, const NetworkEdit& edit, std::vector<std::string> reasons,
+                       Plan& plan)
+{
+    const NetworkRequest& net = *ctx.request.network;
+    const std::string live(k_interfaces);
+    const std::string staged(k_interfaces_new);
+    const auto running = format::InterfacesFile::parse(base.live_text.value_or(std::string()));
     const std::optional<std::string> ssh = ctx.fs.is_live() && std::getenv("SSH_CONNECTION") != nullptr
                                                ? std::optional<std::string>(std::getenv("SSH_CONNECTION"))
                                                : std::nullopt;
@@ -327,7 +326,7 @@ void plan_network(const PlanContext& ctx, Plan& plan)
                       "place of "
                       + live + ", then ifreload -a");
     detail::stage_file(ctx, plan, live, edit.text, std::move(reasons));
-    if (staged_text) {
+    if (base.staged_text) {
         detail::stage_file(ctx, plan, staged, std::nullopt,
                            {"its pending changes are part of the new " + live
                             + "; left in place it would overwrite "
@@ -340,6 +339,98 @@ void plan_network(const PlanContext& ctx, Plan& plan)
                              + " s for 'passthru confirm' run from a new connection; without it the previous " + live
                              + " is restored and ifreload -a runs again (" + why + ")");
     }
+}
+
+} // namespace
+
+void validate_network_request(const NetworkRequest& net, const scan::Inventory& inventory, const util::HostFs& fs)
+{
+    if (net.bond_slaves.empty()) {
+        throw usage("--bond needs at least one NIC name");
+    }
+    const auto nics = inventory.net_interfaces();
+    validate_bond_members(net, inventory, fs, nics);
+    validate_bond_names(net, nics);
+    validate_addressing(net);
+    validate_apply_options(net);
+}
+
+void plan_network(const PlanContext& ctx, Plan& plan)
+{
+    if (!ctx.request.network) {
+        return;
+    }
+    const NetworkRequest& net = *ctx.request.network;
+    // Pinned names (docs/facts.md: pve9): a pin whose .link takes effect at the
+    // next boot stands for the NIC's current kernel name while validating.
+    const auto pins = read_pinned_nics(ctx.fs, plan.warnings);
+    NetworkRequest checked = net;
+    const auto pending = pending_pins(ctx.inventory, pins);
+    for (auto& slave : checked.bond_slaves) {
+        if (const auto it = pending.find(slave); it != pending.end()) {
+            slave = it->second;
+        }
+    }
+    validate_network_request(checked, ctx.inventory, ctx.fs);
+    check_bond_pinning(ctx, net.bond_slaves, pins, net.pin_nics, plan);
+    if (plan.refused()) {
+        return;
+    }
+    const PinChange pin_change = net.pin_nics ? plan_pins(ctx.inventory, pins) : PinChange{};
+
+    const auto base = read_base_interfaces(ctx, plan);
+    if (!base) {
+        return;
+    }
+    const std::string& base_path = base->path;
+    const auto file = format::InterfacesFile::parse(base->staged_text ? *base->staged_text : *base->live_text);
+    warn_stray_lines(file, base_path, plan);
+    check_names_and_sources(ctx, file, base_path, plan);
+    if (plan.refused()) {
+        return;
+    }
+
+    const BondBridgeSpec spec = bond_bridge_spec(net);
+    NetworkEdit edit = edit_bond_bridge(file, spec);
+    for (auto& w : edit.warnings) {
+        plan.warnings.push_back(std::move(w));
+    }
+    if (!edit.refusals.empty()) {
+        for (auto& r : edit.refusals) {
+            plan.refusals.push_back(std::move(r));
+        }
+        return;
+    }
+    apply_pin_change(ctx, pin_change, edit, plan);
+
+    const bool now = net.apply == ApplyNetwork::now;
+    if (!edit.changed) {
+        plan.notes.push_back("network: " + base_path + " already has " + net.bond_name + " under " + net.bridge + " as requested");
+        if (!now || !base->staged_text) {
+            return;
+        }
+        // --apply-network with a pending interfaces.new: it still has to go in place.
+        edit.touched = spec.slaves;
+        edit.touched.push_back(spec.bond);
+        edit.touched.push_back(spec.bridge);
+    }
+
+    std::vector<std::string> reasons{"bond " + net.bond_name + " (" + util::join(net.bond_slaves, ", ") + ", " + net.bond_mode
+                                     + ") under bridge " + net.bridge + ", as Proxmox VE writes it (read from " + base_path + ")"};
+    for (auto& r : edit.reasons) {
+        reasons.push_back(std::move(r));
+    }
+    if (now) {
+        apply_network_now(ctx, *base, edit, std::move(reasons), plan);
+        return;
+    }
+    const std::string staged(k_interfaces_new);
+    reasons.push_back("staged in Proxmox VE's pending-changes file: it takes effect with 'Apply Configuration' in "
+                      "the GUI, or at the next boot (pvenetcommit moves it into place)");
+    detail::stage_file(ctx, plan, staged, edit.text, std::move(reasons));
+    plan.notes.push_back("network: the bond/bridge change is staged in " + staged
+                         + "; review it in the GUI (System > Network) and press 'Apply Configuration', or "
+                           "reboot; add --apply-network to apply it now");
 }
 
 } // namespace passthru::plan
