@@ -269,110 +269,141 @@ private:
             want_gw = parse_ip(*m_spec.gateway);
         }
         for (const std::string family : {"inet", "inet6"}) {
-            std::vector<const L3Config*> sources;
-            for (const auto& s : m_sources) {
-                if (s.family == family) {
-                    sources.push_back(&s);
-                }
-            }
-            std::optional<L3Config> bridge_now;
-            if (auto st = m_file.find(m_spec.bridge, family); st && carries_l3(m_file, *st)) {
-                bridge_now = l3_of(m_file, *st);
-            }
-            const bool gw_here = want_gw && want_gw->ifupdown_family() == family;
-            if (want && want->address.ifupdown_family() == family) {
-                L3Config l3{m_spec.bridge, family, "static", {{"address", *m_spec.address}}};
-                std::optional<std::string> gateway = m_spec.gateway;
-                std::string gateway_origin = "--gateway";
-                if (!gateway && bridge_now && bridge_now->get("gateway")) {
-                    gateway = bridge_now->get("gateway");
-                    gateway_origin = m_spec.bridge;
-                }
-                for (const auto* s : sources) {
-                    if (!gateway && s->get("gateway")) {
-                        gateway = s->get("gateway");
-                        gateway_origin = s->owner;
-                    }
-                    const auto old = s->get("address");
-                    if (old != m_spec.address) {
-                        m_out.warnings.push_back(s->owner + ": its " + family + " " + s->method
-                                                 + (old ? " address " + *old : std::string(" configuration")) + " is removed; "
-                                                 + m_spec.bridge + " gets --address " + *m_spec.address);
-                    }
-                }
-                if (gateway) {
-                    const auto gw = parse_ip(*gateway);
-                    if (!gw || !in_subnet(*want, *gw)) {
-                        refuse("gateway " + *gateway + " (from " + gateway_origin + ") is not inside --address " + *m_spec.address,
-                               "give --gateway with an address inside that subnet");
-                        return;
-                    }
-                    l3.options.emplace_back("gateway", *gateway);
-                }
-                m_bridge_l3[family] = l3;
-                continue;
-            }
-            if (sources.size() > 1) {
-                std::string names;
-                for (const auto* s : sources) {
-                    names += (names.empty() ? "" : " and ") + s->owner;
-                }
-                refuse(names + " each carry an " + family + " configuration; a bridge can take only one",
-                       "give --address (and --gateway) for " + m_spec.bridge + ", or remove the extra one");
+            if (!plan_family_l3(family, want, want_gw)) {
                 return;
             }
-            if (sources.size() == 1) {
-                if (bridge_now) {
-                    refuse(m_spec.bridge + " and " + sources[0]->owner + " both carry an " + family + " configuration; " + sources[0]->owner
-                               + " becomes a bond member and cannot keep it",
-                           "remove it from " + sources[0]->owner + " or give --address for " + m_spec.bridge);
-                    return;
-                }
-                L3Config moved = *sources[0];
-                moved.owner = m_spec.bridge;
-                if (gw_here) {
-                    auto it =
-                        std::find_if(moved.options.begin(), moved.options.end(), [](const auto& kv) { return kv.first == "gateway"; });
-                    if (it != moved.options.end()) {
-                        it->second = *m_spec.gateway;
-                    } else {
-                        moved.options.emplace_back("gateway", *m_spec.gateway);
-                    }
-                    if (!check_gateway_against(moved)) {
-                        return;
-                    }
-                }
-                m_moved_from[family] = sources[0]->owner;
-                m_bridge_l3[family] = moved;
-                continue;
-            }
-            if (gw_here) {
-                if (!bridge_now || bridge_now->method != "static") {
-                    refuse("--gateway needs a static address on " + m_spec.bridge + ", which has none", "give --address too");
-                    return;
-                }
-                L3Config l3 = *bridge_now;
-                auto it = std::find_if(l3.options.begin(), l3.options.end(), [](const auto& kv) { return kv.first == "gateway"; });
-                if (it != l3.options.end()) {
-                    it->second = *m_spec.gateway;
-                } else {
-                    l3.options.emplace_back("gateway", *m_spec.gateway);
-                }
-                if (!check_gateway_against(l3)) {
-                    return;
-                }
-                m_bridge_l3[family] = l3;
+        }
+        refuse_second_gateway();
+    }
+
+    // One address family of the bridge: --address, else the one member's
+    // configuration moved up, else --gateway added to what the bridge has.
+    // False once refused.
+    bool plan_family_l3(const std::string& family, const std::optional<Cidr>& want, const std::optional<IpAddress>& want_gw)
+    {
+        std::vector<const L3Config*> sources;
+        for (const auto& s : m_sources) {
+            if (s.family == family) {
+                sources.push_back(&s);
             }
         }
-        if (m_spec.gateway) {
-            // A second default route in the same family would fight the first.
-            const auto gw = parse_ip(*m_spec.gateway);
-            for (const auto& st : m_file.stanzas()) {
-                if (gw && st.family == gw->ifupdown_family() && st.name != m_spec.bridge && !contains(m_spec.slaves, st.name)
-                    && st.name != m_spec.bond && m_file.find_option(st, "gateway")) {
-                    refuse(st.name + " already has a gateway; a second default route would conflict",
-                           "remove the gateway of " + st.name + " or leave out --gateway");
-                }
+        std::optional<L3Config> bridge_now;
+        if (auto st = m_file.find(m_spec.bridge, family); st && carries_l3(m_file, *st)) {
+            bridge_now = l3_of(m_file, *st);
+        }
+        const bool gw_here = want_gw && want_gw->ifupdown_family() == family;
+        if (want && want->address.ifupdown_family() == family) {
+            return l3_from_address(family, *want, sources, bridge_now);
+        }
+        if (sources.size() > 1) {
+            std::string names;
+            for (const auto* s : sources) {
+                names += (names.empty() ? "" : " and ") + s->owner;
+            }
+            refuse(names + " each carry an " + family + " configuration; a bridge can take only one",
+                   "give --address (and --gateway) for " + m_spec.bridge + ", or remove the extra one");
+            return false;
+        }
+        if (sources.size() == 1) {
+            return l3_moved_from_member(family, *sources[0], bridge_now, gw_here);
+        }
+        if (gw_here) {
+            if (!bridge_now || bridge_now->method != "static") {
+                refuse("--gateway needs a static address on " + m_spec.bridge + ", which has none", "give --address too");
+                return false;
+            }
+            L3Config l3 = *bridge_now;
+            set_gateway(l3, *m_spec.gateway);
+            if (!check_gateway_against(l3)) {
+                return false;
+            }
+            m_bridge_l3[family] = l3;
+        }
+        return true;
+    }
+
+    // --address for this family: the members' configurations are dropped; the
+    // gateway comes from --gateway, else the bridge, else a member.
+    bool l3_from_address(const std::string& family, const Cidr& want, const std::vector<const L3Config*>& sources,
+                         const std::optional<L3Config>& bridge_now)
+    {
+        L3Config l3{m_spec.bridge, family, "static", {{"address", *m_spec.address}}};
+        std::optional<std::string> gateway = m_spec.gateway;
+        std::string gateway_origin = "--gateway";
+        if (!gateway && bridge_now && bridge_now->get("gateway")) {
+            gateway = bridge_now->get("gateway");
+            gateway_origin = m_spec.bridge;
+        }
+        for (const auto* s : sources) {
+            if (!gateway && s->get("gateway")) {
+                gateway = s->get("gateway");
+                gateway_origin = s->owner;
+            }
+            const auto old = s->get("address");
+            if (old != m_spec.address) {
+                m_out.warnings.push_back(s->owner + ": its " + family + " " + s->method
+                                         + (old ? " address " + *old : std::string(" configuration")) + " is removed; " + m_spec.bridge
+                                         + " gets --address " + *m_spec.address);
+            }
+        }
+        if (gateway) {
+            const auto gw = parse_ip(*gateway);
+            if (!gw || !in_subnet(want, *gw)) {
+                refuse("gateway " + *gateway + " (from " + gateway_origin + ") is not inside --address " + *m_spec.address,
+                       "give --gateway with an address inside that subnet");
+                return false;
+            }
+            l3.options.emplace_back("gateway", *gateway);
+        }
+        m_bridge_l3[family] = l3;
+        return true;
+    }
+
+    // The one member (or bond) with a configuration of this family hands it to the bridge.
+    bool l3_moved_from_member(const std::string& family, const L3Config& source, const std::optional<L3Config>& bridge_now, bool gw_here)
+    {
+        if (bridge_now) {
+            refuse(m_spec.bridge + " and " + source.owner + " both carry an " + family + " configuration; " + source.owner
+                       + " becomes a bond member and cannot keep it",
+                   "remove it from " + source.owner + " or give --address for " + m_spec.bridge);
+            return false;
+        }
+        L3Config moved = source;
+        moved.owner = m_spec.bridge;
+        if (gw_here) {
+            set_gateway(moved, *m_spec.gateway);
+            if (!check_gateway_against(moved)) {
+                return false;
+            }
+        }
+        m_moved_from[family] = source.owner;
+        m_bridge_l3[family] = moved;
+        return true;
+    }
+
+    // Replaces the gateway option in place, or adds it last.
+    static void set_gateway(L3Config& l3, const std::string& gateway)
+    {
+        auto it = std::find_if(l3.options.begin(), l3.options.end(), [](const auto& kv) { return kv.first == "gateway"; });
+        if (it != l3.options.end()) {
+            it->second = gateway;
+        } else {
+            l3.options.emplace_back("gateway", gateway);
+        }
+    }
+
+    // A second default route in the same family would fight the first.
+    void refuse_second_gateway()
+    {
+        if (!m_spec.gateway) {
+            return;
+        }
+        const auto gw = parse_ip(*m_spec.gateway);
+        for (const auto& st : m_file.stanzas()) {
+            if (gw && st.family == gw->ifupdown_family() && st.name != m_spec.bridge && !contains(m_spec.slaves, st.name)
+                && st.name != m_spec.bond && m_file.find_option(st, "gateway")) {
+                refuse(st.name + " already has a gateway; a second default route would conflict",
+                       "remove the gateway of " + st.name + " or leave out --gateway");
             }
         }
     }
@@ -544,31 +575,53 @@ private:
     {
         auto st = main_stanza(m_file, m_spec.bridge);
         if (!st) {
-            const L3Config* inet = m_bridge_l3.count("inet") ? &m_bridge_l3["inet"] : nullptr;
-            std::string block = "auto " + m_spec.bridge + m_eol + new_stanza_text("inet", inet, true);
-            if (m_bridge_l3.count("inet6")) {
-                block += new_stanza_text("inet6", &m_bridge_l3["inet6"], false);
-            }
-            m_new_blocks += block;
-            std::string what = m_spec.bridge + ": new bridge on " + m_spec.bond;
-            for (const auto& [family, l3] : m_bridge_l3) {
-                if (auto a = l3.get("address")) {
-                    what += ", " + family + " address " + *a;
-                } else {
-                    what += ", " + family + " " + l3.method;
-                }
-                if (auto g = l3.get("gateway")) {
-                    what += " gateway " + *g;
-                }
-                if (auto it = m_moved_from.find(family); it != m_moved_from.end()) {
-                    what += " (moved from " + it->second + ")";
-                }
-            }
-            reason(what + (m_spec.vlan_aware ? ", VLAN-aware (2-4094)" : ""));
+            add_new_bridge();
             return;
         }
         const std::string family = st->family;
-        const auto old_ports = option_words(m_file, *st, "bridge-ports");
+        set_bridge_ports(family, *st);
+        ensure_stp_and_fd(family);
+        set_vlan_awareness(family);
+        for (const auto& [fam, l3] : m_bridge_l3) {
+            if (m_file.find(m_spec.bridge, fam)) {
+                apply_bridge_l3(fam, l3);
+            } else {
+                add_bridge_family_stanza(fam, l3);
+            }
+        }
+        ensure_auto(m_spec.bridge);
+    }
+
+    // No bridge of that name yet: a new block with its inet (and inet6) stanza.
+    void add_new_bridge()
+    {
+        const L3Config* inet = m_bridge_l3.count("inet") ? &m_bridge_l3["inet"] : nullptr;
+        std::string block = "auto " + m_spec.bridge + m_eol + new_stanza_text("inet", inet, true);
+        if (m_bridge_l3.count("inet6")) {
+            block += new_stanza_text("inet6", &m_bridge_l3["inet6"], false);
+        }
+        m_new_blocks += block;
+        std::string what = m_spec.bridge + ": new bridge on " + m_spec.bond;
+        for (const auto& [family, l3] : m_bridge_l3) {
+            if (auto a = l3.get("address")) {
+                what += ", " + family + " address " + *a;
+            } else {
+                what += ", " + family + " " + l3.method;
+            }
+            if (auto g = l3.get("gateway")) {
+                what += " gateway " + *g;
+            }
+            if (auto it = m_moved_from.find(family); it != m_moved_from.end()) {
+                what += " (moved from " + it->second + ")";
+            }
+        }
+        reason(what + (m_spec.vlan_aware ? ", VLAN-aware (2-4094)" : ""));
+    }
+
+    // The bond replaces its members among the bridge's ports; other ports stay.
+    void set_bridge_ports(const std::string& family, const IfaceStanza& st)
+    {
+        const auto old_ports = option_words(m_file, st, "bridge-ports");
         std::vector<std::string> ports;
         for (const auto& p : old_ports) {
             if (p == "none") {
@@ -586,7 +639,12 @@ private:
             reason(m_spec.bridge + ": bridge-ports " + (old_ports.empty() ? "(none)" : format::join_words(old_ports)) + " -> "
                    + format::join_words(ports));
         }
-        st = main_stanza(m_file, m_spec.bridge);
+    }
+
+    // bridge-stp off and bridge-fd 0 when missing, as Proxmox VE writes them.
+    void ensure_stp_and_fd(const std::string& family)
+    {
+        auto st = main_stanza(m_file, m_spec.bridge);
         if (!m_file.option(*st, "bridge-stp")) {
             m_file.set_option(m_spec.bridge, family, "bridge-stp", "off");
             reason(m_spec.bridge + ": bridge-stp off added (what Proxmox VE writes)");
@@ -598,7 +656,11 @@ private:
             m_file.set_option(m_spec.bridge, family, "bridge-fd", "0");
             reason(m_spec.bridge + ": bridge-fd 0 added (no forwarding delay without STP)");
         }
-        st = main_stanza(m_file, m_spec.bridge);
+    }
+
+    void set_vlan_awareness(const std::string& family)
+    {
+        const auto st = main_stanza(m_file, m_spec.bridge);
         const auto vlan = m_file.option(*st, "bridge-vlan-aware");
         if (m_spec.vlan_aware) {
             if (m_file.set_option(m_spec.bridge, family, "bridge-vlan-aware", "yes")) {
@@ -614,24 +676,21 @@ private:
                    + "' removed: Proxmox VE reads any bridge-vlan-aware line as yes; without it the bridge is not "
                      "VLAN-aware for both ifupdown2 and Proxmox VE");
         }
-        for (const auto& [fam, l3] : m_bridge_l3) {
-            if (m_file.find(m_spec.bridge, fam)) {
-                apply_bridge_l3(fam, l3);
-            } else {
-                // A family the bridge has no stanza for yet: a new stanza after its last one.
-                const auto all = m_file.find(m_spec.bridge);
-                std::size_t pos = all.back().end;
-                std::string text = new_stanza_text(fam, &l3, false);
-                if (pos > 0 && m_file.lines()[pos - 1].kind != IfLineKind::blank) {
-                    text = m_eol + text;
-                    text.erase(text.size() - m_eol.size());
-                }
-                m_file.insert_text(pos, text);
-                reason(m_spec.bridge + ": new iface " + fam + " " + l3.method + " stanza"
-                       + (m_moved_from.count(fam) ? " (moved from " + m_moved_from[fam] + ")" : ""));
-            }
+    }
+
+    // A family the bridge has no stanza for yet: a new stanza after its last one.
+    void add_bridge_family_stanza(const std::string& fam, const L3Config& l3)
+    {
+        const auto all = m_file.find(m_spec.bridge);
+        std::size_t pos = all.back().end;
+        std::string text = new_stanza_text(fam, &l3, false);
+        if (pos > 0 && m_file.lines()[pos - 1].kind != IfLineKind::blank) {
+            text = m_eol + text;
+            text.erase(text.size() - m_eol.size());
         }
-        ensure_auto(m_spec.bridge);
+        m_file.insert_text(pos, text);
+        reason(m_spec.bridge + ": new iface " + fam + " " + l3.method + " stanza"
+               + (m_moved_from.count(fam) ? " (moved from " + m_moved_from[fam] + ")" : ""));
     }
 
     void insert_new_blocks()
