@@ -215,6 +215,112 @@ Result<util::HostDir> open_device_dir(const util::HostFs& fs, const util::HostDi
     return fs.open_dir(std::string(k_pci_devices) + "/" + name, known);
 }
 
+// Vendor, device and class: from uevent, else from their attributes.
+void read_ids(const util::HostDir& dir, const Uevent& ue, const std::string& a, PciDevice& dev, std::vector<Problem>& problems)
+{
+    if (ue.from_kernel) {
+        dev.vendor = ue.vendor;
+        dev.device = ue.device;
+    } else {
+        dev.vendor = hex_attr<std::uint16_t>(dir, "vendor", 0xffff, a, problems);
+        dev.device = hex_attr<std::uint16_t>(dir, "device", 0xffff, a, problems);
+    }
+    dev.class_code = ue.class_code ? ue.class_code : hex_attr<std::uint32_t>(dir, "class", 0xffffff, a, problems);
+}
+
+// Subsystem ids and revision: from uevent or the config space, else from their attributes.
+void read_subsystem_and_revision(const util::HostDir& dir, const Uevent& ue, const LibPci::ConfigFacts& facts, const std::string& a,
+                                 PciDevice& dev, std::vector<Problem>& problems)
+{
+    if (ue.subsystem_vendor && ue.subsystem_device) {
+        dev.subsystem_vendor = ue.subsystem_vendor;
+        dev.subsystem_device = ue.subsystem_device;
+    } else if (facts.subsystem_vendor && facts.subsystem_device) {
+        dev.subsystem_vendor = facts.subsystem_vendor;
+        dev.subsystem_device = facts.subsystem_device;
+    } else {
+        // Bridges keep theirs in an SSVID capability, which the kernel
+        // reads for them: take its attributes.
+        dev.subsystem_vendor = hex_attr<std::uint16_t>(dir, "subsystem_vendor", 0xffff, a, problems);
+        dev.subsystem_device = hex_attr<std::uint16_t>(dir, "subsystem_device", 0xffff, a, problems);
+    }
+    dev.revision = facts.revision ? facts.revision : hex_attr<std::uint8_t>(dir, "revision", 0xff, a, problems);
+}
+
+// The bound driver and its override, the IOMMU group, the NUMA node and boot_vga.
+void read_binding_and_placement(const util::HostDir& dir, const Uevent& ue, PciDevice& dev)
+{
+    if (ue.from_kernel) {
+        dev.driver = ue.driver;
+    } else if (auto drv = dir.link("driver")) {
+        dev.driver = std::string(util::base_name(*drv));
+    }
+    if (auto ov = dir.attr("driver_override"); ov && *ov != "(null)" && !ov->empty()) {
+        dev.driver_override = *ov;
+    }
+    dev.iommu_group = group_from_link(dir.link("iommu_group"));
+    if (auto node = int_attr(dir, "numa_node"); node && *node >= 0) {
+        dev.numa_node = node;
+    }
+    if (dev.is_display()) {
+        // boot_vga exists only on VGA-class functions.
+        if (auto boot = dir.attr("boot_vga")) {
+            dev.boot_vga = *boot == "1";
+        }
+    }
+}
+
+// PCIe link speed and width: from the config space, else (too few config
+// bytes to know) what the kernel reports; nullopt when nothing is known.
+std::optional<LinkInfo> read_link(const util::HostDir& dir, const LibPci::ConfigFacts& facts, std::size_t config_size)
+{
+    LinkInfo link;
+    if (facts.link_speed) {
+        link.speed = speed_text(facts.link_speed);
+        link.max_speed = speed_text(facts.max_link_speed);
+        link.width = facts.link_width;
+        link.max_width = facts.max_link_width;
+    } else if (config_size < 256) {
+        link.speed = dir.attr("current_link_speed");
+        if (link.speed) {
+            link.max_speed = dir.attr("max_link_speed");
+            link.width = int_attr(dir, "current_link_width");
+            link.max_width = int_attr(dir, "max_link_width");
+        }
+    }
+    link.speed_gts = parse_gts(link.speed);
+    link.max_speed_gts = parse_gts(link.max_speed);
+    if (link.speed || link.max_speed || link.width || link.max_width) {
+        return link;
+    }
+    return std::nullopt;
+}
+
+// Reset methods, SR-IOV (a virtual function's parent, or a physical
+// function's VF counts), ACS and the place in the topology.
+void read_reset_sriov_topology(const util::HostDir& dir, const LibPci::ConfigFacts& facts, PciDevice& dev)
+{
+    if (auto reset = dir.attr("reset_method")) {
+        dev.reset_methods = util::split(*reset, " ");
+    }
+    if (auto physfn = dir.link("physfn")) {
+        dev.is_virtfn = true;
+        dev.physfn = PciAddress::parse(util::base_name(*physfn));
+    } else if (facts.sriov.value_or(true)) {
+        dev.sriov_totalvfs = int_attr(dir, "sriov_totalvfs");
+        if (dev.sriov_totalvfs) {
+            dev.sriov_numvfs = int_attr(dir, "sriov_numvfs");
+        }
+    }
+    dev.has_acs = facts.acs.value_or(false);
+    dev.parent = parent_from_path(dev.sysfs_path);
+    if (auto c = dev.class16()) {
+        // PCI-to-PCI bridges and PCIe ports (0604, semi-transparent 0609):
+        // what the kernel's vfio accepts next to a passed device.
+        dev.is_bridge = *c == pci_class::bridge_pci || *c == 0x0609;
+    }
+}
+
 PciDevice read_pci_device(const util::HostFs& fs, LibPci& pci, const util::HostDir& devices_dir,
                           const std::optional<util::HostDir>& sys_devices, const std::string& name, const PciAddress& addr,
                           std::vector<Problem>& problems)
@@ -233,93 +339,20 @@ PciDevice read_pci_device(const util::HostFs& fs, LibPci& pci, const util::HostD
     // attributes and the driver link remain the fallback for what it lacks
     // (trees copied without it).
     const Uevent ue = parse_uevent(dir->attr("uevent"));
-    if (ue.from_kernel) {
-        dev.vendor = ue.vendor;
-        dev.device = ue.device;
-    } else {
-        dev.vendor = hex_attr<std::uint16_t>(*dir, "vendor", 0xffff, a, problems);
-        dev.device = hex_attr<std::uint16_t>(*dir, "device", 0xffff, a, problems);
-    }
-    dev.class_code = ue.class_code ? ue.class_code : hex_attr<std::uint32_t>(*dir, "class", 0xffffff, a, problems);
+    read_ids(*dir, ue, a, dev, problems);
     // One read of the config space gives what would otherwise be nine
     // attribute files (subsystem, revision, link status and capabilities,
     // ACS, SR-IOV); the attributes remain the fallback when the bytes are
     // short (an unprivileged read returns 64 bytes).
     std::string config = dir->read("config", 4096).value_or(std::string());
     const auto facts = pci.parse_config(addr, config);
-    if (ue.subsystem_vendor && ue.subsystem_device) {
-        dev.subsystem_vendor = ue.subsystem_vendor;
-        dev.subsystem_device = ue.subsystem_device;
-    } else if (facts.subsystem_vendor && facts.subsystem_device) {
-        dev.subsystem_vendor = facts.subsystem_vendor;
-        dev.subsystem_device = facts.subsystem_device;
-    } else {
-        // Bridges keep theirs in an SSVID capability, which the kernel
-        // reads for them: take its attributes.
-        dev.subsystem_vendor = hex_attr<std::uint16_t>(*dir, "subsystem_vendor", 0xffff, a, problems);
-        dev.subsystem_device = hex_attr<std::uint16_t>(*dir, "subsystem_device", 0xffff, a, problems);
-    }
-    dev.revision = facts.revision ? facts.revision : hex_attr<std::uint8_t>(*dir, "revision", 0xff, a, problems);
-    if (ue.from_kernel) {
-        dev.driver = ue.driver;
-    } else if (auto drv = dir->link("driver")) {
-        dev.driver = std::string(util::base_name(*drv));
-    }
-    if (auto ov = dir->attr("driver_override"); ov && *ov != "(null)" && !ov->empty()) {
-        dev.driver_override = *ov;
-    }
-    dev.iommu_group = group_from_link(dir->link("iommu_group"));
-    if (auto node = int_attr(*dir, "numa_node"); node && *node >= 0) {
-        dev.numa_node = node;
-    }
-    if (dev.is_display()) {
-        // boot_vga exists only on VGA-class functions.
-        if (auto boot = dir->attr("boot_vga")) {
-            dev.boot_vga = *boot == "1";
-        }
-    }
+    read_subsystem_and_revision(*dir, ue, facts, a, dev, problems);
+    read_binding_and_placement(*dir, ue, dev);
     if (dev.is_display() || dev.vendor == k_vendor_nvidia) {
         dev.mem_bars = parse_pci_resource(dir->attr("resource").value_or("")).value_or(std::vector<MemBar>{});
     }
-    LinkInfo link;
-    if (facts.link_speed) {
-        link.speed = speed_text(facts.link_speed);
-        link.max_speed = speed_text(facts.max_link_speed);
-        link.width = facts.link_width;
-        link.max_width = facts.max_link_width;
-    } else if (config.size() < 256) {
-        // Too few config bytes to know: read what the kernel reports.
-        link.speed = dir->attr("current_link_speed");
-        if (link.speed) {
-            link.max_speed = dir->attr("max_link_speed");
-            link.width = int_attr(*dir, "current_link_width");
-            link.max_width = int_attr(*dir, "max_link_width");
-        }
-    }
-    link.speed_gts = parse_gts(link.speed);
-    link.max_speed_gts = parse_gts(link.max_speed);
-    if (link.speed || link.max_speed || link.width || link.max_width) {
-        dev.link = std::move(link);
-    }
-    if (auto reset = dir->attr("reset_method")) {
-        dev.reset_methods = util::split(*reset, " ");
-    }
-    if (auto physfn = dir->link("physfn")) {
-        dev.is_virtfn = true;
-        dev.physfn = PciAddress::parse(util::base_name(*physfn));
-    } else if (facts.sriov.value_or(true)) {
-        dev.sriov_totalvfs = int_attr(*dir, "sriov_totalvfs");
-        if (dev.sriov_totalvfs) {
-            dev.sriov_numvfs = int_attr(*dir, "sriov_numvfs");
-        }
-    }
-    dev.has_acs = facts.acs.value_or(false);
-    dev.parent = parent_from_path(dev.sysfs_path);
-    if (auto c = dev.class16()) {
-        // PCI-to-PCI bridges and PCIe ports (0604, semi-transparent 0609):
-        // what the kernel's vfio accepts next to a passed device.
-        dev.is_bridge = *c == pci_class::bridge_pci || *c == 0x0609;
-    }
+    dev.link = read_link(*dir, facts, config.size());
+    read_reset_sriov_topology(*dir, facts, dev);
     return dev;
 }
 
@@ -353,6 +386,118 @@ NetLink read_net_link(const util::HostFs& fs, const std::string& ifname)
 
 } // namespace
 
+namespace {
+
+// The PCI addresses among the names in /sys/bus/pci/devices; anything else is reported.
+std::vector<std::pair<std::string, PciAddress>> pci_entries(const std::vector<std::string>& names, std::vector<Problem>& problems)
+{
+    std::vector<std::pair<std::string, PciAddress>> entries;
+    entries.reserve(names.size());
+    for (const auto& name : names) {
+        if (auto addr = PciAddress::parse(name)) {
+            entries.emplace_back(name, *addr);
+        } else {
+            problems.push_back({Severity::warning, "ignoring unexpected entry '" + name + "' in " + k_pci_devices, ""});
+        }
+    }
+    return entries;
+}
+
+// Reads every function (in entries' order). sysfs reads are syscall-bound:
+// they are split over the cores (at most 4 threads; small hosts stay on one
+// thread). The workers' problems, then libpci's warnings, go to problems.
+std::vector<PciDevice> read_pci_devices(const util::HostFs& fs, const util::HostDir& devices_dir,
+                                        const std::optional<util::HostDir>& sys_devices,
+                                        const std::vector<std::pair<std::string, PciAddress>>& entries, const std::string& sysfs_path,
+                                        std::vector<Problem>& problems)
+{
+    std::vector<PciDevice> devices(entries.size());
+    const unsigned hw = std::max(1U, std::thread::hardware_concurrency());
+    const std::size_t workers = entries.size() < 256 ? 1 : std::min<std::size_t>(std::min(hw, 4U), entries.size());
+    std::vector<std::vector<Problem>> worker_problems(workers);
+    std::vector<std::vector<std::string>> worker_warnings(workers);
+    auto work = [&](std::size_t w) {
+        // libpci state is per thread: each worker decodes config space with
+        // its own pci_access.
+        LibPci pci(sysfs_path);
+        for (std::size_t i = w; i < entries.size(); i += workers) {
+            devices[i] = read_pci_device(fs, pci, devices_dir, sys_devices, entries[i].first, entries[i].second, worker_problems[w]);
+        }
+        worker_warnings[w] = pci.warnings();
+    };
+    if (workers == 1) {
+        work(0);
+    } else {
+        std::vector<std::thread> threads;
+        for (std::size_t w = 1; w < workers; ++w) {
+            threads.emplace_back(work, w);
+        }
+        work(0);
+        for (auto& t : threads) {
+            t.join();
+        }
+    }
+    for (auto& wp : worker_problems) {
+        problems.insert(problems.end(), std::make_move_iterator(wp.begin()), std::make_move_iterator(wp.end()));
+    }
+    for (const auto& ww : worker_warnings) {
+        for (const auto& w : ww) {
+            problems.push_back({Severity::warning, w, ""});
+        }
+    }
+    return devices;
+}
+
+// Vendor, device and class names through libpci, on one thread (its name cache is shared state).
+void name_pci_devices(const std::string& sysfs_path, std::vector<PciDevice>& devices, std::vector<Problem>& problems)
+{
+    LibPci pci(sysfs_path);
+    for (auto& dev : devices) {
+        if (dev.vendor) {
+            dev.vendor_name = pci.vendor_name(*dev.vendor);
+            if (dev.device) {
+                dev.device_name = pci.device_name(*dev.vendor, *dev.device);
+            }
+        }
+        if (auto c = dev.class16()) {
+            dev.class_name = pci.class_name(*c);
+        }
+    }
+    for (const auto& w : pci.warnings()) {
+        problems.push_back({Severity::warning, w, ""});
+    }
+}
+
+// Network interfaces: one link per interface in /sys/class/net, whose
+// target names the PCI function (.../0000:42:00.0/net/enp66s0f0). devices
+// are sorted by address.
+void attach_net_interfaces(const util::HostFs& fs, std::vector<PciDevice>& devices)
+{
+    auto net = fs.open_dir("/sys/class/net");
+    if (!net) {
+        return;
+    }
+    for (const auto& ifname : net->list(".")) {
+        const auto target = net->link(ifname.c_str());
+        if (!target) {
+            continue;
+        }
+        const std::string path = util::join_host_path(net->path(), *target);
+        const auto parent = parent_from_path(path);
+        if (!parent) {
+            continue; // a virtual interface (lo, bridges, bonds)
+        }
+        const auto it = std::lower_bound(devices.begin(), devices.end(), *parent,
+                                         [](const PciDevice& d, const PciAddress& x) { return d.address < x; });
+        if (it != devices.end() && it->address == *parent) {
+            it->net_interfaces.push_back(ifname);
+            it->net_links.push_back(read_net_link(fs, ifname));
+        }
+    }
+}
+
+} // namespace
+
 Result<std::vector<PciDevice>> scan_pci_devices(const util::HostFs& fs, std::vector<Problem>& problems)
 {
     if (!fs.is_dir(k_pci_devices)) {
@@ -373,95 +518,13 @@ Result<std::vector<PciDevice>> scan_pci_devices(const util::HostFs& fs, std::vec
     if (auto d = fs.open_dir("/sys/devices")) {
         sys_devices = std::move(*d);
     }
-
-    std::vector<std::pair<std::string, PciAddress>> entries;
-    entries.reserve(names->size());
-    for (const auto& name : *names) {
-        if (auto addr = PciAddress::parse(name)) {
-            entries.emplace_back(name, *addr);
-        } else {
-            problems.push_back({Severity::warning, "ignoring unexpected entry '" + name + "' in " + k_pci_devices, ""});
-        }
-    }
-
-    // sysfs reads are syscall-bound: split them over the cores (at most
-    // 4 threads; small hosts stay on one thread).
-    std::vector<PciDevice> devices(entries.size());
-    const unsigned hw = std::max(1U, std::thread::hardware_concurrency());
-    const std::size_t workers = entries.size() < 256 ? 1 : std::min<std::size_t>(std::min(hw, 4U), entries.size());
-    std::vector<std::vector<Problem>> worker_problems(workers);
+    const auto entries = pci_entries(*names, problems);
     auto sysfs_local = fs.local("/sys/bus/pci");
     const std::string sysfs_path = sysfs_local ? sysfs_local->string() : std::string("/nonexistent");
-    std::vector<std::vector<std::string>> worker_warnings(workers);
-    auto work = [&](std::size_t w) {
-        // libpci state is per thread: each worker decodes config space with
-        // its own pci_access.
-        LibPci pci(sysfs_path);
-        for (std::size_t i = w; i < entries.size(); i += workers) {
-            devices[i] = read_pci_device(fs, pci, *devices_dir, sys_devices, entries[i].first, entries[i].second, worker_problems[w]);
-        }
-        worker_warnings[w] = pci.warnings();
-    };
-    if (workers == 1) {
-        work(0);
-    } else {
-        std::vector<std::thread> threads;
-        for (std::size_t w = 1; w < workers; ++w) {
-            threads.emplace_back(work, w);
-        }
-        work(0);
-        for (auto& t : threads) {
-            t.join();
-        }
-    }
-    for (auto& wp : worker_problems) {
-        problems.insert(problems.end(), std::make_move_iterator(wp.begin()), std::make_move_iterator(wp.end()));
-    }
-
-    // Names through libpci, on this thread (its name cache is shared state).
-    LibPci pci(sysfs_path);
-    for (const auto& ww : worker_warnings) {
-        for (const auto& w : ww) {
-            problems.push_back({Severity::warning, w, ""});
-        }
-    }
-    for (auto& dev : devices) {
-        if (dev.vendor) {
-            dev.vendor_name = pci.vendor_name(*dev.vendor);
-            if (dev.device) {
-                dev.device_name = pci.device_name(*dev.vendor, *dev.device);
-            }
-        }
-        if (auto c = dev.class16()) {
-            dev.class_name = pci.class_name(*c);
-        }
-    }
-    for (const auto& w : pci.warnings()) {
-        problems.push_back({Severity::warning, w, ""});
-    }
+    auto devices = read_pci_devices(fs, *devices_dir, sys_devices, entries, sysfs_path, problems);
+    name_pci_devices(sysfs_path, devices, problems);
     std::sort(devices.begin(), devices.end(), [](const PciDevice& x, const PciDevice& y) { return x.address < y.address; });
-
-    // Network interfaces: one link per interface in /sys/class/net, whose
-    // target names the PCI function (.../0000:42:00.0/net/enp66s0f0).
-    if (auto net = fs.open_dir("/sys/class/net")) {
-        for (const auto& ifname : net->list(".")) {
-            const auto target = net->link(ifname.c_str());
-            if (!target) {
-                continue;
-            }
-            const std::string path = util::join_host_path(net->path(), *target);
-            const auto parent = parent_from_path(path);
-            if (!parent) {
-                continue; // a virtual interface (lo, bridges, bonds)
-            }
-            const auto it = std::lower_bound(devices.begin(), devices.end(), *parent,
-                                             [](const PciDevice& d, const PciAddress& x) { return d.address < x; });
-            if (it != devices.end() && it->address == *parent) {
-                it->net_interfaces.push_back(ifname);
-                it->net_links.push_back(read_net_link(fs, ifname));
-            }
-        }
-    }
+    attach_net_interfaces(fs, devices);
     return devices;
 }
 
