@@ -33,9 +33,9 @@ std::string link_text(const scan::PciDevice& d)
     return out;
 }
 
-std::string render_human(const scan::Inventory& inv, bool color)
+// "Host": CPU, kernel, Proxmox VE, boot loader, command line, IOMMU, memory.
+std::string render_host(const scan::HostInfo& host, bool color)
 {
-    const auto& host = inv.host;
     std::string out;
     out += styled("Host", Style::bold, color) + "\n";
     util::TextTable facts;
@@ -64,14 +64,20 @@ std::string render_human(const scan::Inventory& inv, bool color)
         facts.add_row({"Memory", mib >= 10 * 1024 ? std::to_string((mib + 512) / 1024) + " GiB" : std::to_string(mib) + " MiB"});
     }
     out += facts.render("  ");
+    return out;
+}
 
+// "PCI devices by IOMMU group": every function in group order, then those in
+// no group; GPU functions marked with their card index.
+std::string render_devices(const scan::Inventory& inv, bool color)
+{
     // GPU index per slot, for the table marks.
     std::map<std::string, int> gpu_index;
     for (std::size_t i = 0; i < inv.gpus.size(); ++i) {
         gpu_index[inv.gpus[i].slot] = static_cast<int>(i);
     }
 
-    out += "\n" + styled("PCI devices by IOMMU group", Style::bold, color) + "\n";
+    std::string out = "\n" + styled("PCI devices by IOMMU group", Style::bold, color) + "\n";
     util::TextTable table;
     table.add_row({"GROUP", "ADDRESS", "CLASS", "ID", "DRIVER", "LINK", "DEVICE"});
     auto add_device = [&](const scan::PciDevice& d, const std::string& group) {
@@ -111,8 +117,13 @@ std::string render_human(const scan::Inventory& inv, bool color)
         }
     }
     out += table.render("  ");
+    return out;
+}
 
-    out += "\n" + styled("GPU cards", Style::bold, color) + "\n";
+// "GPU cards": index, slot, name, functions, groups and the isolation verdict.
+std::string render_gpus(const scan::Inventory& inv, bool color)
+{
+    std::string out = "\n" + styled("GPU cards", Style::bold, color) + "\n";
     if (inv.gpus.empty()) {
         out += "  none\n";
     }
@@ -138,12 +149,17 @@ std::string render_human(const scan::Inventory& inv, bool color)
                        groups.empty() ? "no group" : "group " + util::join(groups, ","), styled(verdict, verdict_style, color) + extra});
     }
     out += cards.render("  ");
+    return out;
+}
 
-    out += "\n" + styled("Problems", Style::bold, color) + "\n";
-    if (inv.problems.empty()) {
+// "Problems": one line each, with its fix below.
+std::string render_problems(const std::vector<scan::Problem>& problems, bool color)
+{
+    std::string out = "\n" + styled("Problems", Style::bold, color) + "\n";
+    if (problems.empty()) {
         out += "  none\n";
     }
-    for (const auto& p : inv.problems) {
+    for (const auto& p : problems) {
         const Style s = p.severity == scan::Severity::error     ? Style::red
                         : p.severity == scan::Severity::warning ? Style::yellow
                                                                 : Style::dim;
@@ -153,6 +169,11 @@ std::string render_human(const scan::Inventory& inv, bool color)
         }
     }
     return out;
+}
+
+std::string render_human(const scan::Inventory& inv, bool color)
+{
+    return render_host(inv.host, color) + render_devices(inv, color) + render_gpus(inv, color) + render_problems(inv.problems, color);
 }
 
 } // namespace

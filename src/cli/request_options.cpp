@@ -2,6 +2,8 @@
 #include "cli/request_options.hpp"
 
 #include <algorithm>
+#include <iterator>
+#include <optional>
 
 #include "plan/request.hpp"
 #include "util/command_runner.hpp"
@@ -40,6 +42,66 @@ bool has_request_options(const po::variables_map& vm)
     }
     return false;
 }
+
+namespace {
+
+// The options of the bond/bridge part of a request.
+constexpr const char* k_network_options[] = {"bond",
+                                             "bond-mode",
+                                             "bridge",
+                                             "address",
+                                             "gateway",
+                                             "vlan-aware",
+                                             "pin-nics",
+                                             "bond-name",
+                                             "apply-network",
+                                             "confirm-timeout",
+                                             "bond-xmit-hash-policy"};
+
+// The bond/bridge request, when any of its options is given (then --bond is required).
+std::optional<plan::NetworkRequest> parse_network_request(const po::variables_map& vm)
+{
+    const bool any_network =
+        std::any_of(std::begin(k_network_options), std::end(k_network_options), [&](const char* key) { return vm.count(key) != 0U; });
+    if (!any_network) {
+        return std::nullopt;
+    }
+    plan::NetworkRequest net;
+    if (vm.count("bond") == 0U) {
+        throw Error(Errc::usage, "the bond/bridge options need --bond NIC,NIC")
+            .with_hint("e.g. --bond enp66s0f0,enp66s0f1 --bond-mode balance-alb");
+    }
+    net.bond_slaves = util::split(vm["bond"].as<std::string>(), ",");
+    if (vm.count("bond-mode") != 0U) {
+        net.bond_mode = vm["bond-mode"].as<std::string>();
+    }
+    if (vm.count("bond-name") != 0U) {
+        net.bond_name = vm["bond-name"].as<std::string>();
+    }
+    if (vm.count("bond-xmit-hash-policy") != 0U) {
+        net.xmit_hash_policy = vm["bond-xmit-hash-policy"].as<std::string>();
+    }
+    if (vm.count("bridge") != 0U) {
+        net.bridge = vm["bridge"].as<std::string>();
+    }
+    if (vm.count("address") != 0U) {
+        net.address = vm["address"].as<std::string>();
+    }
+    if (vm.count("gateway") != 0U) {
+        net.gateway = vm["gateway"].as<std::string>();
+    }
+    net.vlan_aware = vm.count("vlan-aware") != 0U;
+    net.pin_nics = vm.count("pin-nics") != 0U;
+    if (vm.count("apply-network") != 0U) {
+        net.apply = plan::ApplyNetwork::now;
+    }
+    if (vm.count("confirm-timeout") != 0U) {
+        net.confirm_timeout_seconds = vm["confirm-timeout"].as<int>();
+    }
+    return net;
+}
+
+} // namespace
 
 plan::Request parse_request(const po::variables_map& vm)
 {
@@ -81,46 +143,7 @@ plan::Request parse_request(const po::variables_map& vm)
     if (vm.count("profile") != 0U) {
         req.vm_profile = vm["profile"].as<std::string>();
     }
-
-    const bool any_network = vm.count("bond") != 0U || vm.count("bond-mode") != 0U || vm.count("bridge") != 0U || vm.count("address") != 0U
-                             || vm.count("gateway") != 0U || vm.count("vlan-aware") != 0U || vm.count("pin-nics") != 0U
-                             || vm.count("bond-name") != 0U || vm.count("apply-network") != 0U || vm.count("confirm-timeout") != 0U
-                             || vm.count("bond-xmit-hash-policy") != 0U;
-    if (any_network) {
-        plan::NetworkRequest net;
-        if (vm.count("bond") == 0U) {
-            throw Error(Errc::usage, "the bond/bridge options need --bond NIC,NIC")
-                .with_hint("e.g. --bond enp66s0f0,enp66s0f1 --bond-mode balance-alb");
-        }
-        net.bond_slaves = util::split(vm["bond"].as<std::string>(), ",");
-        if (vm.count("bond-mode") != 0U) {
-            net.bond_mode = vm["bond-mode"].as<std::string>();
-        }
-        if (vm.count("bond-name") != 0U) {
-            net.bond_name = vm["bond-name"].as<std::string>();
-        }
-        if (vm.count("bond-xmit-hash-policy") != 0U) {
-            net.xmit_hash_policy = vm["bond-xmit-hash-policy"].as<std::string>();
-        }
-        if (vm.count("bridge") != 0U) {
-            net.bridge = vm["bridge"].as<std::string>();
-        }
-        if (vm.count("address") != 0U) {
-            net.address = vm["address"].as<std::string>();
-        }
-        if (vm.count("gateway") != 0U) {
-            net.gateway = vm["gateway"].as<std::string>();
-        }
-        net.vlan_aware = vm.count("vlan-aware") != 0U;
-        net.pin_nics = vm.count("pin-nics") != 0U;
-        if (vm.count("apply-network") != 0U) {
-            net.apply = plan::ApplyNetwork::now;
-        }
-        if (vm.count("confirm-timeout") != 0U) {
-            net.confirm_timeout_seconds = vm["confirm-timeout"].as<int>();
-        }
-        req.network = std::move(net);
-    }
+    req.network = parse_network_request(vm);
     if (auto valid = plan::validate_request(req); !valid) {
         throw valid.error();
     }
