@@ -16,6 +16,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/commands.hpp"
@@ -365,39 +366,9 @@ std::string option_words(const std::vector<OptionInfo>& options)
     return join_words(words);
 }
 
-int render_bash()
-{
-    const auto globals = global_options();
-    std::vector<OptionInfo> after_command; // globals that main.cpp also accepts after the command
-    for (const auto& o : globals) {
-        if (!o.value_name.empty()) {
-            after_command.push_back(o);
-        }
-    }
-    std::map<std::string, OptionInfo> all_values; // every option that takes a value
-    for (const auto& o : globals) {
-        if (!o.value_name.empty()) {
-            all_values[o.long_name] = o;
-        }
-    }
-    std::vector<std::string> names;
-    for (const auto& c : commands()) {
-        names.emplace_back(c.name);
-        for (const auto& o : command_options(c)) {
-            if (!o.value_name.empty()) {
-                all_values[o.long_name] = o;
-            }
-        }
-    }
-    std::vector<std::string> global_values;
-    for (const auto& o : globals) {
-        if (!o.value_name.empty()) {
-            global_values.push_back("--" + o.long_name);
-        }
-    }
-
-    std::ostringstream out;
-    out << R"SH(# bash completion for passthru(1)                        -*- shell-script -*-
+// The head of the bash completion: its header and the value completers
+// (GPU cards, VMIDs and NICs under the root being completed).
+constexpr std::string_view k_bash_helpers = R"SH(# bash completion for passthru(1)                        -*- shell-script -*-
 # Generated at build time by passthru_docgen from passthru's own command
 # table and options; do not edit.
 
@@ -437,33 +408,31 @@ _passthru_nics()
     COMPREPLY=($(compgen -P "$prefix" -W "${nics[*]}" -- "${cur##*,}"))
 }
 
-_passthru()
+)SH";
+
+// Every option that takes a value, global or of any command, by long name.
+std::map<std::string, OptionInfo> value_options(const std::vector<OptionInfo>& globals)
 {
-    local cur prev words cword split
-    _init_completion -s -n : || return
-
-    local i command="" root=/
-    for ((i = 1; i < cword; i++)); do
-        case ${words[i]} in
-)SH";
-    out << "            " << [&] {
-        std::string alts;
-        for (const auto& g : global_values) {
-            alts += (alts.empty() ? "" : "|") + g;
+    std::map<std::string, OptionInfo> all_values;
+    for (const auto& o : globals) {
+        if (!o.value_name.empty()) {
+            all_values[o.long_name] = o;
         }
-        return alts;
-    }() << ")\n";
-    out << R"SH(                [[ ${words[i]} == --root ]] && root=${words[i + 1]}
-                ((i++))
-                ;;
-            --root=*) root=${words[i]#--root=} ;;
-            -*) ;;
-            *) [[ -z $command ]] && command=${words[i]} ;;
-        esac
-    done
+    }
+    for (const auto& c : commands()) {
+        for (const auto& o : command_options(c)) {
+            if (!o.value_name.empty()) {
+                all_values[o.long_name] = o;
+            }
+        }
+    }
+    return all_values;
+}
 
-    case $prev in
-)SH";
+// The `case $prev` arms: what completes the value of each option.
+std::string bash_value_cases(const std::map<std::string, OptionInfo>& all_values)
+{
+    std::ostringstream out;
     for (const auto& [name, o] : all_values) {
         const auto vc = value_completion(o);
         out << "        --" << name << ")\n";
@@ -492,10 +461,18 @@ _passthru()
         }
         out << "            return\n            ;;\n";
     }
-    out << R"SH(    esac
-    $split && return
+    return out.str();
+}
 
-    local options
+// The `case $command` arms: the options each command (or none yet) takes.
+std::string bash_command_cases(const std::vector<OptionInfo>& globals, const std::vector<OptionInfo>& after_command)
+{
+    std::vector<std::string> names;
+    for (const auto& c : commands()) {
+        names.emplace_back(c.name);
+    }
+    std::ostringstream out;
+    out << R"SH(    local options
     case $command in
         "")
             if [[ $cur == -* ]]; then
@@ -513,6 +490,54 @@ _passthru()
         out << "            options=\"" << option_words(command_options(c)) << " " << option_words(after_command) << "\"\n";
         out << "            ;;\n";
     }
+    return out.str();
+}
+
+int render_bash()
+{
+    const auto globals = global_options();
+    std::vector<OptionInfo> after_command; // globals that main.cpp also accepts after the command
+    for (const auto& o : globals) {
+        if (!o.value_name.empty()) {
+            after_command.push_back(o);
+        }
+    }
+    std::string global_values; // "--root|--color|..."
+    for (const auto& o : globals) {
+        if (!o.value_name.empty()) {
+            global_values += (global_values.empty() ? "--" : "|--") + o.long_name;
+        }
+    }
+
+    std::ostringstream out;
+    out << k_bash_helpers;
+    out << R"SH(_passthru()
+{
+    local cur prev words cword split
+    _init_completion -s -n : || return
+
+    local i command="" root=/
+    for ((i = 1; i < cword; i++)); do
+        case ${words[i]} in
+)SH";
+    out << "            " << global_values << ")\n";
+    out << R"SH(                [[ ${words[i]} == --root ]] && root=${words[i + 1]}
+                ((i++))
+                ;;
+            --root=*) root=${words[i]#--root=} ;;
+            -*) ;;
+            *) [[ -z $command ]] && command=${words[i]} ;;
+        esac
+    done
+
+    case $prev in
+)SH";
+    out << bash_value_cases(value_options(globals));
+    out << R"SH(    esac
+    $split && return
+
+)SH";
+    out << bash_command_cases(globals, after_command);
     out << R"SH(        *)
             return
             ;;
@@ -597,17 +622,9 @@ std::string zsh_specs(const std::vector<OptionInfo>& options, std::string_view i
     return out;
 }
 
-int render_zsh()
-{
-    const auto globals = global_options();
-    std::vector<OptionInfo> after_command;
-    for (const auto& o : globals) {
-        if (!o.value_name.empty()) {
-            after_command.push_back(o);
-        }
-    }
-    std::ostringstream out;
-    out << R"SH(#compdef passthru
+// The head of the zsh completion: its header and the value completers
+// (GPU cards, VMIDs and NICs under the root being completed).
+constexpr std::string_view k_zsh_helpers = R"SH(#compdef passthru
 # zsh completion for passthru(1). Generated at build time by passthru_docgen
 # from passthru's own command table and options; do not edit.
 
@@ -638,7 +655,34 @@ _passthru_nics()
     _sequence compadd - $nics
 }
 
-_passthru()
+)SH";
+
+// The `case $words[1]` arms: each command's options, then the globals it also takes.
+std::string zsh_command_cases(const std::vector<OptionInfo>& after_command)
+{
+    std::string out;
+    for (const auto& c : commands()) {
+        out += "                " + std::string(c.name) + ")\n";
+        out += "                    _arguments \\\n";
+        out += zsh_specs(command_options(c), "                        ");
+        out += zsh_specs(after_command, "                        ");
+        out += "                        && ret=0\n                    ;;\n";
+    }
+    return out;
+}
+
+int render_zsh()
+{
+    const auto globals = global_options();
+    std::vector<OptionInfo> after_command;
+    for (const auto& o : globals) {
+        if (!o.value_name.empty()) {
+            after_command.push_back(o);
+        }
+    }
+    std::ostringstream out;
+    out << k_zsh_helpers;
+    out << R"SH(_passthru()
 {
     local curcontext=$curcontext state line ret=1
     typeset -A opt_args
@@ -665,13 +709,7 @@ _passthru()
             curcontext=${curcontext%:*:*}:passthru-$words[1]:
             case $words[1] in
 )SH";
-    for (const auto& c : commands()) {
-        out << "                " << c.name << ")\n";
-        out << "                    _arguments \\\n";
-        out << zsh_specs(command_options(c), "                        ");
-        out << zsh_specs(after_command, "                        ");
-        out << "                        && ret=0\n                    ;;\n";
-    }
+    out << zsh_command_cases(after_command);
     out << R"SH(            esac
             ;;
     esac
