@@ -42,10 +42,12 @@ void verify_options(po::options_description& options)
         "gpus", po::value<std::string>(), "check these cards: all, indexes from scan (0,2) or slots (0000:01:00)");
 }
 
-int run_verify(Context& ctx, const po::variables_map& vm)
+namespace {
+
+// What to check: the functions of --vm's config and of --gpus, else those of
+// the newest active generation (with its kernel arguments).
+apply::VerifyTarget verify_target(Context& ctx, const po::variables_map& vm, const scan::Inventory& inventory)
 {
-    const plan::DataDir data(ctx.fs, ctx.global.data_dir);
-    const scan::Inventory inventory = scan_with_data(ctx, data);
     apply::VerifyTarget target;
     std::set<scan::PciAddress> seen;
     auto add = [&](const std::vector<scan::PciAddress>& fns) {
@@ -94,7 +96,16 @@ int run_verify(Context& ctx, const po::variables_map& vm)
             target.vmid = m.request["vmid"].get<std::uint64_t>();
         }
     }
+    return target;
+}
 
+} // namespace
+
+int run_verify(Context& ctx, const po::variables_map& vm)
+{
+    const plan::DataDir data(ctx.fs, ctx.global.data_dir);
+    const scan::Inventory inventory = scan_with_data(ctx, data);
+    const apply::VerifyTarget target = verify_target(ctx, vm, inventory);
     const auto report = apply::verify_host(inventory, ctx.fs, target);
     std::printf("Verifying %s\n", target.source.c_str());
     const bool trial = inventory.host.cmdline && scan::is_trial_boot(*inventory.host.cmdline);
