@@ -157,6 +157,44 @@ std::optional<std::pair<int, int>> major_minor(std::string_view version)
     return std::pair<int, int>{*major, *minor};
 }
 
+std::vector<unsigned long> version_numbers(std::string_view version)
+{
+    std::vector<unsigned long> out;
+    std::string run;
+    auto end_run = [&] {
+        if (!run.empty()) {
+            out.push_back(std::stoul(run)); // at most 9 digits: cannot overflow
+            run.clear();
+        }
+    };
+    for (const char c : version) {
+        if (c >= '0' && c <= '9') {
+            run += c;
+            if (run.size() >= 10) {
+                return {};
+            }
+        } else if (c == '.' || c == '-' || c == '+' || c == '~') {
+            end_run();
+        } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
+            break; // a letter ends the comparable part ("9.0.25~bpo1", "8.1.4pve1")
+        } else {
+            return {};
+        }
+    }
+    end_run();
+    return out;
+}
+
+bool version_at_least(std::string_view version, std::string_view minimum)
+{
+    const auto have = version_numbers(version);
+    const auto want = version_numbers(minimum);
+    if (have.empty()) {
+        return false;
+    }
+    return !std::lexicographical_compare(have.begin(), have.end(), want.begin(), want.end());
+}
+
 std::string module_key(std::string_view name)
 {
     std::string out(name);

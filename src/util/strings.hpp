@@ -28,6 +28,13 @@ std::optional<long long> parse_int(std::string_view s);
 // ("6.8.12-4-pve" -> {6, 8}), a Proxmox VE or package version ("8.3.0").
 // nullopt when the text does not start with digits, a dot and digits.
 std::optional<std::pair<int, int>> major_minor(std::string_view version);
+// The same parser for a whole package version: its numbers in order
+// ("6.1-13" -> 6 1 13; a letter ends the comparable part: "8.1.4pve1" -> 8 1 4);
+// empty when another character comes first or a number has 10 digits or more.
+std::vector<unsigned long> version_numbers(std::string_view version);
+// MINIMUM <= VERSION by those numbers (qemu-server's "9.0.25" >= "6.1-13");
+// false for a version without numbers.
+bool version_at_least(std::string_view version, std::string_view minimum);
 
 // The one module-name folding rule: kmod treats '-' and '_' in module names
 // alike, so names compare after folding '-' to '_' ("vfio-pci" -> "vfio_pci").

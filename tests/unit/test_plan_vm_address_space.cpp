@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "plan/vm/address_space.hpp"
+#include "util/strings.hpp"
 
 using namespace passthru;
 using format::pve::PropertyString;
@@ -211,13 +212,13 @@ TEST_SUITE("plan::vm::address_space")
 
     TEST_CASE("qemu-server versions compare by their numbers")
     {
-        CHECK(detail::version_at_least("9.0.25", "6.1-13"));
-        CHECK(detail::version_at_least("6.1-13", "6.1-13"));
-        CHECK(detail::version_at_least("6.1-14", "6.1-13"));
-        CHECK_FALSE(detail::version_at_least("6.1-12", "6.1-13"));
-        CHECK_FALSE(detail::version_at_least("6.0-15", "6.1-13"));
-        CHECK_FALSE(detail::version_at_least("", "6.1-13"));
-        CHECK_FALSE(detail::version_at_least("x!y", "6.1-13"));
+        CHECK(util::version_at_least("9.0.25", "6.1-13"));
+        CHECK(util::version_at_least("6.1-13", "6.1-13"));
+        CHECK(util::version_at_least("6.1-14", "6.1-13"));
+        CHECK_FALSE(util::version_at_least("6.1-12", "6.1-13"));
+        CHECK_FALSE(util::version_at_least("6.0-15", "6.1-13"));
+        CHECK_FALSE(util::version_at_least("", "6.1-13"));
+        CHECK_FALSE(util::version_at_least("x!y", "6.1-13"));
     }
 
     TEST_CASE("a broken limits file names itself and the field")

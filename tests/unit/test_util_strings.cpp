@@ -22,6 +22,19 @@ TEST_SUITE("util::strings")
         CHECK_FALSE(major_minor("9999999.1")); // more digits than any version has
     }
 
+    TEST_CASE("whole package versions compare by their numbers; garbage and huge numbers are unknown")
+    {
+        CHECK(version_numbers("6.1-13") == std::vector<unsigned long>{6, 1, 13});
+        CHECK(version_numbers("8.1.4pve1") == std::vector<unsigned long>{8, 1, 4});
+        CHECK(version_numbers("9.0.25~bpo1") == std::vector<unsigned long>{9, 0, 25});
+        CHECK(version_numbers("x!y").empty());
+        CHECK(version_numbers("99999999999.1").empty());
+        CHECK(version_at_least("9.0.25", "9.0.25"));
+        CHECK(version_at_least("9.1.7", "9.0.25"));
+        CHECK_FALSE(version_at_least("9.0.24", "9.0.25"));
+        CHECK_FALSE(version_at_least("1.99999999999", "1.0"));
+    }
+
     TEST_CASE("module names fold '-' to '_' as kmod does")
     {
         CHECK(module_key("vfio-pci") == "vfio_pci");

@@ -64,33 +64,6 @@ std::vector<std::string> names_field(const nlohmann::json& j, const char* key)
     return names;
 }
 
-// The numbers of a version, in order ("6.1-13" -> 6 1 13); empty when a
-// character is neither a digit nor a separator.
-std::vector<unsigned long> version_numbers(std::string_view v)
-{
-    std::vector<unsigned long> out;
-    std::string run;
-    for (const char c : v) {
-        if (util::lex::is_digit(c)) {
-            run += c;
-        } else if (c == '.' || c == '-' || c == '+' || c == '~') {
-            if (!run.empty()) {
-                out.push_back(std::stoul(run));
-                run.clear();
-            }
-        } else if (!util::lex::is_alnum(c)) {
-            return {};
-        } else {
-            // a letter ends the comparable part ("9.0.25~bpo1", "8.1.4pve1")
-            break;
-        }
-    }
-    if (!run.empty() && run.size() < 10) {
-        out.push_back(std::stoul(run));
-    }
-    return out;
-}
-
 // Bits the cpu line asks QEMU for: phys-bits=N, phys-bits=host or the
 // model's host-phys-bits, else QEMU's default; nullopt: the host's are unknown.
 std::optional<int> requested_bits(const AddressLimits& limits, const scan::HostInfo& host, const format::pve::PropertyString& cpu,
@@ -174,7 +147,7 @@ Result<AddressLimits> parse_address_limits(std::string_view text, const std::str
                 throw std::out_of_range("ovmf_classic_window_mib, ram_start_mib and headroom_mib must be below 2^36");
             }
         }
-        if (!contains(l.qemu64_models, l.default_model) || version_numbers(l.phys_bits_since_qemu_server).empty()) {
+        if (!contains(l.qemu64_models, l.default_model) || util::version_numbers(l.phys_bits_since_qemu_server).empty()) {
             throw std::out_of_range("default_model must be one of qemu64_models and phys_bits_since_qemu_server a version");
         }
         return l;
@@ -280,7 +253,7 @@ std::optional<format::pve::PropertyString> widened_cpu(const AddressLimits& limi
         blocker = "the host CPU's pdpe1gb flag or address size is unknown or missing";
         return std::nullopt;
     }
-    if (host.qemu_server_version && !version_at_least(*host.qemu_server_version, limits.phys_bits_since_qemu_server)) {
+    if (host.qemu_server_version && !util::version_at_least(*host.qemu_server_version, limits.phys_bits_since_qemu_server)) {
         blocker = "qemu-server " + *host.qemu_server_version + " does not know the cpu option phys-bits (it came with "
                   + limits.phys_bits_since_qemu_server + ")";
         return std::nullopt;
@@ -339,16 +312,6 @@ AddressDecision plan_address_space(const AddressLimits& limits, const scan::Host
                            "and flags=+pdpe1gb (qm set "
                          + vm_id + " --cpu ...)");
     return d;
-}
-
-bool version_at_least(std::string_view version, std::string_view minimum)
-{
-    const auto have = version_numbers(version);
-    const auto want = version_numbers(minimum);
-    if (have.empty()) {
-        return false;
-    }
-    return !std::lexicographical_compare(have.begin(), have.end(), want.begin(), want.end());
 }
 
 std::string size_text(std::uint64_t bytes)

@@ -83,10 +83,6 @@ AddressDecision plan_address_space(const AddressLimits& limits, const scan::Host
 // True when CPU's model is one qemu-server builds on qemu64/kvm64.
 bool is_qemu64_model(const AddressLimits& limits, const format::pve::PropertyString& cpu);
 
-// "6.1-13" <= VERSION, comparing the numbers of Debian versions such as
-// qemu-server's ("9.0.25", "8.3.12"); false for an unknown version.
-bool version_at_least(std::string_view version, std::string_view minimum);
-
 // "32 GiB", "512 MiB"
 std::string size_text(std::uint64_t bytes);
 
