@@ -193,6 +193,25 @@ void check_vm_config(const util::HostFs& fs, const VerifyTarget& target, const C
 
 } // namespace
 
+VerifyTarget target_of_generation(const Manifest& m)
+{
+    VerifyTarget target;
+    target.source = "generation " + std::to_string(m.id);
+    target.kernel_args = m.kernel_args;
+    std::set<scan::PciAddress> seen;
+    for (const auto& g : m.gpus) {
+        for (const auto& f : g.value("functions", std::vector<std::string>{})) {
+            if (auto a = scan::PciAddress::parse(f); a && seen.insert(*a).second) {
+                target.functions.push_back(*a);
+            }
+        }
+    }
+    if (m.request.is_object() && m.request.contains("vmid") && m.request["vmid"].is_number_unsigned()) {
+        target.vmid = m.request["vmid"].get<std::uint64_t>();
+    }
+    return target;
+}
+
 VerifyReport verify_host(const scan::Inventory& inventory, const util::HostFs& fs, const VerifyTarget& target)
 {
     VerifyReport rep;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "apply/journal.hpp"
 #include "scan/inventory.hpp"
 #include "util/host_fs.hpp"
 
@@ -38,6 +39,11 @@ struct VerifyReport
 
     bool all_ok() const;
 };
+
+// What a generation asks verify to check: its cards' functions (each once),
+// its kernel arguments and its request's VM. What `passthru verify` checks
+// with no options, and what `passthru confirm` checks on a trial boot.
+VerifyTarget target_of_generation(const Manifest& m);
 
 // Runs every check. With the IOMMU off only that one failing check is
 // reported (nothing else can be right).

@@ -24,6 +24,7 @@
 #include "cli/request_options.hpp"
 #include "plan/after_step.hpp"
 #include "plan/plan_json.hpp"
+#include "plan/saved_plan.hpp"
 #include "plan/planner.hpp"
 #include "plan/request.hpp"
 #include "plan/trial.hpp"
@@ -82,6 +83,29 @@ void check_not_stale(const Context& ctx, const plan::Plan& p, const std::string&
     if (!changed.empty()) {
         throw Error(Errc::conflict, file + " is stale: " + util::join(changed, ", ") + " changed since it was made").with_hint(replan_hint);
     }
+}
+
+// A saved plan is applied only when it is exactly what passthru plans for
+// its recorded request on this host now (plan/saved_plan.hpp): nothing in the
+// file is trusted beyond what passthru itself would write and run.
+void check_rederived(Context& ctx, const plan::Plan& saved, const std::string& what, const std::string& replan_hint)
+{
+    const plan::DataDir data(ctx.fs, ctx.global.data_dir);
+    const scan::Inventory inventory = scan_with_data(ctx, data);
+    auto derived = plan::make_plan(inventory, ctx.fs, data, saved.request);
+    if (!derived) {
+        throw Error(Errc::precondition, "refused: " + what + " cannot be planned again on this host: " + derived.error().what())
+            .with_hint(replan_hint);
+    }
+    const auto diffs = plan::saved_plan_differences(saved, *derived);
+    if (diffs.empty()) {
+        return;
+    }
+    const std::string more = diffs.size() > 1 ? " (and " + std::to_string(diffs.size() - 1) + " more)" : "";
+    throw Error(Errc::precondition,
+                "refused: " + what + " is not what passthru plans for its request on this host now: " + diffs.front() + more)
+        .with_hint("a saved plan is applied only as passthru would make it; it was edited, or the host changed since it was made")
+        .with_hint(replan_hint);
 }
 
 enum class Answer
@@ -349,6 +373,7 @@ int run_apply(Context& ctx, const po::variables_map& vm)
     }
     if (chosen.from_saved) {
         check_not_stale(ctx, p, chosen.stale_what, chosen.replan_hint);
+        check_rederived(ctx, p, chosen.stale_what, chosen.replan_hint);
     }
     if (p.empty()) {
         std::printf("Nothing to do: the host already matches the plan (no generation created).\n");

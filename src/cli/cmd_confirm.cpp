@@ -38,25 +38,6 @@ std::optional<apply::Manifest> active_trial(const apply::Journal& journal)
     return std::nullopt;
 }
 
-// verify as `passthru verify` (no options) runs it for this generation.
-apply::VerifyReport verify_trial(const scan::Inventory& inventory, const Context& ctx, const apply::Manifest& m)
-{
-    apply::VerifyTarget target;
-    target.source = "generation " + std::to_string(m.id);
-    target.kernel_args = m.kernel_args;
-    for (const auto& g : m.gpus) {
-        for (const auto& f : g.value("functions", std::vector<std::string>{})) {
-            if (auto a = scan::PciAddress::parse(f)) {
-                target.functions.push_back(*a);
-            }
-        }
-    }
-    if (m.request.contains("vmid") && m.request["vmid"].is_number_unsigned()) {
-        target.vmid = m.request["vmid"].get<std::uint64_t>();
-    }
-    return apply::verify_host(inventory, ctx.fs, target);
-}
-
 int confirm_trial(Context& ctx, const apply::Journal& journal, const apply::Manifest& m)
 {
     const plan::DataDir data(ctx.fs, ctx.global.data_dir);
@@ -68,7 +49,7 @@ int confirm_trial(Context& ctx, const apply::Journal& journal, const apply::Mani
             .with_hint("reboot into the trial ('grub-reboot " + std::string(plan::k_trial_entry_id)
                        + "', then reboot), run 'passthru verify', then confirm; or 'passthru rollback'");
     }
-    const auto report = verify_trial(inventory, ctx, m);
+    const auto report = apply::verify_host(inventory, ctx.fs, apply::target_of_generation(m));
     if (!report.all_ok()) {
         std::string first;
         for (const auto& c : report.checks) {

@@ -19,6 +19,12 @@
 
 namespace passthru::cli {
 
+void verify_options(po::options_description& options)
+{
+    options.add_options()("vm", po::value<std::uint64_t>(), "check the cards VM VMID's config passes (hostpci entries)")(
+        "gpus", po::value<std::string>(), "check these cards: all, indexes from scan (0,2) or slots (0000:01:00)");
+}
+
 namespace {
 
 std::vector<scan::PciAddress> select_gpus(const scan::Inventory& inv, const std::string& spec)
@@ -33,16 +39,6 @@ std::vector<scan::PciAddress> select_gpus(const scan::Inventory& inv, const std:
     }
     return out;
 }
-
-} // namespace
-
-void verify_options(po::options_description& options)
-{
-    options.add_options()("vm", po::value<std::uint64_t>(), "check the cards VM VMID's config passes (hostpci entries)")(
-        "gpus", po::value<std::string>(), "check these cards: all, indexes from scan (0,2) or slots (0000:01:00)");
-}
-
-namespace {
 
 // What to check: the functions of --vm's config and of --gpus, else those of
 // the newest active generation (with its kernel arguments).
@@ -80,21 +76,7 @@ apply::VerifyTarget verify_target(Context& ctx, const po::variables_map& vm, con
             throw Error(Errc::usage, "nothing to verify: no applied generation, and neither --vm nor --gpus was given")
                 .with_hint("e.g. passthru verify --vm 101, or apply a plan first");
         }
-        const auto& m = active.back();
-        target.source = "generation " + std::to_string(m.id);
-        target.kernel_args = m.kernel_args;
-        std::vector<scan::PciAddress> fns;
-        for (const auto& g : m.gpus) {
-            for (const auto& f : g.value("functions", std::vector<std::string>{})) {
-                if (auto a = scan::PciAddress::parse(f)) {
-                    fns.push_back(*a);
-                }
-            }
-        }
-        add(fns);
-        if (m.request.is_object() && m.request.contains("vmid") && m.request["vmid"].is_number_unsigned()) {
-            target.vmid = m.request["vmid"].get<std::uint64_t>();
-        }
+        return apply::target_of_generation(active.back());
     }
     return target;
 }

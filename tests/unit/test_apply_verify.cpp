@@ -160,4 +160,24 @@ TEST_SUITE("apply::verify")
         CHECK(v.find("VM 101 passes every selected function"));
         CHECK(v.report.all_ok());
     }
+
+    TEST_CASE("a generation's target: each function once, its arguments, its request's VM")
+    {
+        apply::Manifest m;
+        m.id = 7;
+        m.kernel_args = {"iommu=pt"};
+        m.gpus = nlohmann::json::array({{{"slot", "0000:01:00"}, {"functions", {"0000:01:00.0", "0000:01:00.1"}}},
+                                        {{"slot", "0000:01:00"}, {"functions", {"0000:01:00.1", "not-an-address"}}}});
+        m.request = nlohmann::json::parse(R"({"vmid": 101})"); // as a manifest read back from disk
+        auto t = apply::target_of_generation(m);
+        CHECK(t.source == "generation 7");
+        CHECK(t.kernel_args == std::vector<std::string>{"iommu=pt"});
+        REQUIRE(t.functions.size() == 2);
+        CHECK(t.functions[1].str() == "0000:01:00.1");
+        REQUIRE(t.vmid);
+        CHECK(*t.vmid == 101);
+
+        m.request = nlohmann::json::array(); // a rollback's null or a damaged request: no VM, no exception
+        CHECK_FALSE(apply::target_of_generation(m).vmid);
+    }
 }
