@@ -3,8 +3,7 @@
 # from this tree, a GRUB host booted three times under QEMU with systemd as init: apply on
 # the live host, then the reboot into what GRUB boots (card on vfio-pci, verify passes,
 # rollback), then the reboot after rollback (card back on its host drivers). See
-# tests/reboot/README.md (the systemd-boot host is not in CTest yet: it has not been run to
-# its end).
+# tests/reboot/README.md (the systemd-boot host on AMD-Vi: real_kernel_reboot_sdboot.sh).
 #
 # This test never skips: if a tool or Debian's archive is missing, it fails.
 # Env: PASSTHRU_SOURCE_DIR (the repository), PASSTHRU_BUILD_DIR (the build tree: the root

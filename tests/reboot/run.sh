@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The real reboot test (tests/reboot/README.md): a Debian 12 root built from Debian's
+# The real reboot test (tests/reboot/README.md): a Debian 12 or 13 root built from Debian's
 # packages, with the passthru package from this tree installed by apt, made into an ext4
 # disk image and booted three times under QEMU (TCG, q35, emulated IOMMU) with systemd as
 # init. Boot 1 runs `passthru apply` on the live root (update-initramfs and the boot-loader
@@ -7,13 +7,19 @@
 # binding, verify and rollback; boot 3 checks that rollback undid it.
 #
 # Usage: tests/reboot/run.sh [--loader grub|systemd-boot]... [--iommu intel|amd]
-#                            [--keep DIR] [--silence SECONDS] [--deb FILE]
+#                            [--release bookworm|trixie] [--keep DIR] [--silence SECONDS]
+#                            [--deb FILE]
 #   --loader    which boot loader the host uses (default: both, one after the other)
 #   --iommu     the emulated IOMMU (default intel)
+#   --release   the Debian release of the host: bookworm (12, PVE 8; the default) or
+#               trixie (13, PVE 9)
 #   --keep      keep the images, serial logs and results in DIR
 #   --silence   a boot that prints nothing on its serial console for this long is hung
 #               (default 300; PASSTHRU_REBOOT_SILENCE)
-#   --deb       the passthru package to install (default: packaging/build-deb.sh builds it)
+#   --deb       the passthru package to install (default: packaging/build-deb.sh builds it
+#               for the release: on this machine for bookworm, in <build>/package-build;
+#               with --release trixie in <build>/package-trixie, the build
+#               integration.package_deb_release makes, so it is built once)
 #   PASSTHRU_REBOOT_CACHE  the root and package cache (default <build>/reboot-cache, where
 #                          <build> is PASSTHRU_BUILD_DIR or <repo>/build)
 #   PASSTHRU_QEMU_LOCK     the lock every QEMU run holds (default /work/.qemu.lock when /work
@@ -69,10 +75,15 @@ while [ $# -gt 0 ]; do
         case $2 in intel | amd) IOMMU=$2 ;; *) die "unknown IOMMU '$2' (intel, amd)" ;; esac
         shift 2
         ;;
+    --release)
+        [ $# -ge 2 ] || die "--release needs bookworm or trixie"
+        case $2 in 12 | bookworm) RELEASE=bookworm ;; 13 | trixie) RELEASE=trixie ;; *) die "unknown release '$2' (bookworm, trixie)" ;; esac
+        shift 2
+        ;;
     --keep) [ $# -ge 2 ] || die "--keep needs a directory"; KEEP=$2; shift 2 ;;
     --silence) [ $# -ge 2 ] || die "--silence needs seconds"; SILENCE=$2; shift 2 ;;
     --deb) [ $# -ge 2 ] || die "--deb needs a file"; DEB=$(readlink -f "$2"); shift 2 ;;
-    -h | --help) sed -n '9,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '9,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
     esac
 done
@@ -95,9 +106,16 @@ mkdir -p "$CACHE"
 
 # --- the passthru package and the Proxmox stand-ins as packages ---------------------------
 if [ -z "$DEB" ]; then
-    log "building the passthru package (packaging/build-deb.sh)"
     t0=$SECONDS
-    DEB=$("$REPO/packaging/build-deb.sh" "$BUILD/package-build" "$WORK/deb" 2>"$WORK/build-deb.log") ||
+    if [ "$RELEASE" = bookworm ]; then
+        # this machine is the Debian 12 CI machine; the build tree integration.package_deb uses
+        log "building the passthru package (packaging/build-deb.sh)"
+        DEB=$("$REPO/packaging/build-deb.sh" "$BUILD/package-build" "$WORK/deb" 2>"$WORK/build-deb.log")
+    else
+        # built inside a Debian 13 root, in the build tree integration.package_deb_release uses
+        log "building the passthru package for $RELEASE (packaging/build-deb.sh --release $RELEASE)"
+        DEB=$("$REPO/packaging/build-deb.sh" --release "$RELEASE" "$BUILD/package-$RELEASE" "$WORK/deb" 2>"$WORK/build-deb.log")
+    fi ||
         { tail -n 30 "$WORK/build-deb.log" >&2; die "packaging/build-deb.sh failed"; }
     log "package $(basename "$DEB") built in $((SECONDS - t0)) s"
 fi
@@ -129,9 +147,15 @@ EOF
     done
     dpkg-deb --root-owner-group -Zxz --build "$dir" "$PKGDIR/${name}_${version}_all.deb" >/dev/null
 }
-stub_package pve-manager 8.2.4
-stub_package qemu-server 8.2.1 "$HERE/guest/qm" usr/sbin/qm
-stub_package proxmox-kernel-helper 8.1.0 "$HERE/guest/proxmox-boot-tool" usr/sbin/proxmox-boot-tool
+# The versions of a PVE 8 host on Debian 12 and of a PVE 9.1.6 host on Debian 13
+# (docs/facts.md, pve9).
+case $RELEASE in
+bookworm) PVE_VERSIONS=(8.2.4 8.2.1 8.1.0) ;;
+trixie) PVE_VERSIONS=(9.1.6 9.1.4 9.0.4) ;;
+esac
+stub_package pve-manager "${PVE_VERSIONS[0]}"
+stub_package qemu-server "${PVE_VERSIONS[1]}" "$HERE/guest/qm" usr/sbin/qm
+stub_package proxmox-kernel-helper "${PVE_VERSIONS[2]}" "$HERE/guest/proxmox-boot-tool" usr/sbin/proxmox-boot-tool
 
 # --- the Debian root (cached) -------------------------------------------------------------
 # passthru's own dependencies go into the cached root, so installing the package needs no
