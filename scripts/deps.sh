@@ -5,7 +5,7 @@
 #
 #   scripts/deps.sh                  install what is missing on this machine
 #   scripts/deps.sh --list GROUP...  print the packages of the groups, one a line
-#                                    (build, test, docs, vm, package, roots, all);
+#                                    (build, test, docs, vm, package, roots, ansible, all);
 #                                    the Debian roots of the tests are made from these
 set -euo pipefail
 
@@ -27,6 +27,9 @@ vm=(qemu-system-x86 cpio e2fsprogs)
 package=(dpkg-dev fakeroot lintian)
 # roots: the Debian roots of the Debian 13 half and the package tests (scripts/debian-root.sh)
 roots=(mmdebstrap)
+# ansible: the Ansible collection's playbook test (Debian's ansible-core) and its sanity checks
+# (ansible-test's validate-modules needs voluptuous; pep8, pylint and yamllint run Debian's tools)
+ansible=(ansible-core python3-voluptuous pycodestyle pylint yamllint)
 # tools: static analysis and formatting of the tree (scripts/check-tidy.sh, scripts/check-format.sh)
 tools=(clang-tidy clang-format)
 
@@ -41,15 +44,16 @@ if [[ ${1:-} == --list ]]; then
       vm) printf '%s\n' "${vm[@]}" ;;
       package) printf '%s\n' "${package[@]}" ;;
       roots) printf '%s\n' "${roots[@]}" ;;
+      ansible) printf '%s\n' "${ansible[@]}" ;;
       tools) printf '%s\n' "${tools[@]}" ;;
-      all) printf '%s\n' "${build[@]}" "${test[@]}" "${docs[@]}" "${vm[@]}" "${package[@]}" "${roots[@]}" "${tools[@]}" ;;
-      *) echo "deps: unknown group '$group' (build, test, docs, vm, package, roots, tools, all)" >&2; exit 2 ;;
+      all) printf '%s\n' "${build[@]}" "${test[@]}" "${docs[@]}" "${vm[@]}" "${package[@]}" "${roots[@]}" "${ansible[@]}" "${tools[@]}" ;;
+      *) echo "deps: unknown group '$group' (build, test, docs, vm, package, roots, ansible, tools, all)" >&2; exit 2 ;;
     esac
   done
   exit 0
 fi
 
-packages=("${build[@]}" "${test[@]}" "${docs[@]}" "${vm[@]}" "${package[@]}" "${roots[@]}" "${tools[@]}")
+packages=("${build[@]}" "${test[@]}" "${docs[@]}" "${vm[@]}" "${package[@]}" "${roots[@]}" "${ansible[@]}" "${tools[@]}")
 
 missing=()
 for p in "${packages[@]}"; do
