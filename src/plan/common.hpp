@@ -21,6 +21,15 @@ struct ProfileFunction
     std::string role;          // "HDMI/DP audio"
 };
 
+// A known problem of a model (profiles/gpus `known_issues[]`): shown as a
+// plan warning for every selected card of the model, with what to do.
+struct KnownIssue
+{
+    std::string issue;                // what goes wrong
+    std::string advice;               // what to do about it
+    std::vector<std::string> sources; // public reports (at least one)
+};
+
 // A GPU model from profiles/gpus/*.json (schema passthru.gpu-profile/1, docs/data.md).
 struct GpuProfile
 {
@@ -30,6 +39,7 @@ struct GpuProfile
     std::vector<std::string> ids;           // "10de:1e07"
     std::vector<ProfileFunction> functions; // the layout of the card; empty: not given
     std::vector<std::string> quirks;
+    std::vector<KnownIssue> known_issues;
     std::string vram_note; // e.g. memory-modded variants the ids cannot tell apart
 };
 

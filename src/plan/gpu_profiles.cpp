@@ -26,7 +26,8 @@ struct SchemaError
 // Fields earlier releases shipped and never used: accepted and ignored, so a
 // copy of an old profile under /etc/passthru keeps loading.
 constexpr std::array<std::string_view, 4> k_retired = {"architecture", "chip", "tdp_watts", "vendor"};
-constexpr std::array<std::string_view, 8> k_fields = {"schema", "name", "ids", "vram_gib", "vram_note", "functions", "quirks", "sources"};
+constexpr std::array<std::string_view, 9> k_fields = {"schema",    "name",   "ids",          "vram_gib", "vram_note",
+                                                      "functions", "quirks", "known_issues", "sources"};
 
 template<std::size_t N>
 bool one_of(const std::array<std::string_view, N>& names, std::string_view key)
@@ -127,6 +128,38 @@ std::vector<ProfileFunction> parse_functions(const nlohmann::json& j)
     return out;
 }
 
+KnownIssue parse_known_issue(const nlohmann::json& j, const std::string& at)
+{
+    if (!j.is_object()) {
+        throw SchemaError{at, "must be an object with issue, advice and sources"};
+    }
+    for (const auto& item : j.items()) {
+        if (item.key() != "issue" && item.key() != "advice" && item.key() != "sources") {
+            throw SchemaError{at + "." + item.key(), "is not a field of a known issue (issue, advice, sources)"};
+        }
+    }
+    KnownIssue k;
+    k.issue = nonempty_string(j.contains("issue") ? j["issue"] : nlohmann::json(), at + ".issue");
+    k.advice = nonempty_string(j.contains("advice") ? j["advice"] : nlohmann::json(), at + ".advice");
+    k.sources = string_list(j.contains("sources") ? j["sources"] : nlohmann::json(), at + ".sources");
+    if (k.sources.empty()) {
+        throw SchemaError{at + ".sources", "must name at least one public report"};
+    }
+    return k;
+}
+
+std::vector<KnownIssue> parse_known_issues(const nlohmann::json& j)
+{
+    if (!j.is_array()) {
+        throw SchemaError{"known_issues", "must be a list of {issue, advice, sources}"};
+    }
+    std::vector<KnownIssue> out;
+    for (std::size_t i = 0; i < j.size(); ++i) {
+        out.push_back(parse_known_issue(j[i], "known_issues[" + std::to_string(i) + "]"));
+    }
+    return out;
+}
+
 GpuProfile parse_document(const nlohmann::json& doc)
 {
     if (!doc.is_object()) {
@@ -157,6 +190,9 @@ GpuProfile parse_document(const nlohmann::json& doc)
     }
     if (doc.contains("quirks")) {
         p.quirks = string_list(doc["quirks"], "quirks");
+    }
+    if (doc.contains("known_issues")) {
+        p.known_issues = parse_known_issues(doc["known_issues"]);
     }
     if (doc.contains("sources")) {
         string_list(doc["sources"], "sources"); // documentation only: checked, not kept

@@ -114,6 +114,68 @@ TEST_SUITE("plan::gpu_profiles")
               == "p.json: sources[1] must be a non-empty string");
     }
 
+    TEST_CASE("known issues: issue, advice and at least one source each; other fields refused")
+    {
+        const auto p = plan::detail::parse_gpu_profile(
+            profile(R"J(, "known_issues": [{"issue": "i", "advice": "a", "sources": ["r1", "r2"]}])J"), "p.json");
+        REQUIRE(p);
+        REQUIRE(p->known_issues.size() == 1);
+        CHECK(p->known_issues[0].issue == "i");
+        CHECK(p->known_issues[0].advice == "a");
+        CHECK(p->known_issues[0].sources == std::vector<std::string>{"r1", "r2"});
+        CHECK(error_of(profile(R"J(, "known_issues": {"issue": "i"})J"))
+              == "p.json: known_issues must be a list of {issue, advice, sources}");
+        CHECK(error_of(profile(R"J(, "known_issues": [{"issue": "i", "advice": "a", "sources": []}])J"))
+              == "p.json: known_issues[0].sources must name at least one public report");
+        CHECK(error_of(profile(R"J(, "known_issues": [{"issue": "i", "sources": ["r"]}])J"))
+              == "p.json: known_issues[0].advice must be a non-empty string");
+        CHECK(error_of(profile(R"J(, "known_issues": [{"issue": "i", "advice": "a", "sources": ["r"], "fix": "x"}])J"))
+              == "p.json: known_issues[0].fix is not a field of a known issue (issue, advice, sources)");
+    }
+
+    TEST_CASE("the new models load with their ids, memory and layout")
+    {
+        test::TempDir root;
+        auto fs = util::HostFs::open(root.path());
+        REQUIRE(fs);
+        const plan::DataDir data(*fs, std::nullopt);
+        const auto profiles = plan::detail::load_gpu_profiles(data);
+        REQUIRE(profiles);
+        struct Want
+        {
+            const char* id;
+            const char* name;
+            double vram;
+            std::uint16_t class0;
+            std::size_t functions;
+            bool reset_issue;
+        };
+        const Want wants[] = {
+            {"10de:2b85", "GeForce RTX 5090", 32, 0x0300, 2, true},
+            {"10de:2c02", "GeForce RTX 5080", 16, 0x0300, 2, false},
+            {"10de:2c05", "GeForce RTX 5070 Ti", 16, 0x0300, 2, false},
+            {"10de:2bb1", "RTX PRO 6000 Blackwell Workstation Edition", 96, 0x0300, 2, true},
+            {"10de:2bb5", "RTX PRO 6000 Blackwell Server Edition", 96, 0x0302, 1, true},
+            {"10de:26b9", "L40S", 48, 0x0302, 1, false},
+            {"10de:27b8", "L4", 24, 0x0302, 1, false},
+            {"10de:2335", "H200 SXM 141GB", 141, 0x0302, 1, false},
+            {"10de:233b", "H200 NVL", 141, 0x0302, 1, false},
+            {"10de:2901", "B200", 180, 0x0302, 1, false},
+            {"10de:2235", "A40", 48, 0x0302, 1, false},
+            {"10de:2236", "A10", 24, 0x0302, 1, false},
+        };
+        for (const auto& w : wants) {
+            CAPTURE(w.id);
+            const auto* p = plan::detail::find_profile(*profiles, w.id);
+            REQUIRE(p != nullptr);
+            CHECK(p->name == w.name);
+            CHECK(p->vram_gib == w.vram);
+            REQUIRE(p->functions.size() == w.functions);
+            CHECK(p->functions[0].class16 == w.class0);
+            CHECK(p->known_issues.empty() != w.reset_issue);
+        }
+    }
+
     TEST_CASE("the function layout: numbers 0-7 once each, function 0 present, class as 4 hex digits, a role")
     {
         const std::string head = R"J({"schema": "passthru.gpu-profile/1", "name": "C", "ids": ["10de:1e07"], "functions": )J";

@@ -69,4 +69,19 @@ TEST_SUITE("plan::host::readiness")
         CHECK(p.warnings.empty());
         CHECK(any_has(p.notes, "no GPU profile (profiles/gpus) knows the card(s) at 0000:01:00"));
     }
+
+    TEST_CASE("a model with a known reset problem is a warning with what to do and the reports; one without is not")
+    {
+        const auto rtx5090 = run_readiness(0x2b85, "134217728");
+        REQUIRE(std::count_if(rtx5090.warnings.begin(), rtx5090.warnings.end(),
+                              [](const std::string& w) { return w.find("known issue") != std::string::npos; })
+                == 1);
+        CHECK(any_has(rtx5090.warnings, "GeForce RTX 5090 (0000:01:00): known issue: after a VM that used the card stops"));
+        CHECK(any_has(rtx5090.warnings, "What to do: keep the Proxmox kernel"));
+        CHECK(any_has(rtx5090.warnings, "reported in: "));
+        CHECK(any_has(rtx5090.warnings, "profiles/gpus/rtx-5090.json"));
+        const auto rtx5080 = run_readiness(0x2c02, "134217728");
+        CHECK(rtx5080.warnings.empty());
+        CHECK(any_has(rtx5080.notes, "GeForce RTX 5080 (0000:01:00)"));
+    }
 }

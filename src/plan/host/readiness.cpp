@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <set>
+#include <utility>
 
 #include "plan/host/common.hpp"
 #include "util/strings.hpp"
@@ -20,10 +22,37 @@ std::string gib(double v)
     return buf;
 }
 
+// One warning per known issue of each selected model (profiles/gpus
+// known_issues[]), naming the cards, what to do and the reports behind it.
+void known_issue_warnings(const PlanContext& ctx, Plan& plan)
+{
+    std::vector<std::pair<const GpuProfile*, std::vector<std::string>>> models; // in selection order
+    for (const auto* card : ctx.selected) {
+        const auto* first = card->functions.empty() ? nullptr : ctx.inventory.find(card->functions.front());
+        const GpuProfile* p = first != nullptr ? find_profile(gpu_profiles(ctx), first->vendor_device()) : nullptr;
+        if (p == nullptr || p->known_issues.empty()) {
+            continue;
+        }
+        auto it = std::find_if(models.begin(), models.end(), [p](const auto& m) { return m.first == p; });
+        if (it == models.end()) {
+            models.emplace_back(p, std::vector<std::string>{});
+            it = std::prev(models.end());
+        }
+        it->second.push_back(card->slot);
+    }
+    for (const auto& [p, slots] : models) {
+        for (const auto& k : p->known_issues) {
+            plan.warnings.push_back(p->name + " (" + util::join(slots, ", ") + "): known issue: " + k.issue + " What to do: " + k.advice
+                                    + " (reported in: " + util::join(k.sources, "; ") + "; profiles/gpus/" + p->file + ")");
+        }
+    }
+}
+
 } // namespace
 
 void plan_readiness(const PlanContext& ctx, Plan& plan, const HostInputs& /*in*/)
 {
+    known_issue_warnings(ctx, plan);
     const auto& profiles = gpu_profiles(ctx);
     double vram = 0;
     std::vector<std::string> unknown;
