@@ -59,6 +59,10 @@ std::string render_host(const scan::HostInfo& host, bool color)
                  + std::string(host.iommu.interrupt_remapping ? (*host.iommu.interrupt_remapping ? "yes" : "no") : "unknown");
     }
     facts.add_row({"IOMMU", iommu});
+    if (host.vgpu_host()) {
+        facts.add_row({"NVIDIA vGPU", "set up for vGPU: " + util::join(host.vgpu_evidence, "; ")
+                                          + " (plan keeps the nvidia driver: no blacklist or softdep for it)"});
+    }
     if (host.mem_total_kib) {
         const auto mib = *host.mem_total_kib / 1024;
         facts.add_row({"Memory", mib >= 10 * 1024 ? std::to_string((mib + 512) / 1024) + " GiB" : std::to_string(mib) + " MiB"});

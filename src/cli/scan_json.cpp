@@ -47,6 +47,7 @@ json host_json(const scan::Inventory& inv)
     jhost["pve_version"] = opt(host.pve_version);
     jhost["qemu_server_version"] = opt(host.qemu_server_version);
     jhost["mem_total_kib"] = opt(host.mem_total_kib);
+    jhost["vgpu"] = {{"host", host.vgpu_host()}, {"evidence", host.vgpu_evidence}};
     jhost["iommu"] = {
         {"enabled", host.iommu.enabled},
         {"groups", host.iommu.groups},

@@ -410,6 +410,28 @@ void dedupe(std::vector<std::string>& lines)
     lines = std::move(out);
 }
 
+// A selected card whose physical function has SR-IOV virtual functions enabled
+// serves vGPUs (or other VFs) to other VMs: passing the whole card would take
+// them away, so it is refused with the way out (docs/facts.md: vgpu).
+void refuse_cards_serving_vfs(const scan::Inventory& inv, const std::vector<const scan::GpuCard*>& cards, Plan& plan)
+{
+    for (const auto* card : cards) {
+        for (const auto& addr : card->functions) {
+            const auto* d = inv.find(addr);
+            if (d == nullptr || d->is_virtfn || d->sriov_numvfs.value_or(0) == 0) {
+                continue;
+            }
+            plan.refusals.push_back({card_label(inv, *card) + ": " + addr.str() + " has " + std::to_string(*d->sriov_numvfs)
+                                         + " SR-IOV virtual functions enabled (on an NVIDIA vGPU host they carry the vGPUs of other VMs); "
+                                           "passing the whole card would take them away",
+                                     {"stop the VMs that use its virtual functions and disable them (on Proxmox VE: disable "
+                                      "pve-nvidia-sriov@"
+                                          + addr.str() + ".service, or NVIDIA's sriov-manage -d " + addr.str() + "), then plan again",
+                                      "or select another card with --gpus"}});
+        }
+    }
+}
+
 } // namespace
 
 Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs, const DataDir& data, const Request& request)
@@ -443,6 +465,7 @@ Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs,
                                       "(use SSH, the BMC or a serial console)");
         }
     }
+    refuse_cards_serving_vfs(inventory, *cards, plan);
     const bool need_acs = check_groups(inventory, request, *cards, plan);
     if (plan.refused()) {
         return plan;

@@ -171,6 +171,9 @@ struct HostInfo
     std::optional<std::string> pve_version;         // pve-manager in the root's dpkg status
     std::optional<std::string> qemu_server_version; // qemu-server there: which VM config keys exist
     std::vector<std::string> loaded_modules;
+    // Why this is an NVIDIA vGPU host, one line per piece of evidence (scan/vgpu.hpp);
+    // empty: it is not one.
+    std::vector<std::string> vgpu_evidence;
     std::optional<std::uint64_t> mem_total_kib;
     int cpu_count = 0;
     IommuState iommu;
@@ -178,6 +181,7 @@ struct HostInfo
     bool is_amd() const { return cpu_vendor == "AMD"; }
     bool is_intel() const { return cpu_vendor == "Intel"; }
     bool module_loaded(std::string_view name) const;
+    bool vgpu_host() const { return !vgpu_evidence.empty(); }
 };
 
 enum class Severity

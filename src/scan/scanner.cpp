@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "scan/libpci.hpp"
+#include "scan/vgpu.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::scan {
@@ -642,6 +643,7 @@ Result<Inventory> scan_host(const util::HostFs& fs, const util::CommandRunner& r
     if (!inv.host.iommu.enabled) {
         inv.host.iommu.interrupt_remapping = std::nullopt;
     }
+    inv.host.vgpu_evidence = detect_vgpu_host(fs, inv.devices);
     inv.gpus = find_gpu_cards(inv.devices, inv.groups);
     assess_readiness(inv);
     return inv;

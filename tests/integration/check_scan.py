@@ -83,6 +83,10 @@ def main(argv):
             err("host.%s = %r, expected %r (dpkg status)" % (key, host.get(key), packages[package]["version"]))
     if host.get("cmdline") != desc["host"]["cmdline"]:
         err("host.cmdline = %r, expected %r" % (host.get("cmdline"), desc["host"]["cmdline"]))
+    # An NVIDIA vGPU host only where the description says so (scan/vgpu.cpp).
+    vgpu = (host.get("vgpu") or {}).get("host")
+    if vgpu is not bool(eh.get("vgpu", False)):
+        err("host.vgpu.host = %r, expected %r" % (vgpu, bool(eh.get("vgpu", False))))
     iommu = host.get("iommu") or {}
     for key in ("enabled", "groups", "interrupt_remapping"):
         if iommu.get(key) != eh["iommu"][key]:

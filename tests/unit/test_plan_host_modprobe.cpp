@@ -264,4 +264,30 @@ TEST_SUITE("plan::host::modprobe")
         CHECK(warns_about(p, "/etc/modprobe.d/pve-blacklist.conf is left alone (Proxmox VE owns it"));
         CHECK(warns_about(p, "/usr/lib/modprobe.d/blacklist_proxmox-kernel-6.8.conf is left alone (Proxmox VE's kernel package"));
     }
+
+    TEST_CASE("on an NVIDIA vGPU host no line touches nvidia: no softdep, no blacklist, binding by address, and a note says why")
+    {
+        FakeHost host;
+        nvidia_host(host);
+        const auto plain = run_modprobe(host);
+        CHECK(has_line(plain.ours, "softdep nvidia pre: vfio-pci"));
+        CHECK(has_line(plain.ours, "blacklist nvidia"));
+        CHECK(plain.plan.binding == "ids");
+        host.dir.write("usr/lib/systemd/system/nvidia-vgpu-mgr.service", "[Unit]\n");
+        const auto vgpu = run_modprobe(host);
+        for (const auto& line : util::split_lines(vgpu.ours)) {
+            CAPTURE(line);
+            CHECK(line.find("nvidia") == std::string::npos);
+            CHECK(line.find("NVIDIA GPU stays") == std::string::npos);
+        }
+        CHECK(has_line(vgpu.ours, "softdep nouveau pre: vfio-pci"));
+        CHECK(vgpu.plan.binding == "address");
+        CHECK(vgpu.ours.find("echo vfio-pci > $p/driver_override") != std::string::npos);
+        REQUIRE(std::any_of(vgpu.plan.notes.begin(), vgpu.plan.notes.end(), [](const std::string& n) {
+            return n.starts_with("NVIDIA vGPU host (the NVIDIA vGPU manager's unit /usr/lib/systemd/system/nvidia-vgpu-mgr.service): "
+                                 "passthru keeps the nvidia driver (no softdep for nvidia, nvidia_drm) and blacklists no NVIDIA driver");
+        }));
+        // Every NVIDIA GPU of the host goes to the VM: said, and still nothing for nvidia.
+        CHECK(warns_about(vgpu.plan, "every NVIDIA GPU of this vGPU host goes to VM 101"));
+    }
 }

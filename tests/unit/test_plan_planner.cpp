@@ -98,4 +98,29 @@ TEST_SUITE("plan::planner")
             std::any_of(p->notes.begin(), p->notes.end(), [](const std::string& n) { return n.find("RTX 2080 Ti") != std::string::npos; });
         CHECK(noted);
     }
+
+    TEST_CASE("on the vGPU fixture the card whose VFs serve vGPUs is refused with the way out; the other card is planned")
+    {
+        const auto root = std::filesystem::path(PASSTHRU_FIXTURES_DIR) / "hosts" / "vgpu-epyc";
+        auto fs = util::HostFs::open(root);
+        REQUIRE(fs);
+        const auto inv = fixture("vgpu-epyc");
+        REQUIRE(inv.host.vgpu_host());
+        CHECK(slots(inv, "all") == std::vector<std::string>{"0000:01:00", "0000:41:00"}); // VFs are no cards
+        const plan::DataDir data(*fs, std::nullopt);
+        plan::Request request;
+        request.vm = "101";
+        request.vmid = 101;
+        request.gpus = "0000:01:00";
+        const auto refused = plan::make_plan(inv, *fs, data, request);
+        REQUIRE(refused);
+        REQUIRE(refused->refusals.size() == 1);
+        CHECK(refused->refusals[0].message.find("0000:01:00.0 has 4 SR-IOV virtual functions enabled") != std::string::npos);
+        CHECK(refused->files.empty());
+        request.gpus = "0000:41:00";
+        const auto passed = plan::make_plan(inv, *fs, data, request);
+        REQUIRE(passed);
+        CHECK(passed->refusals.empty());
+        CHECK(passed->binding == "address");
+    }
 }

@@ -377,6 +377,51 @@ TEST_SUITE("plan::vm_libvirt")
         CHECK_FALSE(*gone);
     }
 
+    TEST_CASE("a domain whose guest cannot map the RTX 5090's 32 GiB BAR gets host-passthrough with maxphysaddr passthrough")
+    {
+        // No <cpu>: QEMU's qemu64 with 40 bits and no pdpe1gb; OVMF does not trust 40 bits from Intel, so it
+        // opens its classic 32 GiB window, too small for the card (32 GiB + 32 MiB behind one root port: 64 GiB).
+        // The host's Core i9-14900K has 46 bits.
+        const std::string uri = "test:///default";
+        const std::string xml = "<domain type='test'>\n  <name>gpu-bar</name>\n  <memory unit='GiB'>16</memory>\n"
+                                "  <vcpu>2</vcpu>\n  <os>\n    <type arch='x86_64' machine='pc-q35-7.2'>hvm</type>\n  </os>\n"
+                                "  <devices>\n    <controller type='pci' index='0' model='pcie-root'/>\n  </devices>\n</domain>\n";
+        REQUIRE(apply::define_domain_xml(uri, xml));
+        Host host("blackwell-5090");
+        plan::Request req;
+        req.vm = "gpu-bar";
+        req.gpus = "all";
+        req.backend = plan::Backend::libvirt;
+        req.connect_uri = uri;
+        const auto p = host.plan(req);
+        REQUIRE(p);
+        REQUIRE_FALSE(p->refused());
+        REQUIRE(p->domains.size() == 1);
+        const auto& change = p->domains.front();
+        CHECK(change.after_xml.find(
+                  "<cpu mode='host-passthrough' check='none' migratable='on'>\n    <maxphysaddr mode='passthrough'/>\n  </cpu>")
+              != std::string::npos);
+        const bool explained = std::any_of(change.reasons.begin(), change.reasons.end(), [](const std::string& r) {
+            return r.starts_with(
+                       "<cpu mode='host-passthrough'> with <maxphysaddr mode='passthrough'/>: the GPUs' 64-bit BARs (0000:01:00: "
+                       "32 GiB + 32 MiB = 32800 MiB, rounded up to a multiple of its largest BAR = 64 GiB) need 64 GiB, but cpu "
+                       "qemu64 without phys-bits (QEMU's default of 40 bits) gives the guest 40 address bits and OVMF a 32 GiB window")
+                   && r.find("the host CPU's 46 bits give a 8192 GiB window") != std::string::npos;
+        });
+        CHECK(explained);
+        REQUIRE(apply::define_domain_xml(uri, change.after_xml)); // the test driver parses what the plan wrote
+        const auto again = host.plan(req);
+        REQUIRE(again);
+        CHECK(again->domains.empty());
+        const bool fits = std::any_of(again->notes.begin(), again->notes.end(), [](const std::string& n) {
+            return n.find("libvirt domain 'gpu-bar': the GPUs' 64-bit BARs (0000:01:00: 32 GiB") == 0 && n.ends_with(": they fit");
+        });
+        CHECK(fits);
+        plan::DomainChange created = change;
+        created.before_xml.reset();
+        REQUIRE(apply::restore_domain(created));
+    }
+
     TEST_CASE("libvirt errors come back as Error, not on stderr")
     {
         const auto bad = apply::define_domain_xml("test:///default", "<domain><name>broken");

@@ -210,6 +210,45 @@ TEST_SUITE("plan::vm::address_space")
                  "OVMF 40 address bits and a 32 GiB window; cpu host gives 46 bits");
     }
 
+    TEST_CASE("the computation is spelled out: each card's BARs, the sum, the rounding, and what the cpu gives")
+    {
+        scan::Inventory inv;
+        add_card(inv, 0x04, 16 * k_gib);
+        add_card(inv, 0x05, 32 * k_gib);
+        inv.gpus[0].slot = "0000:04:00";
+        inv.gpus[1].slot = "0000:05:00";
+        CHECK(detail::mmio64_explained(inv, all_cards(inv))
+              == "0000:04:00: 16 GiB + 32 MiB = 16416 MiB, rounded up to a multiple of its largest BAR = 32 GiB; "
+                 "0000:05:00: 32 GiB + 32 MiB = 32800 MiB, rounded up to a multiple of its largest BAR = 64 GiB");
+        const auto d = detail::plan_address_space(shipped_limits(), host_cpu("Intel", 46, true), PropertyString::parse("host"),
+                                                  std::nullopt, 96 * k_gib, 65536, "101");
+        CHECK(d.computation
+              == "the BARs need 96 GiB plus 256 MiB for the VM's other devices (profiles/host/address-space.json headroom_mib); "
+                 "cpu host (the host's address bits) gives the guest 46 address bits, and OVMF opens a 8192 GiB 64-bit window "
+                 "(1/8 of the address space) above 65536 MiB of RAM: they fit");
+        CHECK_FALSE(d.host_limit);
+    }
+
+    TEST_CASE("a host CPU whose own address bits cannot hold the BARs: no cpu setting helps, the plan is told to refuse")
+    {
+        const auto limits = shipped_limits();
+        // Eight 128 GiB BARs (1 TiB after rounding) on a desktop CPU with 39 bits (512 GiB in all).
+        const auto d = detail::plan_address_space(limits, host_cpu("Intel", 39, true), PropertyString::parse("host"), std::nullopt,
+                                                  1024 * k_gib, 65536, "101");
+        REQUIRE(d.host_limit);
+        CHECK(*d.host_limit
+              == "the host CPU has 39 physical address bits, so a guest can address at most 512 GiB (39 bits; OVMF uses at most 46), "
+                 "but the GPUs' 64-bit BARs need 1024 GiB plus 256 MiB above 65536 MiB of RAM: no cpu setting can fit them");
+        CHECK(d.warnings.empty());
+        CHECK(detail::address_space_host_limit(limits, host_cpu("Intel", 39, true), 1024 * k_gib, 65536) == d.host_limit);
+        // The same cards fit a 46-bit host; a 39-bit host holds one 128 GiB card (its own window is then the limit, not the CPU).
+        CHECK_FALSE(detail::address_space_host_limit(limits, host_cpu("Intel", 46, true), 1024 * k_gib, 65536));
+        CHECK_FALSE(detail::address_space_host_limit(limits, host_cpu("Intel", 39, true), 128 * k_gib, 65536));
+        // Unknown host bits: nothing can be told.
+        scan::HostInfo unknown;
+        CHECK_FALSE(detail::address_space_host_limit(limits, unknown, 1024 * k_gib, 65536));
+    }
+
     TEST_CASE("qemu-server versions compare by their numbers")
     {
         CHECK(util::version_at_least("9.0.25", "6.1-13"));

@@ -40,7 +40,8 @@ HostDriver parse_driver(const nlohmann::json& j, const std::string& at)
         throw SchemaError{at, "must be an object"};
     }
     for (const auto& [key, value] : j.items()) {
-        if (key != "module" && key != "claims" && key != "why" && key != "blacklist" && key != "framebuffer" && key != "since_kernel") {
+        if (key != "module" && key != "claims" && key != "why" && key != "blacklist" && key != "framebuffer" && key != "since_kernel"
+            && key != "vgpu_keep") {
             throw SchemaError{at + "." + key, "is not a field of a driver"};
         }
     }
@@ -53,13 +54,14 @@ HostDriver parse_driver(const nlohmann::json& j, const std::string& at)
         throw SchemaError{at + ".why", "must say why the driver matters"};
     }
     d.why = j["why"].get<std::string>();
-    for (const char* flag : {"blacklist", "framebuffer"}) {
+    for (const char* flag : {"blacklist", "framebuffer", "vgpu_keep"}) {
         if (j.contains(flag) && !j[flag].is_boolean()) {
             throw SchemaError{at + "." + flag, "must be true or false"};
         }
     }
     d.blacklist = j.value("blacklist", false);
     d.framebuffer = j.value("framebuffer", false);
+    d.vgpu_keep = j.value("vgpu_keep", false);
     if (j.contains("since_kernel")) {
         const auto version = j["since_kernel"].is_string() ? util::major_minor(j["since_kernel"].get<std::string>()) : std::nullopt;
         if (!version) {

@@ -31,6 +31,8 @@ struct HostDriver
     std::string why;                      // "{function}" is replaced by the function's address
     bool blacklist = false;               // blacklisted when no NVIDIA GPU stays on the host
     bool framebuffer = false;             // a framebuffer driver: its blacklist elsewhere is no conflict
+    // NVIDIA vGPU's host driver stack ("vgpu_keep"): on a vGPU host never blacklisted or softdepped
+    bool vgpu_keep = false;
     // The module exists only in kernels from this version on ("since_kernel" in the data):
     // such an entry counts only when the target's module tree has the module.
     std::optional<std::pair<int, int>> since_kernel;

@@ -117,7 +117,22 @@ struct ModprobeJob
     bool blacklist_nvidia = false;
     std::set<std::string> blacklisted_elsewhere;
     bool want_unsafe_interrupts = false;
+    // NVIDIA vGPU host: the drivers kept loaded for it (vgpu_keep) that would have had a softdep
+    std::vector<std::string> vgpu_kept;
 };
+
+bool vgpu_host(const ModprobeJob& job)
+{
+    return job.ctx.inventory.host.vgpu_host();
+}
+
+// A vgpu_keep driver of the data: on a vGPU host it gets no softdep or blacklist.
+bool vgpu_kept(const ModprobeJob& job, const std::string& module)
+{
+    return vgpu_host(job) && std::any_of(job.drivers.drivers.begin(), job.drivers.drivers.end(), [&](const HostDriver& d) {
+               return d.vgpu_keep && d.module == module_key(module);
+           });
+}
 
 // --- binding: ids when no identical device stays, else by address ----------
 
@@ -170,6 +185,10 @@ std::string ids_obstacle(const ModprobeJob& job)
 void choose_binding(ModprobeJob& job)
 {
     job.binding_why = ids_obstacle(job);
+    if (job.binding_why.empty() && vgpu_host(job)) {
+        job.binding_why = "this host serves vGPUs, so its GPU driver stays loaded with no softdep to order vfio-pci "
+                          "before it, and ids= never takes a device from a driver that holds it";
+    }
     job.by_address = !job.binding_why.empty();
     job.plan.binding = job.by_address ? "address" : "ids";
     if (job.by_address) {
@@ -187,6 +206,12 @@ void choose_binding(ModprobeJob& job)
 void choose_softdeps(ModprobeJob& job)
 {
     auto want_softdep = [&](const std::string& module, const std::string& why) {
+        if (vgpu_kept(job, module)) {
+            if (std::find(job.vgpu_kept.begin(), job.vgpu_kept.end(), module_key(module)) == job.vgpu_kept.end()) {
+                job.vgpu_kept.push_back(module_key(module));
+            }
+            return;
+        }
         auto& s = job.softdeps[module];
         s.module = module;
         if (s.why.empty()) {
@@ -237,7 +262,18 @@ void choose_blacklist(ModprobeJob& job)
             job.nvidia_staying.push_back(card.slot);
         }
     }
-    job.blacklist_nvidia = job.nvidia_selected && job.nvidia_staying.empty();
+    job.blacklist_nvidia = job.nvidia_selected && job.nvidia_staying.empty() && !vgpu_host(job);
+    if (vgpu_host(job)) {
+        const auto& host = job.ctx.inventory.host;
+        job.plan.notes.push_back("NVIDIA vGPU host (" + util::join(host.vgpu_evidence, "; ") + "): passthru keeps the nvidia driver"
+                                 + (job.vgpu_kept.empty() ? std::string() : " (no softdep for " + util::join(job.vgpu_kept, ", ") + ")")
+                                 + " and blacklists no NVIDIA driver, because the vGPU manager needs nvidia loaded for the GPUs that "
+                                   "serve vGPUs to other VMs; the selected cards are bound to vfio-pci by address instead");
+        if (job.nvidia_staying.empty() && job.nvidia_selected) {
+            job.plan.warnings.push_back("every NVIDIA GPU of this vGPU host goes to VM " + job.ctx.request.vm
+                                        + ": no GPU is left to serve vGPUs; stop the vGPU manager (nvidia-vgpu-mgr) if that is meant");
+        }
+    }
 }
 
 // --- other modprobe.d files: fix what would fight passthru's file ------------

@@ -190,6 +190,48 @@ std::uint64_t mmio64_needed(const scan::Inventory& inventory, const std::vector<
     return total;
 }
 
+namespace {
+
+// Exact: "32 GiB", "16416 MiB".
+std::string exact_size(std::uint64_t bytes)
+{
+    constexpr std::uint64_t k_gib = 1ULL << 30;
+    return bytes % k_gib == 0   ? std::to_string(bytes / k_gib) + " GiB"
+           : bytes % k_mib == 0 ? std::to_string(bytes / k_mib) + " MiB"
+                                : std::to_string(bytes) + " bytes";
+}
+
+} // namespace
+
+std::string mmio64_explained(const scan::Inventory& inventory, const std::vector<const scan::GpuCard*>& cards)
+{
+    std::vector<std::string> parts;
+    for (const auto* card : cards) {
+        std::vector<std::string> bars;
+        std::uint64_t sum = 0;
+        std::uint64_t largest = 0;
+        for (const auto& fn : card->functions) {
+            const auto* dev = inventory.find(fn);
+            for (const auto& bar : dev != nullptr ? dev->mem_bars : std::vector<scan::MemBar>{}) {
+                if (bar.is_64bit && bar.prefetchable) {
+                    const std::uint64_t size = std::min(bar.size == 0 ? k_max_bar : bar.size, k_max_bar);
+                    bars.push_back(exact_size(size));
+                    sum = std::min(sum + size, k_max_bar);
+                    largest = std::max(largest, size);
+                }
+            }
+        }
+        if (bars.empty()) {
+            parts.push_back(card->slot + ": no 64-bit prefetchable BAR");
+            continue;
+        }
+        const std::uint64_t aligned = align_up(sum, floor_pow2(largest));
+        parts.push_back(card->slot + ": " + util::join(bars, " + ") + (bars.size() == 1 ? std::string() : " = " + exact_size(sum))
+                        + (aligned == sum ? std::string() : ", rounded up to a multiple of its largest BAR = " + exact_size(aligned)));
+    }
+    return util::join(parts, "; ");
+}
+
 bool is_qemu64_model(const AddressLimits& limits, const format::pve::PropertyString& cpu)
 {
     return contains(limits.qemu64_models, cpu.get("").value_or(cpu.get("cputype").value_or(limits.default_model)));
@@ -267,6 +309,40 @@ std::optional<format::pve::PropertyString> widened_cpu(const AddressLimits& limi
     return cpu;
 }
 
+// What CPU gives the guest against the need, in one sentence.
+std::string computation(const AddressLimits& limits, const GuestAddressing& g, std::uint64_t mmio64, std::uint64_t ram_mib)
+{
+    return "the BARs need " + size_text(mmio64) + " plus " + size_text(limits.headroom_mib * k_mib)
+           + " for the VM's other devices (profiles/host/address-space.json headroom_mib); " + g.why + " gives the guest "
+           + std::to_string(*g.bits) + " address bits, and OVMF opens a " + size_text(g.window_bytes) + " 64-bit window ("
+           + (g.trusted && g.window_bytes > limits.ovmf_classic_window_mib * k_mib
+                  ? "1/" + std::to_string(1U << static_cast<unsigned>(limits.ovmf_window_fraction_shift)) + " of the address space"
+                  : std::string("OVMF's classic window"))
+           + ") above " + std::to_string(ram_mib) + " MiB of RAM: " + (g.fits ? "they fit" : "they do not fit");
+}
+
+// Set when the host CPU cannot address the BARs and the RAM at all: the
+// guest's address space is at most the host's bits (what host-phys-bits passes
+// on), capped by OVMF; no cpu setting or window size can go beyond it.
+std::optional<std::string> host_limit_text(const AddressLimits& limits, const scan::HostInfo& host, std::uint64_t mmio64,
+                                           std::uint64_t ram_mib)
+{
+    if (!host.phys_address_bits) {
+        return std::nullopt;
+    }
+    const int cap = host.pdpe1gb == true ? limits.ovmf_max_phys_bits : limits.ovmf_no_1g_pages_max_bits;
+    const int bits = std::min(*host.phys_address_bits, cap);
+    const std::uint64_t ram_end = (std::min(ram_mib, k_max_bar / k_mib) + limits.ram_start_mib) * k_mib;
+    const std::uint64_t need = mmio64 + limits.headroom_mib * k_mib;
+    if (ram_end + need <= pow2(bits)) {
+        return std::nullopt;
+    }
+    return "the host CPU has " + std::to_string(*host.phys_address_bits) + " physical address bits, so a guest can address at most "
+           + size_text(pow2(bits)) + " (" + std::to_string(bits) + " bits; OVMF uses at most " + std::to_string(cap)
+           + (host.pdpe1gb == true ? "" : " without pdpe1gb") + "), but the GPUs' 64-bit BARs need " + size_text(mmio64) + " plus "
+           + size_text(limits.headroom_mib * k_mib) + " above " + std::to_string(ram_mib) + " MiB of RAM: no cpu setting can fit them";
+}
+
 std::string shortfall(const GuestAddressing& g, std::uint64_t mmio64)
 {
     return "the GPUs' 64-bit BARs need " + size_text(mmio64) + " of MMIO, but " + g.why + " leaves OVMF " + std::to_string(*g.bits)
@@ -279,13 +355,20 @@ AddressDecision plan_address_space(const AddressLimits& limits, const scan::Host
                                    const std::optional<format::pve::PropertyString>& current, std::uint64_t mmio64, std::uint64_t ram_mib,
                                    const std::string& vm_id)
 {
-    AddressDecision d{planned, std::nullopt, {}};
+    AddressDecision d{planned, std::nullopt, {}, {}, std::nullopt};
     if (mmio64 == 0) {
         return d; // no 64-bit BAR sizes known
     }
     const GuestAddressing g = guest_addressing(limits, host, planned, mmio64, ram_mib);
     if (!g.bits) {
         return d; // cannot tell: unknown host address size or a named model
+    }
+    d.computation = computation(limits, g, mmio64, ram_mib);
+    if (!g.fits) {
+        d.host_limit = host_limit_text(limits, host, mmio64, ram_mib);
+        if (d.host_limit) {
+            return d; // no cpu setting helps
+        }
     }
     if (g.fits) {
         if (current) {
@@ -300,6 +383,7 @@ AddressDecision plan_address_space(const AddressLimits& limits, const scan::Host
     if (auto wide = widened_cpu(limits, host, planned, blocker)) {
         const GuestAddressing w = guest_addressing(limits, host, *wide, mmio64, ram_mib);
         if (w.bits && w.fits) {
+            d.computation = computation(limits, w, mmio64, ram_mib);
             d.reason = shortfall(g, mmio64) + "; phys-bits=host with +pdpe1gb gives " + std::to_string(*w.bits) + " bits and a "
                        + size_text(w.window_bytes) + " window";
             d.cpu = *wide;
@@ -312,6 +396,12 @@ AddressDecision plan_address_space(const AddressLimits& limits, const scan::Host
                            "and flags=+pdpe1gb (qm set "
                          + vm_id + " --cpu ...)");
     return d;
+}
+
+std::optional<std::string> address_space_host_limit(const AddressLimits& limits, const scan::HostInfo& host, std::uint64_t mmio64,
+                                                    std::uint64_t ram_mib)
+{
+    return host_limit_text(limits, host, mmio64, ram_mib);
 }
 
 std::string size_text(std::uint64_t bytes)

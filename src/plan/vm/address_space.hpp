@@ -57,6 +57,10 @@ struct GuestAddressing
 // card (one PCIe root port each) the sum rounded up to its largest BAR.
 std::uint64_t mmio64_needed(const scan::Inventory& inventory, const std::vector<const scan::GpuCard*>& cards);
 
+// How mmio64_needed came to its number, for the plan's reasons: per card its
+// 64-bit prefetchable BARs, their sum and the alignment to the largest one.
+std::string mmio64_explained(const scan::Inventory& inventory, const std::vector<const scan::GpuCard*>& cards);
+
 // The guest's address bits and window for CPU (a VM config cpu value; empty:
 // no cpu line) and whether MMIO64 bytes of BARs and RAM_MIB of RAM fit.
 GuestAddressing guest_addressing(const AddressLimits& limits, const scan::HostInfo& host, const format::pve::PropertyString& cpu,
@@ -69,6 +73,12 @@ struct AddressDecision
     format::pve::PropertyString cpu;
     std::optional<std::string> reason; // a clause for the cpu change's reason line
     std::vector<std::string> warnings;
+    // What the chosen cpu line gives the guest against what the BARs need (empty:
+    // no 64-bit BAR sizes known, or the guest's bits cannot be told).
+    std::string computation;
+    // Set when not even cpu host (the host CPU's own address bits, OVMF's caps) gives
+    // a window the BARs fit in: no cpu setting helps, the plan refuses.
+    std::optional<std::string> host_limit;
 };
 
 // PLANNED is the cpu line the profile gives the VM, CURRENT the one it has (nullopt:
@@ -79,6 +89,12 @@ struct AddressDecision
 AddressDecision plan_address_space(const AddressLimits& limits, const scan::HostInfo& host, const format::pve::PropertyString& planned,
                                    const std::optional<format::pve::PropertyString>& current, std::uint64_t mmio64, std::uint64_t ram_mib,
                                    const std::string& vm_id);
+
+// Set (with why) when the host CPU cannot address MMIO64 bytes of BARs above
+// RAM_MIB of guest RAM at all: the host's physical address bits, capped by
+// OVMF, are the most any guest gets. No cpu setting helps: the plan refuses.
+std::optional<std::string> address_space_host_limit(const AddressLimits& limits, const scan::HostInfo& host, std::uint64_t mmio64,
+                                                    std::uint64_t ram_mib);
 
 // True when CPU's model is one qemu-server builds on qemu64/kvm64.
 bool is_qemu64_model(const AddressLimits& limits, const format::pve::PropertyString& cpu);

@@ -1,11 +1,93 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The libvirt side of a plan: the domain's persistent definition with the
 // GPUs as PCI host devices (docs/facts.md: libvirt).
+#include "plan/vm/address_space.hpp"
 #include "plan/vm/internal.hpp"
 #include "plan/vm/libvirt_xml.hpp"
 #include "scan/libvirt_domain.hpp"
 
 namespace passthru::plan::detail {
+
+namespace {
+
+// The Proxmox VE cpu value that asks QEMU for what the domain's <cpu> asks
+// (docs/facts.md: libvirt): no <cpu> is QEMU's default qemu64, host-passthrough
+// is -cpu host, maximum -cpu max; maxphysaddr passthrough is host-phys-bits,
+// emulate bits=N is phys-bits=N.
+format::pve::PropertyString cpu_equivalent(const DomainCpu& cpu)
+{
+    format::pve::PropertyString out;
+    const std::string model = !cpu.present                     ? "qemu64"
+                              : cpu.mode == "host-passthrough" ? "host"
+                              : cpu.mode == "maximum"          ? "max"
+                              : cpu.mode == "custom"           ? (cpu.model.empty() ? "qemu64" : cpu.model)
+                                                               : cpu.mode;
+    out.set("", model);
+    if (cpu.maxphysaddr == "passthrough") {
+        out.set("phys-bits", "host");
+    } else if (cpu.maxphysaddr == "emulate" && cpu.maxphysaddr_bits) {
+        out.set("phys-bits", std::to_string(*cpu.maxphysaddr_bits));
+    }
+    return out;
+}
+
+// The address-space check of the Proxmox side (plan/vm/address_space.*) on
+// the domain: a domain without <cpu> or with host-passthrough whose guest
+// cannot map the cards' BARs gets <maxphysaddr mode='passthrough'/>; another
+// CPU mode is a warning; a host CPU with too few address bits is a refusal.
+void check_domain_address_space(const PlanContext& ctx, Plan& plan, std::string& xml, std::vector<std::string>& reasons)
+{
+    const std::uint64_t mmio64 = mmio64_needed(ctx.inventory, ctx.selected);
+    const auto cpu = read_domain_cpu(xml);
+    if (mmio64 == 0 || !cpu) {
+        return;
+    }
+    auto limits = load_address_limits(ctx.data);
+    if (!limits) {
+        throw limits.error();
+    }
+    const std::string& name = ctx.request.vm;
+    const std::string bars = mmio64_explained(ctx.inventory, ctx.selected);
+    const std::uint64_t ram = cpu->memory_mib.value_or(0);
+    const auto g = guest_addressing(*limits, ctx.inventory.host, cpu_equivalent(*cpu), mmio64, ram);
+    if (!g.bits) {
+        plan.notes.push_back("libvirt domain '" + name + "': whether the GPUs' 64-bit BARs (" + bars + ") fit its guest address space "
+                             + "cannot be told (" + (g.why.empty() ? "unknown host address bits" : g.why) + ")");
+        return;
+    }
+    if (g.fits) {
+        plan.notes.push_back("libvirt domain '" + name + "': the GPUs' 64-bit BARs (" + bars + ") need " + size_text(mmio64) + "; " + g.why
+                             + " gives " + std::to_string(*g.bits) + " address bits and a " + size_text(g.window_bytes)
+                             + " window: they fit");
+        return;
+    }
+    format::pve::PropertyString host_cpu;
+    host_cpu.set("", "host");
+    host_cpu.set("phys-bits", "host");
+    const auto best = guest_addressing(*limits, ctx.inventory.host, host_cpu, mmio64, ram);
+    const std::string need = "the GPUs' 64-bit BARs (" + bars + ") need " + size_text(mmio64) + ", but " + g.why + " gives the guest "
+                             + std::to_string(*g.bits) + " address bits and OVMF a " + size_text(g.window_bytes) + " window";
+    if (const auto limit = address_space_host_limit(*limits, ctx.inventory.host, mmio64, ram)) {
+        plan.refusals.push_back(
+            {"libvirt domain '" + name + "': " + *limit,
+             {"pass fewer GPUs to this domain (--gpus)", "or turn Resizable BAR off for the cards in the firmware setup",
+              "or use a host whose CPU has more physical address bits ('address sizes' in /proc/cpuinfo)"}});
+        return;
+    }
+    auto wide = pass_host_phys_bits(xml);
+    if (!wide) {
+        plan.warnings.push_back("libvirt domain '" + name + "': " + need + "; " + wide.error().what()
+                                + ": use <cpu mode='host-passthrough'> with <maxphysaddr mode='passthrough'/> (virsh edit " + name + ")");
+        return;
+    }
+    xml = std::move(*wide);
+    reasons.push_back("<cpu mode='host-passthrough'> with <maxphysaddr mode='passthrough'/>: " + need + "; the host CPU's "
+                      + (best.bits ? std::to_string(*best.bits) + " bits give a " + size_text(best.window_bytes) + " window"
+                                   : std::string("address bits"))
+                      + " (libvirt turns maxphysaddr passthrough into QEMU's host-phys-bits=on)");
+}
+
+} // namespace
 
 void plan_libvirt_domain(const PlanContext& ctx, Plan& plan)
 {
@@ -45,7 +127,12 @@ void plan_libvirt_domain(const PlanContext& ctx, Plan& plan)
         plan.refusals.push_back({"libvirt domain '" + name + "': " + std::string(edit.error().what()), {}});
         return;
     }
-    if (!edit->changed) {
+    const std::string with_hostdevs = edit->xml;
+    check_domain_address_space(ctx, plan, edit->xml, edit->reasons);
+    if (plan.refused()) {
+        return;
+    }
+    if (!edit->changed && edit->xml == with_hostdevs) {
         plan.notes.push_back("libvirt domain '" + name + "' already has every selected GPU as host devices");
         return;
     }

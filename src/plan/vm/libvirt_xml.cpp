@@ -566,4 +566,94 @@ Result<HostdevEdit> add_pci_hostdevs(std::string_view domain_xml, const std::vec
     return edit;
 }
 
+namespace {
+
+// <memory> in MiB: its unit attribute (KiB when absent), the units libvirt documents.
+std::optional<unsigned long> memory_mib(xmlNode* memory)
+{
+    if (memory == nullptr || memory->children == nullptr) {
+        return std::nullopt;
+    }
+    xmlChar* text = xmlNodeGetContent(memory);
+    const auto value = util::parse_int(util::trim(reinterpret_cast<const char*>(text)));
+    xmlFree(text);
+    if (!value || *value < 0) {
+        return std::nullopt;
+    }
+    static const std::map<std::string, unsigned long> k_per_mib = {
+        {"b", 0}, {"bytes", 0}, {"k", 1}, {"KiB", 1}, {"M", 1024}, {"MiB", 1024}, {"G", 1024UL * 1024}, {"GiB", 1024UL * 1024}};
+    const auto unit = k_per_mib.find(attr(memory, "unit").value_or("KiB"));
+    if (unit == k_per_mib.end()) {
+        return std::nullopt;
+    }
+    const auto n = static_cast<unsigned long>(*value);
+    if (unit->second == 0) {
+        return n / (1024UL * 1024);
+    }
+    return unit->second == 1 ? n / 1024 : n * (unit->second / 1024);
+}
+
+} // namespace
+
+Result<DomainCpu> read_domain_cpu(std::string_view domain_xml)
+{
+    auto d = open_domain(domain_xml);
+    if (!d) {
+        return tl::unexpected(d.error());
+    }
+    xmlNode* root = xmlDocGetRootElement(d->doc.get());
+    DomainCpu out;
+    out.memory_mib = memory_mib(child(root, "memory"));
+    xmlNode* cpu = child(root, "cpu");
+    if (cpu == nullptr) {
+        return out;
+    }
+    out.present = true;
+    out.mode = attr(cpu, "mode").value_or("custom");
+    if (xmlNode* model = child(cpu, "model"); model != nullptr) {
+        xmlChar* text = xmlNodeGetContent(model);
+        out.model = std::string(util::trim(reinterpret_cast<const char*>(text)));
+        xmlFree(text);
+    }
+    if (xmlNode* max = child(cpu, "maxphysaddr"); max != nullptr) {
+        out.maxphysaddr = attr(max, "mode").value_or("");
+        out.maxphysaddr_bits = attr_number(max, "bits");
+    }
+    return out;
+}
+
+Result<std::string> pass_host_phys_bits(std::string_view domain_xml)
+{
+    auto d = open_domain(domain_xml);
+    if (!d) {
+        return tl::unexpected(d.error());
+    }
+    xmlNode* root = xmlDocGetRootElement(d->doc.get());
+    const std::string top = child_indent(root, "  ");
+    xmlNode* cpu = child(root, "cpu");
+    if (cpu == nullptr) {
+        xmlNode* after = child(root, "features") != nullptr ? child(root, "features") : child(root, "os");
+        auto added = insert_fragment(root, after,
+                                     "<cpu mode='host-passthrough' check='none' migratable='on'>\n" + top + top
+                                         + "<maxphysaddr mode='passthrough'/>\n" + top + "</cpu>",
+                                     top);
+        if (!added) {
+            return tl::unexpected(added.error());
+        }
+        return serialize(d->doc.get());
+    }
+    if (attr(cpu, "mode").value_or("custom") != "host-passthrough") {
+        return fail(Errc::precondition, "the domain's <cpu mode='" + attr(cpu, "mode").value_or("custom") + "'> is not host-passthrough");
+    }
+    if (xmlNode* old = child(cpu, "maxphysaddr"); old != nullptr) {
+        remove_element(old);
+    }
+    const std::string inner = child_indent(cpu, top + top);
+    auto added = insert_fragment(cpu, children(cpu).empty() ? nullptr : children(cpu).back(), "<maxphysaddr mode='passthrough'/>", inner);
+    if (!added) {
+        return tl::unexpected(added.error());
+    }
+    return serialize(d->doc.get());
+}
+
 } // namespace passthru::plan

@@ -514,6 +514,15 @@ struct VmJob
         AddressDecision d =
             plan_address_space(address_limits, ctx.inventory.host, planned, current, mmio64_needed(ctx.inventory, passed), ram_mib, id);
         plan.warnings.insert(plan.warnings.end(), d.warnings.begin(), d.warnings.end());
+        const std::string bars = mmio64_explained(ctx.inventory, passed);
+        if (d.host_limit) {
+            plan.refusals.push_back({"VM " + id + ": " + *d.host_limit + " (" + bars + ")",
+                                     {"pass fewer GPUs to this VM (--gpus), so their BARs fit the host's address bits",
+                                      "or turn Resizable BAR off for the cards in the firmware setup, which shrinks their large BAR",
+                                      "or use a host whose CPU has more physical address bits ('address sizes' in /proc/cpuinfo)"}});
+        } else if (!d.computation.empty()) {
+            plan.notes.push_back("VM " + id + ": guest address space for the GPUs' 64-bit BARs (" + bars + "): " + d.computation);
+        }
         return d;
     }
 
