@@ -156,6 +156,34 @@ std::string render_gpus(const scan::Inventory& inv, bool color)
     return out;
 }
 
+// "NVSwitch system": only on a host with NVSwitches; each switch with its id, name and group.
+std::string render_nvswitches(const scan::Inventory& inv, bool color)
+{
+    if (!inv.nvswitch_system()) {
+        return {};
+    }
+    const std::size_t n = inv.nvswitches.size();
+    std::string out = "\n" + styled("NVSwitch system", Style::bold, color) + ": " + std::to_string(n)
+                      + (n == 1 ? " NVSwitch" : " NVSwitches")
+                      + " (NVIDIA class 0680) join the GPUs' NVLinks into one fabric; passing the GPUs with their "
+                        "NVLinks means passing the switches too (passthru plan --gpus all)\n";
+    util::TextTable table;
+    for (const auto& sw : inv.nvswitches) {
+        const scan::PciDevice* first = sw.functions.empty() ? nullptr : inv.find(sw.functions.front());
+        std::vector<std::string> groups;
+        for (int g : sw.iommu_groups) {
+            groups.push_back(std::to_string(g));
+        }
+        std::string verdict(scan::to_string(sw.isolation));
+        const Style verdict_style = sw.isolation == scan::Isolation::shared ? Style::red : Style::green;
+        table.add_row({sw.slot, first != nullptr && !first->vendor_device().empty() ? first->vendor_device() : "?",
+                       first != nullptr && !first->device_name.empty() ? first->device_name : "NVSwitch",
+                       groups.empty() ? "no group" : "group " + util::join(groups, ","), styled(verdict, verdict_style, color)});
+    }
+    out += table.render("  ");
+    return out;
+}
+
 // "Problems": one line each, with its fix below.
 std::string render_problems(const std::vector<scan::Problem>& problems, bool color)
 {
@@ -177,7 +205,8 @@ std::string render_problems(const std::vector<scan::Problem>& problems, bool col
 
 std::string render_human(const scan::Inventory& inv, bool color)
 {
-    return render_host(inv.host, color) + render_devices(inv, color) + render_gpus(inv, color) + render_problems(inv.problems, color);
+    return render_host(inv.host, color) + render_devices(inv, color) + render_gpus(inv, color) + render_nvswitches(inv, color)
+           + render_problems(inv.problems, color);
 }
 
 } // namespace

@@ -68,6 +68,14 @@ std::string render_summary(const plan::Plan& plan, bool color)
         }
         out += g.boot_vga ? "  [boot VGA]\n" : "\n";
     }
+    for (const auto& sw : plan.nvswitches) {
+        std::vector<std::string> groups;
+        for (int n : sw.iommu_groups) {
+            groups.push_back(std::to_string(n));
+        }
+        out += "  NVSwitch " + sw.slot + (sw.name.empty() ? "" : "  " + sw.name) + "  functions " + util::join(sw.functions, " ")
+               + (groups.empty() ? "" : "  group " + util::join(groups, ",")) + "\n";
+    }
     if (!plan.binding.empty() && !plan.refused()) {
         out += "  binding: " + plan.binding + (plan.vfio_ids.empty() ? "" : "  ids " + util::join(plan.vfio_ids, ",")) + "\n";
     }

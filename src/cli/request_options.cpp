@@ -16,6 +16,7 @@ void add_request_options(po::options_description& options)
     options.add_options()("vm", po::value<std::string>(), "VMID (100-999999999) of the Proxmox VM, or the libvirt domain name")(
         "gpus", po::value<std::string>(), "which GPU cards: all, indexes from scan (0,2) or slots (0000:01:00,41:00)")(
         "acs-override", "add pcie_acs_override=downstream,multifunction (weakens isolation)")(
+        "no-fabric", "NVSwitch system: pass a selection without the NVSwitches, giving up NVLink in the guest")(
         "backend", po::value<std::string>()->default_value("proxmox"), "proxmox or libvirt")("connect", po::value<std::string>(),
                                                                                              "libvirt connection URI (--backend libvirt)")(
         "mapping", po::value<std::string>(), "use a Proxmox cluster PCI mapping with this id")(
@@ -134,6 +135,9 @@ plan::Request parse_request(const po::variables_map& vm)
     if (vm.count("acs-override") != 0U) {
         req.acs_override = plan::AcsOverride::yes;
     }
+    if (vm.count("no-fabric") != 0U) {
+        req.no_fabric = plan::NoFabric::yes;
+    }
     if (vm.count("connect") != 0U) {
         req.connect_uri = vm["connect"].as<std::string>();
     }
@@ -161,6 +165,9 @@ std::string request_to_options(const plan::Request& req)
     }
     if (req.acs_override == plan::AcsOverride::yes) {
         args.emplace_back("--acs-override");
+    }
+    if (req.no_fabric == plan::NoFabric::yes) {
+        args.emplace_back("--no-fabric");
     }
     if (req.backend == plan::Backend::libvirt) {
         args.insert(args.end(), {"--backend", "libvirt"});

@@ -143,6 +143,32 @@ json gpus_json(const scan::Inventory& inv)
     return gpus;
 }
 
+// The NVSwitches of an NVSwitch system, one entry per slot (empty elsewhere).
+json nvswitches_json(const scan::Inventory& inv)
+{
+    json out = json::array();
+    for (const auto& sw : inv.nvswitches) {
+        json js;
+        js["slot"] = sw.slot;
+        js["functions"] = addresses(sw.functions);
+        json ids = json::array();
+        for (const auto& fn : sw.functions) {
+            const auto* d = inv.find(fn);
+            ids.push_back(d != nullptr ? d->vendor_device() : std::string());
+        }
+        js["ids"] = std::move(ids);
+        js["iommu_groups"] = sw.iommu_groups;
+        js["isolation"] = std::string(scan::to_string(sw.isolation));
+        js["shares_with"] = addresses(sw.shares_with);
+        js["other_endpoints"] = addresses(sw.other_endpoints);
+        js["numa_node"] = opt(sw.numa_node);
+        const scan::PciDevice* first = sw.functions.empty() ? nullptr : inv.find(sw.functions.front());
+        js["name"] = (first != nullptr && !first->device_name.empty()) ? json(first->device_name) : json(nullptr);
+        out.push_back(std::move(js));
+    }
+    return out;
+}
+
 json problems_json(const scan::Inventory& inv)
 {
     json problems = json::array();
@@ -184,6 +210,7 @@ nlohmann::json scan_to_json(const scan::Inventory& inv)
     doc["devices"] = std::move(devices);
     doc["iommu_groups"] = groups_json(inv);
     doc["gpus"] = gpus_json(inv);
+    doc["nvswitches"] = nvswitches_json(inv);
     doc["problems"] = problems_json(inv);
     return doc;
 }
@@ -203,6 +230,8 @@ void write_scan_json(std::FILE* out, const scan::Inventory& inv)
     std::fputs(nested(groups_json(inv), 1).c_str(), out);
     std::fputs(",\n  \"gpus\": ", out);
     std::fputs(nested(gpus_json(inv), 1).c_str(), out);
+    std::fputs(",\n  \"nvswitches\": ", out);
+    std::fputs(nested(nvswitches_json(inv), 1).c_str(), out);
     std::fputs(",\n  \"problems\": ", out);
     std::fputs(nested(problems_json(inv), 1).c_str(), out);
     std::fputs("\n}\n", out);

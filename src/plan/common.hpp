@@ -65,6 +65,30 @@ const GpuProfile* find_profile(const std::vector<GpuProfile>& profiles, std::str
 void check_function_layout(const scan::Inventory& inv, const scan::GpuCard& card, const std::vector<GpuProfile>& profiles,
                            const std::string& label, Plan& plan);
 
+// The shapes of a VM that NVIDIA's full-passthrough model supports (docs/facts.md: nvswitch).
+enum class FabricShape
+{
+    whole_board, // every GPU and every NVSwitch of the host: NVLink in the guest
+    single_gpu,  // one GPU, no switch: no NVLink
+};
+
+// One NVSwitch generation from profiles/host/nvswitch.json (schema passthru.nvswitch/1, docs/data.md).
+struct NvswitchGeneration
+{
+    std::string name;             // "third-generation NVSwitch (HGX H100/H200)"
+    std::vector<std::string> ids; // "10de:22a3"
+    std::vector<FabricShape> shapes;
+    std::vector<std::string> guest_needs; // one note each
+};
+
+// Errc::usage naming `origin` and the field when the file breaks the schema.
+Result<std::vector<NvswitchGeneration>> parse_nvswitch_generations(std::string_view text, const std::string& origin);
+
+// On an NVSwitch system: the switches that go with the selected cards under the full
+// passthrough model, and the notes, warnings or refusal that say why. Nothing elsewhere.
+Result<std::vector<const scan::GpuCard*>> plan_fabric(const scan::Inventory& inv, const DataDir& data, const Request& request,
+                                                      const std::vector<const scan::GpuCard*>& cards, Plan& plan);
+
 // Current content of a host file; nullopt when it does not exist. Other
 // read failures become refusals (fail closed) and also return nullopt.
 std::optional<std::string> read_current(const PlanContext& ctx, Plan& plan, std::string_view path);

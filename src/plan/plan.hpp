@@ -24,6 +24,14 @@ enum class AcsOverride
     yes,
 };
 
+// --no-fabric: on an NVSwitch system, pass a selection that is not a supported
+// full-passthrough shape without the NVSwitches, giving up NVLink in the guest.
+enum class NoFabric
+{
+    no,
+    yes,
+};
+
 enum class Backend
 {
     proxmox,
@@ -59,6 +67,7 @@ struct Request
     std::optional<std::uint64_t> vmid; // parsed VMID for the Proxmox backend
     std::string gpus;                  // "all", "0,1", "0000:01:00,0000:41:00" (as given)
     AcsOverride acs_override = AcsOverride::no;
+    NoFabric no_fabric = NoFabric::no;
     Backend backend = Backend::proxmox;
     std::optional<std::string> mapping;     // --mapping NAME (PVE cluster mapping)
     std::optional<std::string> connect_uri; // --connect URI (libvirt)
@@ -143,6 +152,7 @@ struct Plan
     std::vector<std::string> vfio_ids;
     std::string binding; // "ids" or "address": how vfio-pci claims the cards
     std::vector<SelectedGpu> gpus;
+    std::vector<SelectedGpu> nvswitches; // the NVSwitches passed with the GPUs (full passthrough), with their groups
     std::vector<DomainChange> domains;
     std::vector<std::string> warnings;
     std::vector<Refusal> refusals;

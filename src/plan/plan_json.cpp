@@ -115,6 +115,7 @@ Request parse_request(const json& r)
     }
     req.gpus = get_string(r, "gpus", w);
     req.acs_override = get_bool(r, "acs_override", w, false) ? AcsOverride::yes : AcsOverride::no;
+    req.no_fabric = get_bool(r, "no_fabric", w, false) ? NoFabric::yes : NoFabric::no;
     const std::string backend = r.value("backend", "proxmox");
     if (backend == "proxmox") {
         req.backend = Backend::proxmox;
@@ -196,6 +197,7 @@ json request_to_json(const Request& request)
         {"vmid", request.vmid ? json(*request.vmid) : json(nullptr)},
         {"gpus", request.gpus},
         {"acs_override", request.acs_override == AcsOverride::yes},
+        {"no_fabric", request.no_fabric == NoFabric::yes},
         {"backend", request.backend == Backend::libvirt ? "libvirt" : "proxmox"},
         {"mapping", opt_string(request.mapping)},
         {"connect_uri", opt_string(request.connect_uri)},
@@ -252,15 +254,19 @@ json plan_to_json(const Plan& plan)
     for (const auto& c : plan.commands) {
         commands.push_back({{"argv", c.argv}, {"reason", c.reason}});
     }
-    json gpus = json::array();
-    for (const auto& g : plan.gpus) {
-        gpus.push_back({{"slot", g.slot},
-                        {"name", g.name},
-                        {"functions", g.functions},
-                        {"ids", g.ids},
-                        {"iommu_groups", g.iommu_groups},
-                        {"boot_vga", g.boot_vga}});
-    }
+    const auto cards_json = [](const std::vector<SelectedGpu>& list) {
+        json out = json::array();
+        for (const auto& g : list) {
+            out.push_back({{"slot", g.slot},
+                           {"name", g.name},
+                           {"functions", g.functions},
+                           {"ids", g.ids},
+                           {"iommu_groups", g.iommu_groups},
+                           {"boot_vga", g.boot_vga}});
+        }
+        return out;
+    };
+    const json gpus = cards_json(plan.gpus);
     json domains = json::array();
     for (const auto& d : plan.domains) {
         domains.push_back({{"uri", d.uri},
@@ -284,6 +290,7 @@ json plan_to_json(const Plan& plan)
         {"vfio_ids", plan.vfio_ids},
         {"binding", plan.binding},
         {"gpus", gpus},
+        {"nvswitches", cards_json(plan.nvswitches)},
         {"domains", domains},
         {"warnings", plan.warnings},
         {"refusals", refusals},
@@ -410,6 +417,9 @@ Plan plan_from_object(const json& doc)
     plan.vfio_ids = get_strings(doc, "vfio_ids", "plan");
     plan.binding = doc.contains("binding") ? get_string(doc, "binding", "plan") : std::string();
     read_each(doc, "gpus", plan.gpus, gpu_from);
+    if (doc.contains("nvswitches")) {
+        read_each(doc, "nvswitches", plan.nvswitches, gpu_from);
+    }
     if (doc.contains("domains")) {
         read_each(doc, "domains", plan.domains, domain_from);
     }

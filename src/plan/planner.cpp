@@ -128,7 +128,9 @@ std::string card_label(const scan::Inventory& inv, const scan::GpuCard& card)
             name = d->device_name;
         }
     }
-    return "GPU " + card.slot + (name.empty() ? "" : " (" + name + ")");
+    const auto* first = card.functions.empty() ? nullptr : inv.find(card.functions.front());
+    const std::string kind = first != nullptr && first->is_nvswitch() ? "NVSwitch " : "GPU ";
+    return kind + card.slot + (name.empty() ? "" : " (" + name + ")");
 }
 
 } // namespace
@@ -466,11 +468,21 @@ Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs,
         }
     }
     refuse_cards_serving_vfs(inventory, *cards, plan);
-    const bool need_acs = check_groups(inventory, request, *cards, plan);
+    // On an NVSwitch system the switches go along with the GPUs (the full-passthrough model).
+    const auto fabric = detail::plan_fabric(inventory, data, request, *cards, plan);
+    if (!fabric) {
+        return tl::unexpected(fabric.error());
+    }
+    std::vector<const scan::GpuCard*> passed = *cards;
+    for (const auto* sw : *fabric) {
+        passed.push_back(sw);
+        plan.nvswitches.push_back(selected_gpu(inventory, *sw, profiles));
+    }
+    const bool need_acs = check_groups(inventory, request, passed, plan);
     if (plan.refused()) {
         return plan;
     }
-    PlanContext ctx{inventory, fs, data, request, *cards, &profiles};
+    PlanContext ctx{inventory, fs, data, request, passed, &profiles};
     if (need_acs) {
         plan.warnings.push_back("pcie_acs_override=downstream,multifunction weakens isolation: the kernel stops trusting the PCIe "
                                 "ACS capability, so devices it puts in separate groups may still talk to each other directly. "

@@ -52,6 +52,16 @@ const GpuCard* Inventory::gpu_of(const PciAddress& addr) const
     return nullptr;
 }
 
+const GpuCard* Inventory::nvswitch_of(const PciAddress& addr) const
+{
+    for (const auto& sw : nvswitches) {
+        if (std::find(sw.functions.begin(), sw.functions.end(), addr) != sw.functions.end()) {
+            return &sw;
+        }
+    }
+    return nullptr;
+}
+
 std::map<std::string, PciAddress> Inventory::net_interfaces() const
 {
     std::map<std::string, PciAddress> out;

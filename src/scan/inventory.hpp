@@ -22,6 +22,7 @@ inline constexpr std::uint16_t display_3d = 0x0302;
 inline constexpr std::uint16_t display_other = 0x0380;
 inline constexpr std::uint16_t bridge_pci = 0x0604;
 inline constexpr std::uint16_t bridge_host = 0x0600;
+inline constexpr std::uint16_t bridge_other = 0x0680; // an NVSwitch's management function (docs/facts.md: nvswitch)
 inline constexpr std::uint8_t base_storage = 0x01;
 inline constexpr std::uint8_t base_network = 0x02;
 inline constexpr std::uint8_t base_display = 0x03;
@@ -103,6 +104,9 @@ struct PciDevice
     bool is_display() const { return base_class() == pci_class::base_display; }
     bool is_storage() const { return base_class() == pci_class::base_storage; }
     bool is_network() const { return base_class() == pci_class::base_network; }
+    // An NVIDIA function of class 0680: the PCIe endpoint through which the driver and
+    // Fabric Manager manage an NVSwitch (docs/facts.md: nvswitch).
+    bool is_nvswitch() const { return vendor == k_vendor_nvidia && class16() == pci_class::bridge_other; }
     // PCIe ports and PCI bridges may share a group with a passed device;
     // host and ISA/LPC bridges are endpoints like any other.
     bool is_bridge_like() const { return is_bridge; }
@@ -204,6 +208,10 @@ struct Inventory
     std::vector<PciDevice> devices; // sorted by address
     std::map<int, IommuGroup> groups;
     std::vector<GpuCard> gpus; // sorted by slot
+    // The NVSwitches of an NVSwitch system (HGX/DGX baseboard), one entry per slot, with the
+    // same group verdict as a card (other switches and GPU cards count as shares_with);
+    // empty on any other host. docs/facts.md: nvswitch.
+    std::vector<GpuCard> nvswitches;
     std::vector<Problem> problems;
     KernelCutoffs kernel_cutoffs; // the kernel facts scan judged with (profiles/host/kernel.json); plan uses the same
 
@@ -211,6 +219,9 @@ struct Inventory
     const GpuCard* find_gpu(std::string_view slot) const;
     // The card a function belongs to, if any.
     const GpuCard* gpu_of(const PciAddress& addr) const;
+    // The NVSwitch a function belongs to, if any.
+    const GpuCard* nvswitch_of(const PciAddress& addr) const;
+    bool nvswitch_system() const { return !nvswitches.empty(); }
     // Names of network interfaces on the host with the PCI function they sit on.
     std::map<std::string, PciAddress> net_interfaces() const;
 };

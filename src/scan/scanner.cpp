@@ -581,7 +581,7 @@ std::function<bool(int)> groups_to_list(const std::vector<PciDevice>& devices)
     std::set<std::string> gpu_slots;
     for (const auto& dev : devices) {
         gap = gap || !dev.iommu_group;
-        if (dev.is_display() && !dev.is_virtfn) {
+        if ((dev.is_display() || dev.is_nvswitch()) && !dev.is_virtfn) {
             gpu_slots.insert(dev.address.slot());
         }
     }
@@ -645,16 +645,29 @@ Result<Inventory> scan_host(const util::HostFs& fs, const util::CommandRunner& r
     }
     inv.host.vgpu_evidence = detect_vgpu_host(fs, inv.devices);
     inv.gpus = find_gpu_cards(inv.devices, inv.groups);
+    inv.nvswitches = find_nvswitches(inv.devices, inv.groups);
     assess_readiness(inv);
     return inv;
 }
 
-std::vector<GpuCard> find_gpu_cards(const std::vector<PciDevice>& devices, const std::map<int, IommuGroup>& groups)
+namespace {
+
+using DevicePredicate = std::function<bool(const PciDevice&)>;
+
+const PciDevice* find_device(const std::vector<PciDevice>& devices, const PciAddress& a)
 {
-    // Slots holding a display-class function (never a virtual function).
+    const auto it =
+        std::lower_bound(devices.begin(), devices.end(), a, [](const PciDevice& d, const PciAddress& x) { return d.address < x; });
+    return (it != devices.end() && it->address == a) ? &*it : nullptr;
+}
+
+// Slots holding a function `defines` accepts (never a virtual function), with every
+// function of the slot and its groups.
+std::map<std::string, GpuCard> cards_of(const std::vector<PciDevice>& devices, const DevicePredicate& defines)
+{
     std::map<std::string, GpuCard> cards;
     for (const auto& dev : devices) {
-        if (!dev.is_display() || dev.is_virtfn || !dev.vendor) {
+        if (!defines(dev) || dev.is_virtfn || !dev.vendor) {
             continue;
         }
         auto& card = cards[dev.address.slot()];
@@ -676,52 +689,69 @@ std::vector<GpuCard> find_gpu_cards(const std::vector<PciDevice>& devices, const
             card.iommu_groups.push_back(*dev.iommu_group);
         }
     }
-    auto find_dev = [&devices](const PciAddress& a) -> const PciDevice* {
-        const auto it =
-            std::lower_bound(devices.begin(), devices.end(), a, [](const PciDevice& d, const PciAddress& x) { return d.address < x; });
-        return (it != devices.end() && it->address == a) ? &*it : nullptr;
-    };
-    std::vector<GpuCard> out;
-    for (auto& [slot, card] : cards) {
-        std::sort(card.iommu_groups.begin(), card.iommu_groups.end());
-        std::set<PciAddress> seen;
-        if (card.iommu_groups.empty()) {
-            card.isolation = Isolation::unknown;
-        } else {
-            card.isolation = Isolation::clean;
-            for (int number : card.iommu_groups) {
-                const auto git = groups.find(number);
-                if (git == groups.end()) {
-                    continue;
-                }
-                for (const auto& member : git->second.devices) {
-                    if (std::find(card.functions.begin(), card.functions.end(), member) != card.functions.end()) {
-                        continue;
-                    }
-                    if (!seen.insert(member).second) {
-                        continue;
-                    }
-                    const PciDevice* dev = find_dev(member);
-                    if (dev != nullptr && dev->is_bridge_like()) {
-                        continue;
-                    }
-                    if (cards.contains(member.slot()) && !(dev != nullptr && dev->is_virtfn)) {
-                        card.shares_with.push_back(member);
-                        continue;
-                    }
-                    card.other_endpoints.push_back(member);
-                    if (dev == nullptr || dev->is_storage() || dev->is_network()) {
-                        card.host_critical.push_back(member);
-                    }
-                }
+    return cards;
+}
+
+// The group verdict of one card: the other members of its groups, bridges aside, are
+// peers (shares_with: they can go along to the same VM) or other endpoints.
+void judge_groups(GpuCard& card, const std::vector<PciDevice>& devices, const std::map<int, IommuGroup>& groups,
+                  const std::function<bool(const PciAddress&)>& is_peer)
+{
+    std::sort(card.iommu_groups.begin(), card.iommu_groups.end());
+    if (card.iommu_groups.empty()) {
+        card.isolation = Isolation::unknown;
+        return;
+    }
+    std::set<PciAddress> seen;
+    for (int number : card.iommu_groups) {
+        const auto git = groups.find(number);
+        if (git == groups.end()) {
+            continue;
+        }
+        for (const auto& member : git->second.devices) {
+            if (std::find(card.functions.begin(), card.functions.end(), member) != card.functions.end() || !seen.insert(member).second) {
+                continue;
             }
-            if (!card.other_endpoints.empty()) {
-                card.isolation = Isolation::shared;
-            } else if (!card.shares_with.empty()) {
-                card.isolation = Isolation::shared_with_gpu;
+            const PciDevice* dev = find_device(devices, member);
+            if (dev != nullptr && dev->is_bridge_like()) {
+                continue;
+            }
+            if (is_peer(member) && !(dev != nullptr && dev->is_virtfn)) {
+                card.shares_with.push_back(member);
+                continue;
+            }
+            card.other_endpoints.push_back(member);
+            if (dev == nullptr || dev->is_storage() || dev->is_network()) {
+                card.host_critical.push_back(member);
             }
         }
+    }
+    card.isolation = !card.other_endpoints.empty() ? Isolation::shared
+                     : !card.shares_with.empty()   ? Isolation::shared_with_gpu
+                                                   : Isolation::clean;
+}
+
+} // namespace
+
+std::vector<GpuCard> find_gpu_cards(const std::vector<PciDevice>& devices, const std::map<int, IommuGroup>& groups)
+{
+    auto cards = cards_of(devices, [](const PciDevice& d) { return d.is_display(); });
+    std::vector<GpuCard> out;
+    for (auto& [slot, card] : cards) {
+        judge_groups(card, devices, groups, [&cards](const PciAddress& a) { return cards.contains(a.slot()); });
         out.push_back(std::move(card));
+    }
+    return out;
+}
+
+std::vector<GpuCard> find_nvswitches(const std::vector<PciDevice>& devices, const std::map<int, IommuGroup>& groups)
+{
+    auto switches = cards_of(devices, [](const PciDevice& d) { return d.is_nvswitch(); });
+    const auto gpus = cards_of(devices, [](const PciDevice& d) { return d.is_display(); });
+    std::vector<GpuCard> out;
+    for (auto& [slot, sw] : switches) {
+        judge_groups(sw, devices, groups, [&](const PciAddress& a) { return switches.contains(a.slot()) || gpus.contains(a.slot()); });
+        out.push_back(std::move(sw));
     }
     return out;
 }

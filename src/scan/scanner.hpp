@@ -30,6 +30,9 @@ std::map<int, IommuGroup> scan_iommu_groups(const util::HostFs& fs);
 std::map<int, IommuGroup> scan_iommu_groups(const util::HostFs& fs, const std::function<bool(int)>& list_members);
 HostInfo scan_host_info(const util::HostFs& fs, const util::CommandRunner& runner);
 std::vector<GpuCard> find_gpu_cards(const std::vector<PciDevice>& devices, const std::map<int, IommuGroup>& groups);
+// The NVSwitch functions (PciDevice::is_nvswitch) as cards of their slots; the other
+// switches and the GPU cards in their groups are shares_with, anything else other_endpoints.
+std::vector<GpuCard> find_nvswitches(const std::vector<PciDevice>& devices, const std::map<int, IommuGroup>& groups);
 // Appends readiness problems (IOMMU, interrupt remapping, links, groups...).
 void assess_readiness(Inventory& inventory);
 

@@ -162,6 +162,15 @@ def main(argv):
             if key in e and g.get(key) != e[key]:
                 err("gpu %s: %s %r, expected %r" % (slot, key, g.get(key), e[key]))
 
+    # ---------------- NVSwitches (an NVSwitch system lists every switch function with its group)
+    got_sw = sorted((f, sw.get("ids", [None] * len(sw.get("functions", [])))[i], g)
+                    for sw in scan.get("nvswitches", [])
+                    for i, f in enumerate(sw.get("functions", []))
+                    for g in (sw.get("iommu_groups") or [None])[:1])
+    want_sw = sorted((s["function"], s["id"], s["iommu_group"]) for s in exp.get("nvswitches", []))
+    if got_sw != want_sw:
+        err("nvswitches %s, expected %s" % (got_sw, want_sw))
+
     # ---------------- problems
     problems = scan.get("problems", [])
     for p in problems:

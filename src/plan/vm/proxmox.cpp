@@ -116,7 +116,8 @@ std::vector<Card> describe_cards(const PlanContext& ctx, const Plan& plan)
         if (name.empty() && c.fn0 != nullptr) {
             name = c.fn0->device_name;
         }
-        c.label = "GPU " + c.slot + (name.empty() ? "" : " (" + name + ")");
+        c.label =
+            std::string(c.fn0 != nullptr && c.fn0->is_nvswitch() ? "NVSwitch " : "GPU ") + c.slot + (name.empty() ? "" : " (" + name + ")");
         cards.push_back(std::move(c));
     }
     return cards;
