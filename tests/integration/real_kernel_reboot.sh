@@ -15,4 +15,4 @@ if ! "$SRC/tests/reboot/run.sh" --loader grub; then
     fatal "the reboot test did not pass (see the checks above;" \
         "rerun with: $SRC/tests/reboot/run.sh --loader grub --keep /tmp/passthru-reboot)"
 fi
-ok "GRUB host: three boots passed in $(($(date +%s) - start))s"
+ok "GRUB host: the three boots and the trial's four (failing, fallback, good, confirmed) passed in $(($(date +%s) - start))s"

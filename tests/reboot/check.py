@@ -31,29 +31,121 @@ def boot_vga(iommu):
     return "0000:00:08.0" if iommu == "amd" else "0000:00:01.0"
 
 
-# --- the boot loaders' default entries ----------------------------------------------------
-def grub_default_entry(cfg):
-    """The first menuentry of a grub.cfg made by grub-mkconfig (GRUB_DEFAULT=0): its linux
-    path and arguments and its initrd, with GRUB's own variables left as they are."""
-    depth = 0
-    in_entry = False
-    linux = initrd = None
+# --- the boot loaders' entries ---------------------------------------------------------------
+GRUBENV_HEADER = "# GRUB Environment Block\n"
+GRUBENV_SIZE = 1024
+
+
+def grubenv_read(data):
+    """GRUB's environment block (/boot/grub/grubenv, grub-editenv(1)): name=value lines
+    after the header, padded with '#' to 1024 bytes. An absent or empty file is empty."""
+    env = {}
+    text = data.decode("utf-8", errors="replace") if data else ""
+    if text and not text.startswith(GRUBENV_HEADER):
+        raise SystemExit("grubenv: no '# GRUB Environment Block' header")
+    for line in text[len(GRUBENV_HEADER):].split("\n"):
+        if line and not line.startswith("#") and "=" in line:
+            k, _, v = line.partition("=")
+            env[k] = v
+    return env
+
+
+def grubenv_write(env):
+    body = GRUBENV_HEADER + "".join("%s=%s\n" % (k, v) for k, v in env.items())
+    data = body.encode("utf-8")
+    if len(data) > GRUBENV_SIZE:
+        raise SystemExit("grubenv: the variables do not fit into 1024 bytes")
+    return data + b"#" * (GRUBENV_SIZE - len(data))
+
+
+def grub_menu(cfg):
+    """The menu grub-mkconfig wrote: top-level items in order, each a dict with kind
+    ('menuentry' or 'submenu'), title, id, and for an entry its linux and initrd lines,
+    for a submenu its entries. GRUB's own variables are left as they are."""
+    items = []
+    stack = []  # the open items, outermost first
     for raw in cfg.splitlines():
         line = raw.strip()
-        if not in_entry and re.match(r"menuentry\s", line):
-            in_entry = True
-            depth = 0
-        if in_entry:
-            if line.startswith("linux") and linux is None:
-                linux = shlex.split(line)[1:]
-            elif line.startswith("initrd") and initrd is None:
-                initrd = shlex.split(line)[1:]
-            depth += line.count("{") - line.count("}")
-            if depth <= 0 and "}" in line:
-                break
-    if not linux or not initrd:
-        raise SystemExit("grub.cfg: the first menuentry has no linux/initrd line")
-    return linux[0], initrd[0], " ".join(linux[1:])
+        m = re.match(r"(menuentry|submenu)\s", line)
+        if m and line.endswith("{"):
+            words = shlex.split(line[:-1])
+            ident = None
+            for i, w in enumerate(words):
+                if w in ("$menuentry_id_option", "--id") and i + 1 < len(words):
+                    ident = words[i + 1]
+            item = {"kind": m.group(1), "title": words[1], "id": ident, "linux": None, "initrd": None, "entries": []}
+            (stack[-1]["entries"] if stack else items).append(item)
+            stack.append(item)
+            continue
+        if not stack:
+            continue
+        top = stack[-1]
+        if top["kind"] == "menuentry":
+            if re.match(r"linux(16|efi)?\s", line) and top["linux"] is None:
+                top["linux"] = shlex.split(line)[1:]
+            elif re.match(r"initrd(16|efi)?\s", line) and top["initrd"] is None:
+                top["initrd"] = shlex.split(line)[1:]
+        if line == "}":
+            stack.pop()
+    return items
+
+
+def grub_default_setting(cfg):
+    """What 00_header sets 'default' to when there is no one-time selection, and whether
+    grub.cfg honours next_entry at all (the 'set default="${next_entry}"' branch)."""
+    honours_next = re.search(r'^\s*set default="\$\{next_entry\}"\s*$', cfg, re.M) is not None
+    default = "0"
+    for m in re.finditer(r'^\s*set default="([^"]*)"\s*$', cfg, re.M):
+        if m.group(1) != "${next_entry}":
+            default = m.group(1)
+    return default, honours_next
+
+
+def grub_find(items, name):
+    """GRUB's lookup of a default: a number counts the top-level items, else an id or a
+    title; 'A>B' goes into submenu A. None when nothing matches."""
+    head, _, rest = name.partition(">")
+    found = None
+    if head.isdigit():
+        found = items[int(head)] if int(head) < len(items) else None
+    else:
+        found = next((it for it in items if it["id"] == head or it["title"] == head), None)
+    if found is None:
+        return None
+    if rest:
+        return grub_find(found["entries"], rest) if found["kind"] == "submenu" else None
+    return found if found["kind"] == "menuentry" else None
+
+
+def grub_boot_entry(cfg, env):
+    """The entry GRUB boots with this grub.cfg and environment block, as Debian's 00_header
+    decides it (docs/facts.md: trial-boot): a non-empty next_entry first (GRUB then sets it
+    empty with save_env, so it counts once); else the default, where "${saved_entry}" reads
+    saved_entry; a default that names no entry falls back to the first one, as GRUB does.
+    Returns (entry, next_entry used or "")."""
+    items = grub_menu(cfg)
+    default, honours_next = grub_default_setting(cfg)
+    used = ""
+    if honours_next and env.get("next_entry"):
+        used = default = env["next_entry"]
+    elif default == "${saved_entry}":
+        default = env.get("saved_entry", "0")
+    entry = grub_find(items, default) or grub_find(items, "0")
+    if entry is None or not entry["linux"] or not entry["initrd"]:
+        raise SystemExit("grub.cfg: the entry GRUB boots (%s) has no linux/initrd line" % default)
+    return entry, used
+
+
+def grub_default_entry(cfg):
+    """The entry GRUB boots without a one-time selection: its linux path and arguments and
+    its initrd."""
+    entry, _ = grub_boot_entry(cfg, {})
+    return entry["linux"][0], entry["initrd"][0], " ".join(entry["linux"][1:])
+
+
+def grub_entry_by_id(cfg, ident):
+    """A top-level menu entry by its id, or None."""
+    return next((it for it in grub_menu(cfg) if it["id"] == ident), None)
 
 
 def loader_entry(text):
@@ -71,10 +163,30 @@ def loader_entry(text):
     return keys["linux"], keys["initrd"], keys["options"]
 
 
-def cmd_boot_entry(kind, path):
+def cmd_boot_entry(kind, path, grubenv=None):
+    """Prints the entry the boot loader boots now as shell assignments. GRUB: with the
+    environment block GRUBENV, also NEXT_ENTRY (the one-time selection this boot uses up,
+    or empty) and ENTRY (the entry's id or title)."""
     text = open(path, encoding="utf-8").read()
-    k, i, a = grub_default_entry(text) if kind == "grub" else loader_entry(text)
+    if kind == "grub":
+        env = {}
+        if grubenv and os.path.exists(grubenv):
+            env = grubenv_read(open(grubenv, "rb").read())
+        entry, used = grub_boot_entry(text, env)
+        k, i, a = entry["linux"][0], entry["initrd"][0], " ".join(entry["linux"][1:])
+        print("NEXT_ENTRY=%s ENTRY=%s" % (shlex.quote(used), shlex.quote(entry["id"] or entry["title"])))
+    else:
+        k, i, a = loader_entry(text)
     print("KPATH=%s IPATH=%s APPEND=%s" % (shlex.quote(k), shlex.quote(i), shlex.quote(a)))
+
+
+def cmd_grubenv_used(src, dest):
+    """What GRUB's 00_header does to the block when it boots next_entry: 'set next_entry='
+    and 'save_env next_entry', so the variable stays with an empty value."""
+    env = grubenv_read(open(src, "rb").read())
+    env["next_entry"] = ""
+    with open(dest, "wb") as f:
+        f.write(grubenv_write(env))
 
 
 # --- results --------------------------------------------------------------------------------
@@ -111,8 +223,12 @@ def step_text(d, step):
 
 
 def drivers(d):
+    return drivers_file(d, "drivers.txt")
+
+
+def drivers_file(d, name):
     out = {}
-    for line in (read(d, "drivers.txt") or "").splitlines():
+    for line in (read(d, name) or "").splitlines():
         parts = line.split()
         if len(parts) == 3:
             out[parts[0]] = parts[1]
@@ -145,7 +261,7 @@ def evidence(ck, d, n):
     for a in (CARD_VGA, CARD_AUDIO, HOST_HDA):
         print("     %s: %s" % (a, drv.get(a, "?")))
     print("     /dev/vfio: %s" % " ".join((read(d, "dev-vfio.txt") or "").split()))
-    for step in ("apply", "verify", "rollback"):
+    for step in ("apply", "verify", "rollback", "trial-apply", "confirm"):
         if rc(d, step) is not None:
             print("     passthru %s: exit %s" % (step, rc(d, step)))
     state = (read(d, "system-state.txt") or "").strip()
@@ -245,6 +361,163 @@ def check_boot3(ck, a, d, boot1, loader, iommu):
         print("       " + line)
 
 
+# --- the trial boots (GRUB): boot 3 ends with apply --trial; 4 fails, 5 falls back -------
+TRIAL_ID = "passthru-trial"
+TRIAL_MARKER = "passthru.trial"
+# what decides the default boot: left exactly as they were by a trial
+DEFAULT_BOOT_FILES = ("/etc/default/grub", "/etc/default/grub.d/passthru.cfg", "/etc/kernel/cmdline")
+
+
+def hashes(d, name):
+    out = {}
+    for line in (read(d, name) or "").splitlines():
+        h, _, path = line.partition("  ")
+        out[path] = h
+    return out
+
+
+def booted_entry(a, n):
+    p = os.path.join(a.dir, "boot%d" % n, "entry.txt")
+    return open(p).read().strip() if os.path.exists(p) else None
+
+
+def serial_end(a, n):
+    """How the machine ended: the kernel's last words on the serial console."""
+    p = os.path.join(a.dir, "boot%d" % n, "serial.log")
+    t = open(p, errors="replace").read() if os.path.exists(p) else ""
+    if "reboot: Restarting system" in t:
+        return "reboot"
+    if "reboot: Power down" in t:
+        return "power-off"
+    return "?"
+
+
+def trial_args(d):
+    """The trial entry's arguments (as grub-mkconfig wrote them after apply --trial)."""
+    entry = grub_entry_by_id(read(d, "grub.cfg.trial") or "", TRIAL_ID)
+    return entry["linux"][1:] if entry and entry["linux"] else []
+
+
+def check_trial_applied(ck, d, default_before):
+    """apply --trial: the trial entry exists, GRUB boots it once, the default is as before."""
+    ck.check(rc(d, "trial-apply") == 0, "passthru apply --trial exits 0", step_text(d, "trial-apply"))
+    out = read(d, "trial-apply.out") or ""
+    steps = out.partition("Next steps, in this order:")[2]
+    order = [steps.find(w) for w in ("reboot", "verify", "confirm", "rollback")]
+    ck.check(steps != "" and -1 not in order and order == sorted(order),
+             "apply --trial ends with the next steps in order: reboot, verify, confirm, rollback", out[-800:])
+    args = trial_args(d)
+    ck.check(TRIAL_MARKER in args, "grub.cfg has the trial entry '%s' with the marker: %s" % (TRIAL_ID, " ".join(args)),
+             read(d, "grub.cfg.trial"))
+    env = grubenv_read(open(os.path.join(d, "grubenv.trial"), "rb").read()) if read(d, "grubenv.trial") is not None else {}
+    ck.check(env.get("next_entry") == TRIAL_ID, "grub-reboot set next_entry=%s in /boot/grub/grubenv" % TRIAL_ID, env)
+    try:
+        default_after = grub_default_entry(read(d, "grub.cfg.trial") or "")
+    except SystemExit as e:
+        default_after = str(e)
+    ck.check(default_after == default_before, "grub.cfg's default entry is exactly as before apply --trial",
+             "before: %s\nafter:  %s" % (default_before, default_after))
+    return args
+
+
+def check_trial_boot(ck, a, d, n, args):
+    """A trial boot: the one-time entry, the marker, the card on vfio-pci, scan says so."""
+    ck.check(booted_entry(a, n) == TRIAL_ID, "GRUB's one-time selection booted the trial entry", booted_entry(a, n))
+    cmdline = (read(d, "cmdline.txt") or "").split()
+    ck.check(TRIAL_MARKER in cmdline and all(x in cmdline for x in args if not x.startswith("BOOT_IMAGE")),
+             "/proc/cmdline carries the trial's arguments and the marker %s" % TRIAL_MARKER, " ".join(cmdline))
+    drv = drivers(d)
+    ck.check(drv.get(CARD_VGA) == "vfio-pci" and drv.get(CARD_AUDIO) == "vfio-pci",
+             "on the trial boot both card functions are on vfio-pci", read(d, "drivers.txt"))
+    host_drivers_ok(ck, drv, a.iommu, "on the trial boot")
+    ck.check("Trial boot" in (read(d, "scan.out") or ""), "scan says this is a trial boot", step_text(d, "scan"))
+    ck.check("trial boot" in (read(d, "verify.out") or ""), "verify says this is a trial boot", step_text(d, "verify"))
+
+
+def check_boot3_trial(ck, a, d):
+    try:
+        before = grub_default_entry(read(d, "grub.cfg") or "")
+    except SystemExit as e:
+        before = str(e)
+    check_trial_applied(ck, d, before)
+
+
+def check_boot4(ck, a, d):
+    b3 = os.path.join(a.dir, "boot3", "results")
+    check_trial_boot(ck, a, d, 4, trial_args(b3))
+    inj = drivers_file(d, "drivers-injected.txt")
+    ck.check(inj.get(CARD_AUDIO) == "snd_hda_intel", "the injected failure: the card's audio is on snd_hda_intel",
+             read(d, "drivers-injected.txt"))
+    v = rc(d, "verify")
+    ck.check(v is not None and v != 0, "passthru verify fails on this trial boot (exit %s), so it is not confirmed" % v,
+             step_text(d, "verify"))
+    ck.check("passthru-trial.timer" in (read(d, "timer.txt") or ""), "the trial's watchdog timer is armed", read(d, "timer.txt"))
+    ck.check(serial_end(a, 4) == "reboot", "the watchdog rebooted the machine (\"reboot: Restarting system\")", serial_end(a, 4))
+
+
+def check_boot5(ck, a, d):
+    b3 = os.path.join(a.dir, "boot3", "results")
+    ck.check(booted_entry(a, 5) not in (None, TRIAL_ID), "GRUB booted the default entry again (%s)" % booted_entry(a, 5))
+    cmdline = (read(d, "cmdline.txt") or "").split()
+    ck.check(cmdline == (read(b3, "cmdline.txt") or "").split(), "/proc/cmdline is exactly boot 3's (before apply --trial)",
+             " ".join(cmdline))
+    drv = drivers(d)
+    ck.check(drv.get(CARD_VGA) == "bochs-drm" and drv.get(CARD_AUDIO) == "snd_hda_intel",
+             "every card function is on its host driver (bochs-drm, snd_hda_intel)", read(d, "drivers.txt"))
+    host_drivers_ok(ck, drv, a.iommu, "after the failed trial")
+    env = grubenv_read(open(os.path.join(d, "grubenv"), "rb").read()) if read(d, "grubenv") is not None else {}
+    ck.check(not env.get("next_entry"), "no one-time selection is left in grubenv", env)
+    try:
+        same = grub_default_entry(read(d, "grub.cfg") or "") == grub_default_entry(read(b3, "grub.cfg") or "")
+    except SystemExit:
+        same = False
+    ck.check(same, "grub.cfg's default entry is byte for byte boot 3's")
+    before, fallback, after = hashes(b3, "before-trial.sha256"), hashes(d, "after-fallback.sha256"), hashes(d, "after-rollback.sha256")
+    ck.check(len(before) > 5 and all(before.get(f) == fallback.get(f) for f in DEFAULT_BOOT_FILES),
+             "the files of the default boot (%s) are byte-identical to before apply --trial" % ", ".join(DEFAULT_BOOT_FILES),
+             "\n".join("%s %s -> %s" % (f, before.get(f), fallback.get(f)) for f in DEFAULT_BOOT_FILES))
+    v = rc(d, "verify")
+    ck.check(v is not None and v != 0, "passthru verify fails on the default boot (exit %s)" % v, step_text(d, "verify"))
+    ck.check(rc(d, "rollback") == 0, "passthru rollback --yes exits 0", step_text(d, "rollback"))
+    ck.check(len(before) > 5 and before == after, "after rollback every file passthru touched is byte-identical to before apply --trial",
+             "\n".join("%s %s -> %s" % (f, before.get(f), after.get(f)) for f in sorted(set(before) | set(after)) if before.get(f) != after.get(f)))
+    print("     sha256 before apply --trial == after rollback: %d files (%d absent)" % (len(before), sum(1 for h in before.values() if h == "absent")))
+    print("     files the failed trial left until rollback: %s" % " ".join(sorted(f for f in before if before[f] != fallback.get(f))))
+    # the good path starts here
+    try:
+        default_now = grub_default_entry(read(d, "grub.cfg") or "")
+    except SystemExit as e:
+        default_now = str(e)
+    check_trial_applied(ck, d, default_now)
+
+
+def check_boot6(ck, a, d):
+    check_trial_boot(ck, a, d, 6, trial_args(os.path.join(a.dir, "boot5", "results")))
+    ck.check(rc(d, "verify") == 0, "passthru verify exits 0 on the good trial boot", step_text(d, "verify"))
+    ck.check(rc(d, "confirm") == 0, "passthru confirm exits 0", step_text(d, "confirm"))
+    cfg = read(d, "grub.cfg") or ""
+    ck.check(grub_entry_by_id(cfg, TRIAL_ID) is None, "after confirm grub.cfg has no trial entry")
+    ck.check(read(d, "etc/grub.d_42_passthru_trial") is None and read(d, "etc/systemd_system_passthru-trial.timer") is None,
+             "after confirm the trial's script and watchdog are gone")
+    env = grubenv_read(open(os.path.join(d, "grubenv"), "rb").read()) if read(d, "grubenv") is not None else {}
+    ck.check(not env.get("next_entry"), "no one-time selection is left in grubenv", env)
+    ck.check(serial_end(a, 6) == "power-off", "the watchdog did not reboot the confirmed trial (the step powered off)", serial_end(a, 6))
+
+
+def check_boot7(ck, a, d):
+    b6 = os.path.join(a.dir, "boot6", "results")
+    ck.check(booted_entry(a, 7) not in (None, TRIAL_ID), "GRUB booted the default entry (%s)" % booted_entry(a, 7))
+    args = planned_args("grub", b6, a.iommu)
+    cmdline = (read(d, "cmdline.txt") or "").split()
+    ck.check(len(args) > 0 and all(x in cmdline for x in args) and TRIAL_MARKER not in cmdline,
+             "/proc/cmdline carries the confirmed arguments %s and no trial marker" % " ".join(args), " ".join(cmdline))
+    drv = drivers(d)
+    ck.check(drv.get(CARD_VGA) == "vfio-pci" and drv.get(CARD_AUDIO) == "vfio-pci",
+             "on the default boot after confirm both card functions are on vfio-pci", read(d, "drivers.txt"))
+    host_drivers_ok(ck, drv, a.iommu, "after confirm")
+    ck.check(rc(d, "verify") == 0, "passthru verify --vm 101 exits 0 on the default boot", step_text(d, "verify"))
+
+
 def cmd_boot(a):
     d = os.path.join(a.dir, "boot%d" % a.boot, "results")
     boot1 = os.path.join(a.dir, "boot1", "results")
@@ -261,23 +534,34 @@ def cmd_boot(a):
         check_boot1(ck, a, d, a.loader, a.iommu)
     elif a.boot == 2:
         check_boot2(ck, a, d, boot1, a.loader, a.iommu)
-    else:
+    elif a.boot == 3:
         check_boot3(ck, a, d, boot1, a.loader, a.iommu)
+        if a.loader == "grub":
+            check_boot3_trial(ck, a, d)
+    else:
+        {4: check_boot4, 5: check_boot5, 6: check_boot6, 7: check_boot7}[a.boot](ck, a, d)
     evidence(ck, d, a.boot)
+    if booted_entry(a, a.boot):
+        print("     GRUB entry booted: %s; the machine ended by %s" % (booted_entry(a, a.boot), serial_end(a, a.boot)))
     return 1 if ck.failures else 0
 
 
 def main():
     if len(sys.argv) >= 2 and sys.argv[1] == "boot-entry":
-        if len(sys.argv) != 4 or sys.argv[2] not in ("grub", "systemd-boot"):
-            raise SystemExit("usage: check.py boot-entry grub|systemd-boot FILE")
-        cmd_boot_entry(sys.argv[2], sys.argv[3])
+        if len(sys.argv) not in (4, 5) or sys.argv[2] not in ("grub", "systemd-boot"):
+            raise SystemExit("usage: check.py boot-entry grub|systemd-boot FILE [GRUBENV]")
+        cmd_boot_entry(sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) == 5 else None)
+        return 0
+    if len(sys.argv) >= 2 and sys.argv[1] == "grubenv-used":
+        if len(sys.argv) != 4:
+            raise SystemExit("usage: check.py grubenv-used GRUBENV OUT")
+        cmd_grubenv_used(sys.argv[2], sys.argv[3])
         return 0
     p = argparse.ArgumentParser()
     p.add_argument("mode", choices=["boot"])
     p.add_argument("--loader", required=True, choices=["grub", "systemd-boot"])
     p.add_argument("--iommu", required=True, choices=["intel", "amd"])
-    p.add_argument("--boot", required=True, type=int, choices=[1, 2, 3])
+    p.add_argument("--boot", required=True, type=int, choices=range(1, 8))
     p.add_argument("--dir", required=True)
     return cmd_boot(p.parse_args())
 

@@ -4,7 +4,10 @@
 # disk image and booted three times under QEMU (TCG, q35, emulated IOMMU) with systemd as
 # init. Boot 1 runs `passthru apply` on the live root (update-initramfs and the boot-loader
 # refresh run for real); boot 2 boots what the boot loader would boot now and checks the
-# binding, verify and rollback; boot 3 checks that rollback undid it.
+# binding, verify and rollback; boot 3 checks that rollback undid it. On the GRUB host
+# boots 4-7 then take `passthru apply --trial` through its failing path (the watchdog
+# reboots into the unchanged default entry) and its good path (confirm); README: the
+# trial boots. GRUB's entry is the one its grubenv selects (next_entry once, else default).
 #
 # Usage: tests/reboot/run.sh [--loader grub|systemd-boot]... [--iommu intel|amd]
 #                            [--release bookworm|trixie] [--keep DIR] [--silence SECONDS]
@@ -83,7 +86,7 @@ while [ $# -gt 0 ]; do
     --keep) [ $# -ge 2 ] || die "--keep needs a directory"; KEEP=$2; shift 2 ;;
     --silence) [ $# -ge 2 ] || die "--silence needs seconds"; SILENCE=$2; shift 2 ;;
     --deb) [ $# -ge 2 ] || die "--deb needs a file"; DEB=$(readlink -f "$2"); shift 2 ;;
-    -h | --help) sed -n '9,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '12,33p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
     esac
 done
@@ -267,7 +270,21 @@ boot_files() {
             APPEND="root=UUID=$ROOT_UUID ro $HOST_ARGS"
         else
             dump "$img" /boot/grub/grub.cfg "$dir/grub.cfg.booted" || die "the image has no /boot/grub/grub.cfg"
-            eval "$(python3 "$HERE/check.py" boot-entry grub "$dir/grub.cfg.booted")"
+            # the entry GRUB picks: grubenv's one-time next_entry (grub-reboot), else the
+            # default; GRUB uses next_entry up on this boot, so the image's block is
+            # changed as GRUB's save_env changes it (check.py grubenv-used)
+            dump "$img" /boot/grub/grubenv "$dir/grubenv.booted" || true
+            eval "$(python3 "$HERE/check.py" boot-entry grub "$dir/grub.cfg.booted" "$dir/grubenv.booted")"
+            echo "$ENTRY" >"$dir/entry.txt"
+            if [ -n "$NEXT_ENTRY" ]; then
+                python3 "$HERE/check.py" grubenv-used "$dir/grubenv.booted" "$dir/grubenv.used"
+                printf 'cd /boot/grub\nrm grubenv\nwrite %s grubenv\n' "$dir/grubenv.used" >"$dir/debugfs-grubenv.cmds"
+                debugfs -w -f "$dir/debugfs-grubenv.cmds" "$img" >"$dir/debugfs-grubenv.log" 2>&1 ||
+                    die "cannot write /boot/grub/grubenv into the image"
+                dump "$img" /boot/grub/grubenv "$dir/grubenv.check" && cmp -s "$dir/grubenv.used" "$dir/grubenv.check" ||
+                    die "/boot/grub/grubenv in the image is not the one GRUB leaves ($dir/debugfs-grubenv.log)"
+                log "$loader boot $n: GRUB's one-time entry '$NEXT_ENTRY' (next_entry, used up by this boot)"
+            fi
         fi
         # GRUB puts the image's path first on the command line
         APPEND="BOOT_IMAGE=$KPATH $APPEND"
@@ -395,7 +412,11 @@ for loader in "${LOADERS[@]}"; do
     log "$loader: root with passthru installed and its image made in $((SECONDS - t0)) s"
     times=()
     ok=1
-    for n in 1 2 3; do
+    # GRUB: after the three boots, the trial's failing and good paths (README: the trial
+    # boots); a systemd-boot host refuses --trial
+    boots=(1 2 3)
+    [ "$loader" = grub ] && boots+=(4 5 6 7)
+    for n in "${boots[@]}"; do
         BOOT_RESULT=
         if ! boot "$loader" "$img" "$n"; then
             summary+=("$loader boot $n: FAIL: $BOOT_RESULT")
