@@ -413,9 +413,9 @@ for loader in "${LOADERS[@]}"; do
     times=()
     ok=1
     # GRUB: after the three boots, the trial's failing and good paths (README: the trial
-    # boots); a systemd-boot host refuses --trial
+    # boots), on the Debian 12 host only so far; a systemd-boot host refuses --trial
     boots=(1 2 3)
-    [ "$loader" = grub ] && boots+=(4 5 6 7)
+    [ "$loader" = grub ] && [ "$RELEASE" = bookworm ] && boots+=(4 5 6 7)
     for n in "${boots[@]}"; do
         BOOT_RESULT=
         if ! boot "$loader" "$img" "$n"; then
