@@ -92,6 +92,61 @@ run_rc env PASSTHRU_TEST_FAULT=kill@1 PASSTHRU_TEST_FAULT_TRACE=1 "$P" --root "$
 ! grep -q PASSTHRU_TEST_FAULT "$P" || fail "the passthru binary carries the fault hook's environment names"
 section_ok "passthru ignores PASSTHRU_TEST_FAULT and PASSTHRU_TEST_FAULT_TRACE (the hook is in passthru-faults only)"
 
+# --- Medium 6: a saved plan edited after review -----------------------------
+# apply --plan FILE trusted the file: an edited plan made a setuid-root file,
+# wrote root's authorized_keys, deleted /etc/default/grub, passed the SATA
+# controller and ran `sh -c` as an after-step. Now apply plans the recorded
+# request again and refuses (exit 3) a plan that is not exactly that plan.
+section_start
+R=$T/saved
+copy_host epyc-4x2080ti "$R"
+S0=$(tree_sum "$R")
+"$P" --root "$R" plan --vm 101 --gpus all --out "$T/reviewed.json" > /dev/null
+sata=$(grep -l '^0x010601' "$R"/sys/bus/pci/devices/*/class | head -1 | xargs dirname | xargs basename)
+[[ -n $sata ]] || fail "the fixture has no SATA controller to pass"
+for edit in setuid authorized_keys delete_grub sata after_step mode reason; do
+    copy_host epyc-4x2080ti "$R"
+    python3 - "$T/reviewed.json" "$T/edited.json" "$edit" "$sata" <<'PY'
+import hashlib, json, sys
+plan = json.load(open(sys.argv[1]))
+edit, sata = sys.argv[3], sys.argv[4]
+def new_file(path, content, mode):
+    return {"path": path, "action": "create", "content": content, "before": None, "before_sha256": None,
+            "after_sha256": hashlib.sha256(content.encode()).hexdigest(), "mode": mode, "reasons": ["x"]}
+if edit == "setuid":
+    plan["files"].append(new_file("/usr/local/bin/helper", "#!/bin/sh\nexec /bin/sh\n", "4755"))
+elif edit == "authorized_keys":
+    plan["files"].append(new_file("/root/.ssh/authorized_keys", "ssh-ed25519 AAAA intruder\n", "0600"))
+elif edit == "delete_grub":
+    before = open(sys.argv[2].rsplit("/", 1)[0] + "/saved/etc/default/grub").read()
+    plan["files"].append({"path": "/etc/default/grub", "action": "delete", "content": None, "before": before,
+                          "before_sha256": hashlib.sha256(before.encode()).hexdigest(), "after_sha256": None,
+                          "mode": "0644", "reasons": ["x"]})
+    plan["files"] = [f for f in plan["files"] if f["path"] != "/etc/default/grub" or f["action"] == "delete"]
+elif edit == "sata":
+    for f in plan["files"]:
+        if f["path"] == "/etc/modprobe.d/passthru-vfio.conf":
+            f["content"] += "install ahci echo %s > /sys/bus/pci/drivers/vfio-pci/bind\n" % sata
+            f["after_sha256"] = hashlib.sha256(f["content"].encode()).hexdigest()
+elif edit == "after_step":
+    plan["commands"].append({"argv": ["sh", "-c", "touch /PWNED"], "reason": "x"})
+elif edit == "mode":
+    plan["files"][0]["mode"] = "0666"
+elif edit == "reason":
+    plan["files"][0]["reasons"] = ["nothing to see here"]
+json.dump(plan, open(sys.argv[2], "w"))
+PY
+    run_rc "$P" --root "$R" apply --plan "$T/edited.json" --yes
+    [[ $RC -eq 3 ]] || fail "edited plan ($edit): exit $RC, expected 3: $(tail -2 "$T/err")"
+    grep -q "^passthru: error: refused: the saved plan $T/edited.json is not what passthru plans for its request" "$T/err" \
+        || fail "edited plan ($edit): not explained: $(grep error "$T/err")"
+    [[ $(tree_sum "$R") == "$S0" && ! -e $R/var/lib/passthru && ! -e $R/usr/local/bin/helper && ! -e $R/root/.ssh ]] \
+        || fail "edited plan ($edit): something was written"
+done
+run_rc "$P" --root "$R" apply --plan "$T/reviewed.json" --yes
+[[ $RC -eq 0 ]] || fail "the reviewed plan itself: exit $RC: $(tail -2 "$T/err")"
+section_ok "an edited saved plan (setuid file, authorized_keys, /etc/default/grub deleted, SATA passed, sh -c, a mode, a reason) is refused (exit 3), nothing written; the reviewed plan applies"
+
 # --- Medium 7: terminal escapes in host data --------------------------------
 # A VM description (any PVE user with VM.Config rights can set it) and a
 # driver name from sysfs carried ESC[2K and CR to the terminal raw: one could
