@@ -2,8 +2,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/apply_common.hpp"
 #include "cli/commands.hpp"
@@ -25,6 +28,44 @@ void print_error(const Error& err, bool color)
     for (const auto& hint : err.hints()) {
         std::fprintf(stderr, "hint: %s\n", hint.c_str());
     }
+}
+
+// With --json, stdout carries one JSON document even when the command fails
+// (schema passthru.error/1, docs/scan-json.md): scripts parse one document
+// and need not scrape stderr. The one line and its hints still go to stderr.
+bool json_requested(int argc, char** argv)
+{
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--") == 0) {
+            return false;
+        }
+        if (std::strcmp(argv[i], "--json") == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void print_json_error(const Error& err, int exit_code)
+{
+    const nlohmann::json doc = {
+        {"schema", "passthru.error/1"},
+        {"error", {{"message", err.what()}, {"hints", err.hints()}, {"exit_code", exit_code}}},
+    };
+    std::fputs((doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n").c_str(), stdout);
+    std::fflush(stdout);
+}
+
+// Prints the error (and its JSON document with --json); its exit code.
+int report_error(const Error& err, bool color, bool json)
+{
+    std::fflush(stdout);
+    const int code = exit_code_for(err.code());
+    if (json) {
+        print_json_error(err, code);
+    }
+    print_error(err, color);
+    return code;
 }
 
 util::ColorMode parse_color(const std::string& text)
@@ -94,6 +135,12 @@ int run_command(const Command& command, const GlobalOptions& options, const po::
         throw Error(Errc::usage, std::string("--root: ") + fs.error().what())
             .with_hint("give the directory that holds the host's /sys, /proc and /etc");
     }
+    // Only --root / (or no --root) means this host: a path that merely
+    // resolves to / (a symlink, /tmp/..) would switch to the live host unseen.
+    if (fs->is_live() && options.root.string() != "/") {
+        throw Error(Errc::usage, "--root " + options.root.string() + " resolves to /, this host itself")
+            .with_hint("to work on this host, leave --root out (or give --root /); otherwise give the copy's directory");
+    }
     Context ctx{options, std::move(*fs), util::CommandRunner(util::RunMode::record), false, false};
     if (ctx.fs.is_live()) {
         ctx.runner = util::CommandRunner(util::RunMode::execute);
@@ -157,25 +204,21 @@ int run(int argc, char** argv, bool& error_color)
 int main(int argc, char** argv)
 {
     bool color = util::use_color(stderr, util::ColorMode::auto_detect);
+    const bool json = json_requested(argc, argv);
     try {
         const int rc = run(argc, argv, color);
         std::fflush(stdout);
         return rc;
     } catch (const Error& err) {
-        std::fflush(stdout);
-        print_error(err, color);
-        return exit_code_for(err.code());
+        return report_error(err, color, json);
     } catch (const po::error& err) {
-        std::fflush(stdout);
-        print_error(Error(Errc::usage, err.what()).with_hint("run 'passthru --help' or 'passthru COMMAND --help'"), color);
-        return exit_code::usage;
+        return report_error(Error(Errc::usage, err.what()).with_hint("run 'passthru --help' or 'passthru COMMAND --help'"), color, json);
     } catch (const std::bad_alloc&) {
         std::fputs("passthru: error: out of memory\n", stderr);
         return exit_code::internal;
     } catch (const std::exception& err) {
-        std::fflush(stdout);
-        std::fprintf(stderr, "passthru: internal error: %s\n", err.what());
-        std::fputs("hint: this is a bug in passthru; please report it with the command you ran\n", stderr);
-        return exit_code::internal;
+        return report_error(Error(Errc::internal, std::string("internal error: ") + err.what())
+                                .with_hint("this is a bug in passthru; please report it with the command you ran"),
+                            color, json);
     }
 }

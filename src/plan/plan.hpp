@@ -60,6 +60,10 @@ struct NetworkRequest
     std::optional<int> confirm_timeout_seconds;
 };
 
+// Proxmox VE's VMID range (pve-common's pve-vmid format).
+inline constexpr std::uint64_t k_min_vmid = 100;
+inline constexpr std::uint64_t k_max_vmid = 999'999'999;
+
 // What the user asked for. Serialised into saved plans and journals.
 struct Request
 {

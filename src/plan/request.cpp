@@ -58,8 +58,18 @@ Result<void> validate_request(const Request& request)
         if (request.backend == Backend::proxmox) {
             const bool numeric = request.vm.find_first_not_of("0123456789") == std::string::npos;
             const auto id = numeric ? util::parse_int(request.vm) : std::nullopt;
+            const std::string range = "--vm " + request.vm + ": VMID is outside 100-999999999 (Proxmox VE's VMID range)";
+            if (numeric && !request.vm.empty() && !id) {
+                return usage(range); // more digits than any VMID
+            }
             if (!id || !request.vmid || static_cast<std::uint64_t>(*id) != *request.vmid) {
                 return usage("--vm must be a numeric VMID for Proxmox VE, not '" + request.vm + "'");
+            }
+            if (std::to_string(*id) != request.vm) {
+                return usage("--vm " + request.vm + ": write the VMID without leading zeros (" + std::to_string(*id) + ")");
+            }
+            if (*request.vmid < k_min_vmid || *request.vmid > k_max_vmid) {
+                return usage(range);
             }
         }
     } else if (request.vmid) {

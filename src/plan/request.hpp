@@ -21,7 +21,8 @@ extern const std::vector<std::string> k_bond_modes;
 bool valid_ifname(std::string_view name);
 
 // Errc::usage with the option it concerns when the request cannot be planned
-// (a non-numeric VMID for Proxmox VE, an empty --gpus, a bad interface name,
+// (a VMID for Proxmox VE that is not a number from 100 to 999999999 written
+// without leading zeros, an empty --gpus, a bad interface name,
 // an unknown bond mode, a confirm timeout out of range, ...).
 Result<void> validate_request(const Request& request);
 

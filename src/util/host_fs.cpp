@@ -435,10 +435,17 @@ Result<HostFs> HostFs::open(const std::filesystem::path& root)
 {
     std::error_code ec;
     const auto canonical = std::filesystem::canonical(root, ec);
+    if (ec == std::errc::permission_denied) {
+        return tl::unexpected(io_error("cannot read root", root.string(), EACCES));
+    }
     if (ec || !std::filesystem::is_directory(canonical, ec)) {
         return fail(Errc::not_found, "root " + root.string() + " is not an existing directory");
     }
     const bool live = canonical == std::filesystem::path("/");
+    if (::access(canonical.c_str(), R_OK | X_OK) != 0) {
+        // Else every read below fails alike and scan reports "no PCI devices".
+        return tl::unexpected(io_error("cannot read root", canonical.string(), errno));
+    }
     const int fd = ::open(canonical.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
         return tl::unexpected(io_error("cannot open root", canonical.string(), errno));

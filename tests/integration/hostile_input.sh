@@ -147,6 +147,51 @@ run_rc "$P" --root "$R" apply --plan "$T/reviewed.json" --yes
 [[ $RC -eq 0 ]] || fail "the reviewed plan itself: exit $RC: $(tail -2 "$T/err")"
 section_ok "an edited saved plan (setuid file, authorized_keys, /etc/default/grub deleted, SATA passed, sh -c, a mode, a reason) is refused (exit 3), nothing written; the reviewed plan applies"
 
+# --- Low: --vm values, --json on failure, a --root that is / or unreadable ---
+section_start
+R=$T/low
+copy_host epyc-4x2080ti "$R"
+S0=$(tree_sum "$R")
+for v in 0 99 99999999999 1000000000 123456789012345678901234567890 -1 0101 1e3 ''; do
+    run_rc "$P" --root "$R" plan --vm "$v" --gpus all
+    [[ $RC -eq 2 ]] || fail "--vm '$v': exit $RC, expected 2 (bad input): $(head -1 "$T/err")"
+    [[ $(grep -c '^passthru: error: ' "$T/err") -eq 1 ]] || fail "--vm '$v': not one error line"
+done
+grep -q 'without leading zeros' <("$P" --root "$R" plan --vm 0101 --gpus all 2>&1) || fail "--vm 0101: leading zeros not named"
+[[ $(tree_sum "$R") == "$S0" && ! -e $R/var/lib/passthru ]] || fail "a bad --vm wrote something"
+
+for cmd in "plan --vm 101 --gpus 7 --json" "plan --vm 99 --gpus all --json" "scan --json --no-such-option" "history --json --to"; do
+    # shellcheck disable=SC2086
+    run_rc "$P" --root "$R" $cmd
+    python3 - "$T/out" "$RC" <<'PY' || fail "'$cmd --json' on failure: no single JSON error document on stdout: $(head -c 300 "$T/out")"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["schema"] == "passthru.error/1", doc
+assert doc["error"]["exit_code"] == int(sys.argv[2]) != 0, doc
+assert doc["error"]["message"] and isinstance(doc["error"]["hints"], list), doc
+PY
+    [[ $(grep -c '^passthru: error: ' "$T/err") -eq 1 ]] || fail "'$cmd': the error line is not on stderr"
+done
+run_rc "$P" --root "$R" plan --vm 99 --gpus all
+[[ ! -s $T/out ]] || fail "without --json a failure printed on stdout"
+
+# --root that resolves to / must not switch to the live host (scan only: it
+# reads, so even a regression here writes nothing on this machine).
+ln -s / "$T/slash"
+for root in "$T/slash" /tmp/.. "$T/slash/tmp/.." //; do
+    run_rc "$P" --root "$root" scan
+    [[ $RC -eq 2 ]] || fail "--root $root (resolves to /): exit $RC, expected 2"
+    grep -q 'resolves to /, this host itself' "$T/err" || fail "--root $root: not explained: $(head -1 "$T/err")"
+    [[ ! -s $T/out ]] || fail "--root $root: scanned the live host"
+done
+if [[ $(id -u) -eq 0 ]] && setpriv --reuid=65534 --regid=65534 --clear-groups "$P" --version > /dev/null 2>&1; then
+    mkdir -m 0700 "$T/private" && cp -a "$R" "$T/private/root"
+    run_rc setpriv --reuid=65534 --regid=65534 --clear-groups "$P" --root "$T/private/root" scan
+    [[ $RC -eq 2 ]] || fail "an unreadable --root: exit $RC, expected 2"
+    grep -q 'cannot read root' "$T/err" || fail "an unreadable --root: $(head -1 "$T/err")"
+fi
+section_ok "--vm outside 100-999999999, with leading zeros or not a number: exit 2; --json failures print one passthru.error/1 document; a --root resolving to / or unreadable is refused (exit 2)"
+
 # --- Medium 7: terminal escapes in host data --------------------------------
 # A VM description (any PVE user with VM.Config rights can set it) and a
 # driver name from sysfs carried ESC[2K and CR to the terminal raw: one could

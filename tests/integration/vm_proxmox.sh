@@ -152,8 +152,11 @@ expect_refusal() { # WHAT PATTERN ARGS...
 }
 
 fresh
-expect_refusal "VMID 99" "outside 100-999999999" --vm 99 --gpus all
-expect_refusal "VMID 1000000000" "outside 100-999999999" --vm 1000000000 --gpus all
+for vmid in 99 1000000000; do # bad input: exit 2 before planning, nothing written
+  plan "$T/r" --vm "$vmid" --gpus all
+  [ "$rc" = 2 ] || fail "VMID $vmid: exit $rc, expected 2"
+  grep -q "outside 100-999999999" "$T/plan.err" || fail "VMID $vmid: range not named: $(cat "$T/plan.err")"
+done
 
 fresh
 echo "lock: backup" >>"$T/r/etc/pve/qemu-server/101.conf"

@@ -15,8 +15,6 @@ namespace passthru::plan::detail {
 inline constexpr std::string_view k_qemu_server_dir = "/etc/pve/qemu-server";
 inline constexpr std::string_view k_pci_mapping_file = "/etc/pve/mapping/pci.cfg";
 inline constexpr int k_max_hostpci = 16; // hostpci0..hostpci15 (qemu-server PCI.pm)
-inline constexpr std::uint64_t k_min_vmid = 100;
-inline constexpr std::uint64_t k_max_vmid = 999'999'999;
 
 // The Proxmox VE backend: VM config, mappings, qm commands.
 void plan_proxmox_vm(const PlanContext& ctx, const VmProfile& profile, Plan& plan);
