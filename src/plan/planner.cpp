@@ -418,12 +418,20 @@ void dedupe(std::vector<std::string>& lines)
 void refuse_cards_serving_vfs(const scan::Inventory& inv, const std::vector<const scan::GpuCard*>& cards, Plan& plan)
 {
     for (const auto* card : cards) {
+        // Named as plan names the selected card (its profile first), not by the
+        // machine's pci.ids, so the refusal reads the same on every release.
+        std::string label = card_label(inv, *card);
+        for (const auto& g : plan.gpus) {
+            if (g.slot == card->slot && !g.name.empty()) {
+                label = "GPU " + card->slot + " (" + g.name + ")";
+            }
+        }
         for (const auto& addr : card->functions) {
             const auto* d = inv.find(addr);
             if (d == nullptr || d->is_virtfn || d->sriov_numvfs.value_or(0) == 0) {
                 continue;
             }
-            plan.refusals.push_back({card_label(inv, *card) + ": " + addr.str() + " has " + std::to_string(*d->sriov_numvfs)
+            plan.refusals.push_back({label + ": " + addr.str() + " has " + std::to_string(*d->sriov_numvfs)
                                          + " SR-IOV virtual functions enabled (on an NVIDIA vGPU host they carry the vGPUs of other VMs); "
                                            "passing the whole card would take them away",
                                      {"stop the VMs that use its virtual functions and disable them (on Proxmox VE: disable "
