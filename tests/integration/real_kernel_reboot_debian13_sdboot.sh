@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The real reboot test (tests/reboot/README.md), the Debian 13 (PVE 9) systemd-boot host
+# (/etc/kernel/cmdline, proxmox-boot-tool refresh, the loader entry) on an Intel VT-d machine,
+# with the passthru package built for trixie:
+# apply on the live host, the reboot into what the boot loader boots (card on vfio-pci,
+# verify passes, rollback), the reboot after rollback (card back on its host drivers).
+#
+# This test never skips: if a tool or Debian's archive is missing, it fails.
+# Env: PASSTHRU_SOURCE_DIR (the repository), PASSTHRU_BUILD_DIR (the build tree: the root
+# and package caches live under it).
+: "${PASSTHRU_SOURCE_DIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+source "$(dirname "$0")/lib.inc"
+start=$(date +%s)
+if ! "$SRC/tests/reboot/run.sh" --release trixie --loader systemd-boot; then
+    fatal "the reboot test did not pass (see the checks above;" \
+        "rerun with: $SRC/tests/reboot/run.sh --release trixie --loader systemd-boot --keep /tmp/passthru-reboot)"
+fi
+ok "Debian 13 systemd-boot host (VT-d): three boots passed in $(($(date +%s) - start))s"
