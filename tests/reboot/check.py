@@ -264,6 +264,9 @@ def evidence(ck, d, n):
     for step in ("apply", "verify", "rollback", "trial-apply", "confirm"):
         if rc(d, step) is not None:
             print("     passthru %s: exit %s" % (step, rc(d, step)))
+    pbt = (read(d, "proxmox-boot-tool.log") or "").strip().splitlines()
+    if pbt:
+        print("     proxmox-boot-tool calls so far: %s" % "; ".join(pbt))
     state = (read(d, "system-state.txt") or "").strip()
     print("     systemd: %s; failed units: %s" % (state, " ".join((read(d, "failed-units.txt") or "").split()[:8]) or "none"))
 

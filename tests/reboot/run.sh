@@ -126,7 +126,9 @@ fi
 
 # Proxmox's own packages, as far as passthru sees them: dpkg's record of pve-manager (scan
 # reads its version), qemu-server with the qm stand-in, proxmox-kernel-helper with the
-# proxmox-boot-tool stand-in. Built with dpkg-deb and installed with apt like the rest.
+# proxmox-boot-tool stand-in and the initramfs hook through which update-initramfs syncs
+# the ESPs, as the real package has it. Built with dpkg-deb and installed with apt like
+# the rest.
 PKGDIR=$WORK/packages
 rm -rf "$PKGDIR"
 mkdir -p "$PKGDIR"
@@ -158,7 +160,8 @@ trixie) PVE_VERSIONS=(9.1.6 9.1.4 9.0.4) ;;
 esac
 stub_package pve-manager "${PVE_VERSIONS[0]}"
 stub_package qemu-server "${PVE_VERSIONS[1]}" "$HERE/guest/qm" usr/sbin/qm
-stub_package proxmox-kernel-helper "${PVE_VERSIONS[2]}" "$HERE/guest/proxmox-boot-tool" usr/sbin/proxmox-boot-tool
+stub_package proxmox-kernel-helper "${PVE_VERSIONS[2]}" "$HERE/guest/proxmox-boot-tool" usr/sbin/proxmox-boot-tool \
+    "$HERE/guest/proxmox-boot-sync" etc/initramfs/post-update.d/proxmox-boot-sync
 
 # --- the Debian root (cached) -------------------------------------------------------------
 # passthru's own dependencies go into the cached root, so installing the package needs no
