@@ -106,19 +106,6 @@ void trim_right(std::string& s)
     }
 }
 
-int fsync_dir(const std::string& local_dir)
-{
-    const int fd = ::open(local_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
-        return errno;
-    }
-    const int rc = ::fsync(fd);
-    const int err = rc == 0 ? 0 : errno;
-    ::close(fd);
-    // Some filesystems (and pmxcfs) do not support fsync on directories.
-    return (err == EINVAL || err == EROFS) ? 0 : err;
-}
-
 // A random suffix for a temporary file name (getrandom(2); never predictable).
 std::string random_suffix()
 {
@@ -323,6 +310,34 @@ int open_beneath(int dfd, std::string_view name, int flags)
     return cur;
 }
 
+// Names of the entries of the open directory fd (without "." and ".."),
+// sorted; nullopt with errno set when reading it fails.
+std::optional<std::vector<std::string>> list_fd(int fd)
+{
+    std::vector<std::string> names;
+    // getdents64(2) straight into a buffer: no DIR stream (whose set-up costs
+    // an fstat and an fcntl per directory; scan lists thousands).
+    alignas(8) char buf[16384];
+    for (;;) {
+        const ssize_t n = ::getdents64(fd, buf, sizeof buf);
+        if (n < 0) {
+            return std::nullopt;
+        }
+        if (n == 0) {
+            break;
+        }
+        for (ssize_t off = 0; off < n;) {
+            const auto* ent = reinterpret_cast<const dirent64*>(buf + off);
+            if (std::strcmp(ent->d_name, ".") != 0 && std::strcmp(ent->d_name, "..") != 0) {
+                names.emplace_back(ent->d_name);
+            }
+            off += ent->d_reclen;
+        }
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
 } // namespace
 
 HostDir::HostDir(HostDir&& other) noexcept : m_fd(other.m_fd), m_path(std::move(other.m_path))
@@ -384,30 +399,13 @@ std::optional<std::string> HostDir::link(const char* name) const
 
 std::vector<std::string> HostDir::list(const char* name) const
 {
-    std::vector<std::string> names;
     const int fd = open_beneath(m_fd, name, O_RDONLY | O_DIRECTORY);
     if (fd < 0) {
-        return names;
+        return {};
     }
-    // getdents64(2) straight into a buffer: no DIR stream (whose set-up costs
-    // an fstat and an fcntl per directory; scan lists thousands).
-    alignas(8) char buf[16384];
-    for (;;) {
-        const ssize_t n = ::getdents64(fd, buf, sizeof buf);
-        if (n <= 0) {
-            break;
-        }
-        for (ssize_t off = 0; off < n;) {
-            const auto* ent = reinterpret_cast<const dirent64*>(buf + off);
-            if (std::strcmp(ent->d_name, ".") != 0 && std::strcmp(ent->d_name, "..") != 0) {
-                names.emplace_back(ent->d_name);
-            }
-            off += ent->d_reclen;
-        }
-    }
+    auto names = list_fd(fd);
     ::close(fd);
-    std::sort(names.begin(), names.end());
-    return names;
+    return names ? std::move(*names) : std::vector<std::string>{};
 }
 
 std::optional<HostDir> HostDir::subdir(const std::string& name) const
@@ -430,6 +428,95 @@ bool HostDir::has(const char* name) const
 }
 
 // ---- HostFs --------------------------------------------------------------
+
+namespace {
+
+// A file descriptor closed when it goes out of scope.
+class UniqueFd
+{
+public:
+    explicit UniqueFd(int fd = -1) noexcept : m_fd(fd) {}
+    UniqueFd(const UniqueFd&) = delete;
+    UniqueFd& operator=(const UniqueFd&) = delete;
+    ~UniqueFd()
+    {
+        if (m_fd >= 0) {
+            ::close(m_fd);
+        }
+    }
+    int get() const noexcept { return m_fd; }
+    bool ok() const noexcept { return m_fd >= 0; }
+    int release() noexcept
+    {
+        const int fd = m_fd;
+        m_fd = -1;
+        return fd;
+    }
+
+private:
+    int m_fd;
+};
+
+// openat2(2) of host_path with RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS on the
+// descriptor of the root: the kernel resolves every component, symlink bodies
+// and ".." included, as if root_fd were "/", in one walk that a concurrent
+// rename cannot lead outside it. -1 with errno set on failure.
+int openat2_in_root(int root_fd, std::string_view host_path, int flags, mode_t mode = 0)
+{
+    std::string rel(host_path);
+    const auto first = rel.find_first_not_of('/');
+    rel.erase(0, first == std::string::npos ? rel.size() : first);
+    if (rel.empty()) {
+        rel = ".";
+    }
+    open_how how{};
+    how.flags = static_cast<std::uint64_t>(flags | O_CLOEXEC);
+    how.mode = (flags & (O_CREAT | O_TMPFILE)) != 0 ? mode : 0;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    // With RESOLVE_IN_ROOT the kernel answers EAGAIN when a rename or mount anywhere on the
+    // system raced the resolution of a ".." component; the call may simply be retried
+    // (docs/facts.md: openat2). Bounded, so a sustained race fails closed with EAGAIN.
+    constexpr int max_attempts = 256;
+    long fd = -1;
+    for (int attempt = 0; attempt < max_attempts; ++attempt) {
+        fd = ::syscall(SYS_openat2, root_fd, rel.c_str(), &how, sizeof how);
+        if (fd >= 0 || errno != EAGAIN) {
+            break;
+        }
+    }
+    return static_cast<int>(fd);
+}
+
+// fsync(2) of an open directory; 0 or the errno of the failure.
+int fsync_dir_fd(int dir_fd)
+{
+    if (::fsync(dir_fd) == 0) {
+        return 0;
+    }
+    // Some filesystems (and pmxcfs) do not support fsync on directories.
+    return (errno == EINVAL || errno == EROFS) ? 0 : errno;
+}
+
+FileInfo file_info(const struct stat& st)
+{
+    FileInfo info;
+    if (S_ISREG(st.st_mode)) {
+        info.type = FileType::regular;
+    } else if (S_ISDIR(st.st_mode)) {
+        info.type = FileType::directory;
+    } else if (S_ISLNK(st.st_mode)) {
+        info.type = FileType::symlink;
+    } else {
+        info.type = FileType::other;
+    }
+    info.mode = st.st_mode & 07777;
+    info.uid = st.st_uid;
+    info.gid = st.st_gid;
+    info.size = static_cast<std::uint64_t>(st.st_size);
+    return info;
+}
+
+} // namespace
 
 Result<HostFs> HostFs::open(const std::filesystem::path& root)
 {
@@ -454,6 +541,20 @@ Result<HostFs> HostFs::open(const std::filesystem::path& root)
         ::close(*p);
         delete p;
     });
+    // Every access goes through openat2(2); without it nothing keeps a path
+    // inside the root while someone renames its directories: fail closed.
+    const UniqueFd probe(openat2_in_root(fd, "/", O_PATH | O_DIRECTORY));
+    if (!probe.ok()) {
+        const int err = errno;
+        if (err == ENOSYS || err == EPERM || err == EINVAL || err == E2BIG) {
+            return tl::unexpected(Error(Errc::precondition, "this kernel offers no openat2(2) (" + errno_text(err)
+                                                                + "): passthru cannot keep its reads and writes inside "
+                                                                + canonical.string())
+                                      .with_hint("run passthru on Linux 5.6 or later (Debian 12's kernel has openat2), "
+                                                 "outside a seccomp filter that blocks it"));
+        }
+        return tl::unexpected(io_error("cannot open root", canonical.string(), err));
+    }
     return HostFs(canonical, live, std::move(root_fd));
 }
 
@@ -468,6 +569,8 @@ std::string HostFs::local_str(const std::string& resolved_host_path) const
     return m_root.string() + resolved_host_path;
 }
 
+// Only for names (resolve(), local(), HostDir::path()): no file is opened,
+// created or removed through the path this returns.
 Result<std::string> HostFs::resolve_impl(std::string_view host_path, bool follow_last) const
 {
     std::deque<std::string> todo;
@@ -539,28 +642,37 @@ Result<std::filesystem::path> HostFs::local(std::string_view host_path) const
     return std::filesystem::path(local_str(*resolved));
 }
 
+int HostFs::open_in_root(std::string_view host_path, int flags, mode_t mode) const
+{
+    return openat2_in_root(*m_root_fd, host_path, flags, mode);
+}
+
+int HostFs::open_parent(std::string_view host_path, std::string& name, int flags) const
+{
+    auto parts = split_components(host_path);
+    if (parts.empty() || parts.back() == "." || parts.back() == "..") {
+        errno = EINVAL;
+        return -1;
+    }
+    name = std::move(parts.back());
+    parts.pop_back();
+    return open_in_root(join_components(parts), flags | O_DIRECTORY);
+}
+
 Result<std::string> HostFs::read_file(std::string_view host_path) const
 {
-    auto resolved = resolve_impl(host_path, true);
-    if (!resolved) {
-        return tl::unexpected(resolved.error());
-    }
-    const std::string local = local_str(*resolved);
-    const int fd = ::open(local.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
+    const UniqueFd fd(open_in_root(host_path, O_RDONLY | O_NONBLOCK));
+    if (!fd.ok()) {
         return tl::unexpected(io_error("cannot read", host_path, errno));
     }
     struct stat st
     {};
-    if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-        ::close(fd);
+    if (::fstat(fd.get(), &st) == 0 && S_ISDIR(st.st_mode)) {
         return fail(Errc::io, "cannot read " + std::string(host_path) + ": is a directory");
     }
-    auto out = read_fd_all(fd, std::size_t{256} << 20);
-    const int err = errno;
-    ::close(fd);
+    auto out = read_fd_all(fd.get(), std::size_t{256} << 20);
     if (!out) {
-        return tl::unexpected(io_error("cannot read", host_path, err));
+        return tl::unexpected(io_error("cannot read", host_path, errno));
     }
     return std::move(*out);
 }
@@ -577,184 +689,189 @@ std::optional<std::string> HostFs::read_attr(std::string_view host_path) const
 
 Result<std::string> HostFs::read_link(std::string_view host_path) const
 {
-    auto resolved = resolve_impl(host_path, false);
-    if (!resolved) {
-        return tl::unexpected(resolved.error());
-    }
-    const std::string local = local_str(*resolved);
-    char buf[4096];
-    const ssize_t n = ::readlink(local.c_str(), buf, sizeof buf);
-    if (n < 0 || static_cast<std::size_t>(n) >= sizeof buf) {
+    std::string name;
+    const UniqueFd dir(open_parent(host_path, name, O_PATH));
+    if (!dir.ok()) {
         return tl::unexpected(io_error("cannot read link", host_path, errno));
+    }
+    char buf[4096];
+    const ssize_t n = ::readlinkat(dir.get(), name.c_str(), buf, sizeof buf);
+    if (n < 0 || static_cast<std::size_t>(n) >= sizeof buf) {
+        return tl::unexpected(io_error("cannot read link", host_path, n < 0 ? errno : ENAMETOOLONG));
     }
     return std::string(buf, static_cast<std::size_t>(n));
 }
 
 Result<std::vector<std::string>> HostFs::list_dir(std::string_view host_path) const
 {
-    auto resolved = resolve_impl(host_path, true);
-    if (!resolved) {
-        return tl::unexpected(resolved.error());
-    }
-    const std::string local = local_str(*resolved);
-    DIR* dir = ::opendir(local.c_str());
-    if (dir == nullptr) {
+    const UniqueFd fd(open_in_root(host_path, O_RDONLY | O_DIRECTORY));
+    if (!fd.ok()) {
         return tl::unexpected(io_error("cannot list", host_path, errno));
     }
-    std::vector<std::string> names;
-    while (const dirent* ent = ::readdir(dir)) {
-        if (std::strcmp(ent->d_name, ".") == 0 || std::strcmp(ent->d_name, "..") == 0) {
-            continue;
-        }
-        names.emplace_back(ent->d_name);
+    auto names = list_fd(fd.get());
+    if (!names) {
+        return tl::unexpected(io_error("cannot list", host_path, errno));
     }
-    ::closedir(dir);
-    std::sort(names.begin(), names.end());
-    return names;
-}
-
-int HostFs::open_confined(std::string_view host_path, int flags) const
-{
-    if (m_live) {
-        return ::open(std::string(host_path).c_str(), flags | O_CLOEXEC);
-    }
-    static bool have_openat2 = true;
-    if (have_openat2 && m_root_fd) {
-        std::string rel(host_path);
-        while (!rel.empty() && rel.front() == '/') {
-            rel.erase(0, 1);
-        }
-        if (rel.empty()) {
-            rel = ".";
-        }
-        open_how how{};
-        how.flags = static_cast<std::uint64_t>(flags | O_CLOEXEC);
-        how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-        // With RESOLVE_IN_ROOT the kernel answers EAGAIN when a rename or mount anywhere on the
-        // system raced the resolution of a ".." component; the call may simply be retried
-        // (docs/facts.md: openat2). Bounded, so a sustained race fails closed with EAGAIN.
-        constexpr int max_attempts = 256;
-        long fd = -1;
-        for (int attempt = 0; attempt < max_attempts; ++attempt) {
-            fd = ::syscall(SYS_openat2, *m_root_fd, rel.c_str(), &how, sizeof how);
-            if (fd >= 0 || errno != EAGAIN) {
-                break;
-            }
-        }
-        if (fd >= 0 || errno != ENOSYS) {
-            return static_cast<int>(fd);
-        }
-        have_openat2 = false;
-    }
-    auto resolved = resolve_impl(host_path, true);
-    if (!resolved) {
-        errno = ELOOP;
-        return -1;
-    }
-    return ::open(local_str(*resolved).c_str(), flags | O_CLOEXEC);
+    return std::move(*names);
 }
 
 Result<HostDir> HostFs::open_dir(std::string_view host_path, std::optional<std::string> known_path) const
 {
-    const int fd = open_confined(host_path, O_RDONLY | O_DIRECTORY);
-    if (fd < 0) {
+    UniqueFd fd(open_in_root(host_path, O_RDONLY | O_DIRECTORY));
+    if (!fd.ok()) {
         return tl::unexpected(io_error("cannot open directory", host_path, errno));
     }
     if (known_path) {
-        return HostDir(fd, std::move(*known_path));
+        return HostDir(fd.release(), std::move(*known_path));
     }
     auto resolved = resolve_impl(host_path, true);
     if (!resolved) {
-        ::close(fd);
         return tl::unexpected(resolved.error());
     }
-    return HostDir(fd, std::move(*resolved));
+    return HostDir(fd.release(), std::move(*resolved));
 }
 
 bool HostFs::exists(std::string_view host_path) const
 {
-    auto resolved = resolve_impl(host_path, true);
-    if (!resolved) {
-        return false;
-    }
-    struct stat st
-    {};
-    return ::stat(local_str(*resolved).c_str(), &st) == 0;
+    return UniqueFd(open_in_root(host_path, O_PATH)).ok();
 }
 
 bool HostFs::is_dir(std::string_view host_path) const
 {
-    auto resolved = resolve_impl(host_path, true);
-    if (!resolved) {
-        return false;
-    }
-    struct stat st
-    {};
-    return ::stat(local_str(*resolved).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    return UniqueFd(open_in_root(host_path, O_PATH | O_DIRECTORY)).ok();
 }
 
 FileInfo HostFs::stat(std::string_view host_path) const
 {
-    FileInfo info;
-    auto resolved = resolve_impl(host_path, false);
-    if (!resolved) {
-        return info;
-    }
     struct stat st
     {};
-    if (::lstat(local_str(*resolved).c_str(), &st) != 0) {
-        return info;
+    std::string name;
+    if (split_components(host_path).empty()) {
+        if (::fstat(*m_root_fd, &st) != 0) {
+            return {};
+        }
+        return file_info(st);
     }
-    if (S_ISREG(st.st_mode)) {
-        info.type = FileType::regular;
-    } else if (S_ISDIR(st.st_mode)) {
-        info.type = FileType::directory;
-    } else if (S_ISLNK(st.st_mode)) {
-        info.type = FileType::symlink;
-    } else {
-        info.type = FileType::other;
+    const UniqueFd dir(open_parent(host_path, name, O_PATH));
+    if (!dir.ok() || ::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        return {};
     }
-    info.mode = st.st_mode & 07777;
-    info.uid = st.st_uid;
-    info.gid = st.st_gid;
-    info.size = static_cast<std::uint64_t>(st.st_size);
-    return info;
+    return file_info(st);
 }
 
+// Each missing directory is made with mkdirat(2) in a descriptor of its
+// parent, itself opened inside the root: "mkdir -p" that no symlink swapped
+// in meanwhile can lead outside the root. A dangling symlink on the way is
+// followed inside the root (its target is created), as the kernel would.
 Result<void> HostFs::create_directories(std::string_view host_path) const
 {
-    auto resolved = resolve_impl(host_path, true);
-    if (!resolved) {
-        return tl::unexpected(resolved.error());
-    }
-    std::vector<std::string> parts = split_components(*resolved);
+    std::vector<std::string> todo = split_components(host_path);
     std::vector<std::string> prefix;
-    for (const auto& p : parts) {
-        prefix.push_back(p);
-        const std::string local = local_str(join_components(prefix));
-        if (::mkdir(local.c_str(), 0755) != 0 && errno != EEXIST) {
+    int links = 0;
+    for (std::size_t i = 0; i < todo.size(); ++i) {
+        const std::string& comp = todo[i];
+        const UniqueFd parent(open_in_root(join_components(prefix), O_PATH | O_DIRECTORY));
+        const int open_err = errno;
+        prefix.push_back(comp);
+        if (comp == "." || comp == "..") {
+            continue;
+        }
+        if (!parent.ok()) {
+            return tl::unexpected(io_error("cannot create directory", join_components(prefix), open_err));
+        }
+        if (::mkdirat(parent.get(), comp.c_str(), 0755) == 0) {
+            continue;
+        }
+        if (errno != EEXIST) {
             return tl::unexpected(io_error("cannot create directory", join_components(prefix), errno));
         }
+        char buf[4096];
+        const ssize_t n = ::readlinkat(parent.get(), comp.c_str(), buf, sizeof buf);
+        if (n <= 0 || static_cast<std::size_t>(n) >= sizeof buf || UniqueFd(open_in_root(join_components(prefix), O_PATH)).ok()) {
+            continue; // not a dangling link: the next mkdirat says what is wrong
+        }
+        if (++links > k_max_symlinks) {
+            return fail(Errc::io, "too many levels of symbolic links in " + std::string(host_path));
+        }
+        // Restart with the link replaced by its target (relative to its directory).
+        prefix.pop_back();
+        std::vector<std::string> next = split_components(std::string(buf, static_cast<std::size_t>(n)));
+        if (buf[0] != '/') {
+            next.insert(next.begin(), prefix.begin(), prefix.end());
+        }
+        next.insert(next.end(), todo.begin() + static_cast<std::ptrdiff_t>(i) + 1, todo.end());
+        todo = std::move(next);
+        prefix.clear();
+        i = static_cast<std::size_t>(-1);
     }
     return {};
 }
 
+namespace {
+
+// A new temporary file for an atomic replace of `name`, created in the
+// directory descriptor dir_fd with O_CREAT | O_EXCL | O_NOFOLLOW (so nothing
+// planted at its name is followed or reused); its name in `tmp`.
+int create_temp(int dir_fd, const std::string& name, std::string& tmp)
+{
+    std::random_device rd;
+    int fd = -1;
+    for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+        tmp = temp_name(name, static_cast<unsigned>(rd()));
+        fd = ::openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0 && errno != EEXIST) {
+            break;
+        }
+    }
+    return fd;
+}
+
+// Writes content, owner and mode into the temporary file fd (closing it);
+// 0 or the errno of the failure, with *what saying which step failed.
+int fill_temp(int fd, std::string_view content, const struct stat* replaced, mode_t new_mode, FsSync sync, const char** what)
+{
+    UniqueFd file(fd);
+    *what = "cannot write";
+    if (const int err = write_all(file.get(), content); err != 0) {
+        return err;
+    }
+    if (replaced != nullptr) {
+        // Keep owner and mode of the file being replaced.
+        *what = "cannot set owner of";
+        if (::fchown(file.get(), replaced->st_uid, replaced->st_gid) != 0 && errno != EPERM) {
+            return errno;
+        }
+    }
+    *what = "cannot set mode of";
+    if (::fchmod(file.get(), replaced != nullptr ? (replaced->st_mode & 07777) : new_mode) != 0) {
+        return errno;
+    }
+    *what = "cannot fsync";
+    if (sync == FsSync::yes && ::fsync(file.get()) != 0) {
+        return errno;
+    }
+    *what = "cannot write";
+    return ::close(file.release()) == 0 ? 0 : errno;
+}
+
+} // namespace
+
 Result<void> HostFs::write_file_atomic(std::string_view host_path, std::string_view content, mode_t new_mode, FsSync sync) const
 {
-    // The directory may be reached through symlinks inside the root; the
-    // target itself is never followed.
-    auto resolved = resolve_impl(host_path, false);
-    if (!resolved) {
-        return tl::unexpected(resolved.error());
+    // The directory is opened once, inside the root (it may be reached
+    // through symlinks there); the check of the target, the temporary file,
+    // the rename and the fsync all happen in that one descriptor, so a
+    // directory swapped for a symlink meanwhile cannot redirect any of them.
+    // The target itself is never followed.
+    std::string name;
+    const UniqueFd dir(open_parent(host_path, name, O_RDONLY));
+    if (!dir.ok()) {
+        return tl::unexpected(io_error("cannot open the directory of", host_path, errno));
     }
-    const std::string dir_host = dir_name(*resolved);
-    const std::string target = local_str(*resolved);
-    const std::string dir_local = local_str(dir_host);
-
     struct stat st
     {};
     bool existed = false;
-    if (::lstat(target.c_str(), &st) == 0) {
+    if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
         if (S_ISLNK(st.st_mode)) {
             return tl::unexpected(Error(Errc::precondition, "refusing to replace " + std::string(host_path) + ": it is a symbolic link")
                                       .with_hint("replace the link with a regular file, or edit the file it points to by hand"));
@@ -767,53 +884,29 @@ Result<void> HostFs::write_file_atomic(std::string_view host_path, std::string_v
     if (auto injected = fault::check("write", host_path); !injected) {
         return tl::unexpected(injected.error());
     }
-
-    std::random_device rd;
-    const std::string tmp = dir_local + "/" + temp_name(base_name(*resolved), static_cast<unsigned>(rd()));
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    std::string tmp;
+    const int fd = create_temp(dir.get(), name, tmp);
     if (fd < 0) {
         return tl::unexpected(io_error("cannot create a temporary file next to", host_path, errno));
     }
-    auto fail_tmp = [&](std::string_view what, int err) -> Result<void> {
-        ::close(fd);
-        ::unlink(tmp.c_str());
+    const char* what = "";
+    if (const int err = fill_temp(fd, content, existed ? &st : nullptr, new_mode, sync, &what); err != 0) {
+        ::unlinkat(dir.get(), tmp.c_str(), 0);
         return tl::unexpected(io_error(what, host_path, err));
-    };
-    if (const int err = write_all(fd, content); err != 0) {
-        return fail_tmp("cannot write", err);
-    }
-    if (existed) {
-        // Keep owner and mode of the file being replaced.
-        if (::fchown(fd, st.st_uid, st.st_gid) != 0 && errno != EPERM) {
-            return fail_tmp("cannot set owner of", errno);
-        }
-        if (::fchmod(fd, st.st_mode & 07777) != 0) {
-            return fail_tmp("cannot set mode of", errno);
-        }
-    } else if (::fchmod(fd, new_mode) != 0) {
-        return fail_tmp("cannot set mode of", errno);
-    }
-    if (sync == FsSync::yes && ::fsync(fd) != 0) {
-        return fail_tmp("cannot fsync", errno);
-    }
-    if (::close(fd) != 0) {
-        const int err = errno;
-        ::unlink(tmp.c_str());
-        return tl::unexpected(io_error("cannot write", host_path, err));
     }
     // Between the temporary file and the rename: a kill here leaves the
     // temporary file, which recovery and rollback find by its name (temp_name.hpp).
     if (auto injected = fault::check("rename", host_path); !injected) {
-        ::unlink(tmp.c_str());
+        ::unlinkat(dir.get(), tmp.c_str(), 0);
         return tl::unexpected(injected.error());
     }
-    if (::rename(tmp.c_str(), target.c_str()) != 0) {
+    if (::renameat(dir.get(), tmp.c_str(), dir.get(), name.c_str()) != 0) {
         const int err = errno;
-        ::unlink(tmp.c_str());
+        ::unlinkat(dir.get(), tmp.c_str(), 0);
         return tl::unexpected(io_error("cannot rename into place", host_path, err));
     }
     if (sync == FsSync::yes) {
-        if (const int err = fsync_dir(dir_local); err != 0) {
+        if (const int err = fsync_dir_fd(dir.get()); err != 0) {
             return tl::unexpected(io_error("cannot fsync the directory of", host_path, err));
         }
     }
@@ -822,18 +915,18 @@ Result<void> HostFs::write_file_atomic(std::string_view host_path, std::string_v
 
 Result<void> HostFs::remove_file(std::string_view host_path) const
 {
-    auto resolved = resolve_impl(host_path, false);
-    if (!resolved) {
-        return tl::unexpected(resolved.error());
+    std::string name;
+    const UniqueFd dir(open_parent(host_path, name, O_RDONLY));
+    if (!dir.ok()) {
+        return tl::unexpected(io_error("cannot fsync the directory of", host_path, errno));
     }
     if (auto injected = fault::check("remove", host_path); !injected) {
         return tl::unexpected(injected.error());
     }
-    const std::string target = local_str(*resolved);
-    if (::unlink(target.c_str()) != 0 && errno != ENOENT) {
+    if (::unlinkat(dir.get(), name.c_str(), 0) != 0 && errno != ENOENT) {
         return tl::unexpected(io_error("cannot remove", host_path, errno));
     }
-    if (const int err = fsync_dir(local_str(dir_name(*resolved))); err != 0) {
+    if (const int err = fsync_dir_fd(dir.get()); err != 0) {
         return tl::unexpected(io_error("cannot fsync the directory of", host_path, err));
     }
     return {};
@@ -843,17 +936,18 @@ Result<void> HostFs::remove_file(std::string_view host_path) const
 
 Result<void> HostFs::remove_directory(std::string_view host_path) const
 {
-    auto resolved = resolve_impl(host_path, false);
-    if (!resolved) {
-        return tl::unexpected(resolved.error());
+    std::string name;
+    const UniqueFd dir(open_parent(host_path, name, O_RDONLY));
+    if (!dir.ok()) {
+        return tl::unexpected(io_error("cannot fsync the directory of", host_path, errno));
     }
     if (auto injected = fault::check("rmdir", host_path); !injected) {
         return tl::unexpected(injected.error());
     }
-    if (::rmdir(local_str(*resolved).c_str()) != 0 && errno != ENOENT) {
+    if (::unlinkat(dir.get(), name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
         return tl::unexpected(io_error("cannot remove directory", host_path, errno));
     }
-    if (const int err = fsync_dir(local_str(dir_name(*resolved))); err != 0) {
+    if (const int err = fsync_dir_fd(dir.get()); err != 0) {
         return tl::unexpected(io_error("cannot fsync the directory of", host_path, err));
     }
     return {};
@@ -861,11 +955,11 @@ Result<void> HostFs::remove_directory(std::string_view host_path) const
 
 Result<void> HostFs::sync_directory(std::string_view host_path) const
 {
-    auto resolved = resolve_impl(host_path, true);
-    if (!resolved) {
-        return tl::unexpected(resolved.error());
+    const UniqueFd dir(open_in_root(host_path, O_RDONLY | O_DIRECTORY));
+    if (!dir.ok()) {
+        return tl::unexpected(io_error("cannot fsync directory", host_path, errno));
     }
-    if (const int err = fsync_dir(local_str(*resolved)); err != 0) {
+    if (const int err = fsync_dir_fd(dir.get()); err != 0) {
         return tl::unexpected(io_error("cannot fsync directory", host_path, err));
     }
     return {};
@@ -892,12 +986,13 @@ HostLock::~HostLock()
 
 Result<HostLock> HostFs::try_lock(std::string_view host_path, LockCreate create) const
 {
-    auto resolved = resolve_impl(host_path, false);
-    if (!resolved) {
-        return tl::unexpected(resolved.error());
+    std::string name;
+    const UniqueFd dir(open_parent(host_path, name, O_PATH));
+    if (!dir.ok()) {
+        return tl::unexpected(io_error("cannot open lock file", host_path, errno));
     }
     const int flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create == LockCreate::yes ? O_CREAT : 0);
-    const int fd = ::open(local_str(*resolved).c_str(), flags, 0600);
+    const int fd = ::openat(dir.get(), name.c_str(), flags, 0600);
     if (fd < 0) {
         return tl::unexpected(io_error("cannot open lock file", host_path, errno));
     }

@@ -104,14 +104,21 @@ enum class LockCreate
 };
 
 // The one gateway to the host being inspected or provisioned. Host paths are
-// absolute ("/sys/bus/pci/devices"); they are looked up below root(). Every
-// symlink is resolved inside the root: absolute targets are re-anchored at
-// the root and ".." never climbs above it, so a fixture tree (or a hostile
-// one) can never make passthru read or write outside --root.
+// absolute ("/sys/bus/pci/devices"); they are looked up below root() by the
+// kernel: the root is opened once (O_PATH), and every access is an openat2(2)
+// on that descriptor with RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS (absolute
+// symlink targets are re-anchored at the root, ".." never climbs above it),
+// and every change (create, rename, unlink, mkdir, rmdir, lock) an *at() call
+// on a descriptor of the directory so opened, with the last component never
+// followed. A fixture tree, a hostile one, or its owner swapping directories
+// for symlinks while passthru runs can never make it read or write outside
+// --root. The same code serves --root / (the live host). Without openat2
+// (Linux < 5.6, or a seccomp filter) open() fails closed.
 class HostFs
 {
 public:
-    // Fails with Errc::not_found when root is not an existing directory.
+    // Fails with Errc::not_found when root is not an existing directory, and
+    // with Errc::precondition when the kernel offers no openat2(2).
     static Result<HostFs> open(const std::filesystem::path& root);
 
     const std::filesystem::path& root() const noexcept { return m_root; }
@@ -163,11 +170,15 @@ private:
     HostFs(std::filesystem::path root, bool live, std::shared_ptr<const int> root_fd)
         : m_root(std::move(root)), m_live(live), m_root_fd(std::move(root_fd))
     {}
-    // open(2) of a host path confined to the root by the kernel
-    // (openat2 RESOLVE_IN_ROOT); -1 with errno set on failure. Falls back
-    // to resolve_impl() where openat2 is unavailable.
-    int open_confined(std::string_view host_path, int flags) const;
-    // Resolution that tolerates a missing tail (which is appended lexically).
+    // openat2(2) of a host path on the root's descriptor with RESOLVE_IN_ROOT
+    // | RESOLVE_NO_MAGICLINKS; -1 with errno set on failure.
+    int open_in_root(std::string_view host_path, int flags, mode_t mode = 0) const;
+    // The directory holding host_path, opened like open_in_root (flags |
+    // O_DIRECTORY); its last component, never followed, in `name`. Every
+    // change is an *at() call on that descriptor and that name.
+    int open_parent(std::string_view host_path, std::string& name, int flags) const;
+    // Resolution that tolerates a missing tail (which is appended lexically);
+    // for names only (resolve, local, HostDir::path), never for an access.
     Result<std::string> resolve_impl(std::string_view host_path, bool follow_last) const;
     std::string local_str(const std::string& resolved_host_path) const;
 

@@ -1,9 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstddef>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -12,6 +22,46 @@
 
 using passthru::test::TempDir;
 using namespace passthru::util;
+
+namespace {
+
+// Entries of a directory of this machine, "" when it is empty.
+std::string entries_of(const std::filesystem::path& dir)
+{
+    std::string out;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+        out += e.path().filename().string() + " ";
+    }
+    return out;
+}
+
+// In a child process whose seccomp filter makes openat2(2) fail with ENOSYS
+// (a kernel before 5.6): the exit code of HostFs::open(root), 0 when it
+// succeeds, 10 + the error code's number when it fails closed, 99 on a
+// set-up failure.
+int open_without_openat2(const std::filesystem::path& root)
+{
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        sock_filter filter[] = {
+            BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+            BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 0, 1),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        sock_fprog prog{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
+        if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+            ::_exit(99);
+        }
+        auto fs = HostFs::open(root);
+        ::_exit(fs ? 0 : 10 + static_cast<int>(fs.error().code()));
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 100;
+}
+
+} // namespace
 
 TEST_SUITE("util::host_fs")
 {
@@ -156,6 +206,113 @@ TEST_SUITE("util::host_fs")
         stop = true;
         renamer.join();
         CHECK(failures == 0);
+    }
+
+    TEST_CASE("without openat2 the root is refused instead of resolved in user space")
+    {
+        TempDir root;
+        root.write("etc/hostname", "pve\n");
+        CHECK(open_without_openat2(root.path()) == 10 + static_cast<int>(passthru::Errc::precondition));
+        CHECK(open_without_openat2("/") == 10 + static_cast<int>(passthru::Errc::precondition));
+        CHECK(HostFs::open(root.path()));
+    }
+
+    TEST_CASE("symlinked directories are followed inside the root for every write")
+    {
+        TempDir root;
+        TempDir outside;
+        outside.write("victim/passthru-vfio.conf", "outside\n");
+        const std::string victim = (outside.path() / "victim").string();
+        root.write("etc/hostname", "pve\n");
+        root.symlink("etc/modprobe.d", victim);                     // absolute: re-anchored at the root
+        root.symlink("etc/up", "../../../../../../../.." + victim); // ".." stops at the root
+        root.symlink("etc/dangling", "/nonexistent/dir");
+        auto fs = HostFs::open(root.path());
+        REQUIRE(fs);
+        REQUIRE(fs->create_directories("/etc/modprobe.d"));
+        CHECK(std::filesystem::is_directory(root.path() / victim.substr(1)));
+        REQUIRE(fs->write_file_atomic("/etc/modprobe.d/passthru-vfio.conf", "options vfio-pci ids=10de:1e07\n", 0644, FsSync::yes));
+        CHECK(root.read(victim.substr(1) + "/passthru-vfio.conf") == "options vfio-pci ids=10de:1e07\n");
+        CHECK(fs->read_file("/etc/up/passthru-vfio.conf").value() == "options vfio-pci ids=10de:1e07\n");
+        CHECK(fs->stat("/etc/up/passthru-vfio.conf").type == FileType::regular);
+        CHECK(fs->read_link("/etc/up").value() == "../../../../../../../.." + victim);
+        CHECK(fs->list_dir("/etc/up").value() == std::vector<std::string>{"passthru-vfio.conf"});
+        REQUIRE(fs->remove_file("/etc/up/passthru-vfio.conf"));
+        CHECK(fs->stat("/etc/modprobe.d/passthru-vfio.conf").type == FileType::missing);
+        CHECK_FALSE(fs->remove_directory("/etc/modprobe.d")); // the link itself is not followed: rmdir fails
+        CHECK(std::filesystem::is_directory(root.path() / victim.substr(1)));
+        // dangling links: nothing to read, nothing created through them outside
+        CHECK(fs->read_file("/etc/dangling/x").error().code() == passthru::Errc::not_found);
+        CHECK_FALSE(fs->exists("/etc/dangling"));
+        CHECK(fs->stat("/etc/dangling").type == FileType::symlink);
+        CHECK_FALSE(fs->write_file_atomic("/etc/dangling/x.conf", "x\n", 0644, FsSync::no));
+        CHECK_FALSE(std::filesystem::exists("/nonexistent/dir"));
+        CHECK(outside.read("victim/passthru-vfio.conf") == "outside\n");
+        CHECK(entries_of(outside.path() / "victim") == "passthru-vfio.conf ");
+    }
+
+    TEST_CASE("an atomic replace leaves no temporary file and keeps a replaced file's owner and mode")
+    {
+        TempDir root;
+        root.write("etc/default/grub", "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\n");
+        ::chmod((root.path() / "etc/default/grub").c_str(), 0640);
+        REQUIRE(::chown((root.path() / "etc/default/grub").c_str(), 0, 33) == 0);
+        auto fs = HostFs::open(root.path());
+        REQUIRE(fs);
+        for (int i = 0; i < 50; ++i) {
+            REQUIRE(fs->write_file_atomic("/etc/default/grub", "v" + std::to_string(i) + "\n", 0600, FsSync::no));
+            REQUIRE(fs->write_file_atomic("/etc/default/new.cfg", "n\n", 0600, FsSync::no));
+            REQUIRE(fs->remove_file("/etc/default/new.cfg"));
+        }
+        CHECK(entries_of(root.path() / "etc/default") == "grub ");
+        CHECK(root.read("etc/default/grub") == "v49\n");
+        CHECK(fs->stat("/etc/default/grub").mode == 0640);
+        CHECK(fs->stat("/etc/default/grub").gid == 33);
+        // a file planted under a temporary name's pattern is never followed nor reused
+        REQUIRE(fs->create_directories("/etc/default/../kernel/./cmdline.d"));
+        CHECK(std::filesystem::is_directory(root.path() / "etc/kernel/cmdline.d"));
+    }
+
+    TEST_CASE("a directory swapped for a symlink during writes never leads one outside the root")
+    {
+        // The owner of the tree exchanges etc/modprobe.d with a symlink to a
+        // directory outside the root (renameat2 RENAME_EXCHANGE) in a loop,
+        // while files are written into it and removed from it. Resolving in
+        // user space and then writing by path name wrote files outside and
+        // unlinked the victim there within a few hundred rounds.
+        TempDir root;
+        TempDir outside;
+        outside.write("victim/passthru-vfio.conf", "outside\n");
+        const std::string victim = (outside.path() / "victim").string();
+        root.write("etc/modprobe.d/pve-blacklist.conf", "blacklist nvidiafb\n");
+        root.symlink("etc/swap", victim);
+        auto fs = HostFs::open(root.path());
+        REQUIRE(fs);
+        std::atomic<bool> stop{false};
+        std::thread swapper([&] {
+            const std::string etc = (root.path() / "etc").string();
+            const int dfd = ::open(etc.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+            while (!stop.load()) {
+                ::syscall(SYS_renameat2, dfd, "modprobe.d", dfd, "swap", RENAME_EXCHANGE);
+            }
+            ::close(dfd);
+        });
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+        int rounds = 0;
+        for (; rounds < 4000 && std::chrono::steady_clock::now() < until; ++rounds) {
+            (void)fs->create_directories("/etc/modprobe.d");
+            (void)fs->write_file_atomic("/etc/modprobe.d/passthru-vfio.conf", "options vfio-pci ids=10de:1e07\n", 0644, FsSync::no);
+            (void)fs->read_file("/etc/modprobe.d/passthru-vfio.conf");
+            (void)fs->remove_file("/etc/modprobe.d/passthru-vfio.conf");
+            (void)fs->try_lock("/etc/modprobe.d/lock", LockCreate::yes);
+            (void)fs->remove_file("/etc/modprobe.d/lock");
+        }
+        stop = true;
+        swapper.join();
+        MESSAGE(rounds << " rounds");
+        CHECK(entries_of(outside.path() / "victim") == "passthru-vfio.conf ");
+        CHECK(outside.read("victim/passthru-vfio.conf") == "outside\n");
+        CHECK(entries_of(outside.path()) == "victim ");
     }
 
     TEST_CASE("join_host_path works like the kernel's relative links")

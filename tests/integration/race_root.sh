@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The race out of the root (issue 15, High 1): while apply and rollback run,
+# the owner of the tree exchanges etc/modprobe.d with a symlink to a
+# directory outside the root (renameat2 RENAME_EXCHANGE in a loop). HostFs
+# used to resolve symlinks in user space and then write, rename and unlink by
+# path name, so passthru-vfio.conf appeared in that outside directory and
+# rollback's unlink deleted the file of the same name there. Now every access
+# is an openat2(RESOLVE_IN_ROOT) and every change an *at() call on the
+# directory so opened: the outside directory never changes, whatever the
+# commands themselves answer. PASSTHRU_RACE_ROUNDS sets the rounds (CI: 15, about 40 s).
+source "$(dirname "$0")/lib.inc"
+need_binary
+need python3
+
+ROUNDS=${PASSTHRU_RACE_ROUNDS:-15}
+O=$T/outside
+mkdir -p "$O/victim"
+echo "outside" > "$O/victim/passthru-vfio.conf"
+echo "outside" > "$O/victim/pve-blacklist.conf"
+O0=$(tree_sum "$O")
+
+# The swapper: exchanges etc/modprobe.d and etc/swap (a symlink to the
+# outside directory) of $T/cur, the root of the current round, as fast as it
+# can, by path; it counts the exchanges that took place.
+python3 - "$T/cur/etc/modprobe.d" "$T/cur/etc/swap" "$T/exchanges" <<'PY' &
+import ctypes, signal, sys
+libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD, RENAME_EXCHANGE = -100, 2
+a, b = sys.argv[1].encode(), sys.argv[2].encode()
+done = 0
+def stop(*_):
+    open(sys.argv[3], "w").write("%d\n" % done)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+while True:
+    if libc.renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) == 0:
+        done += 1
+PY
+SWAPPER=$!
+at_exit "kill $SWAPPER 2> /dev/null"
+
+crashes=0
+applied=0
+for ((i = 0; i < ROUNDS; i++)); do
+    R=$T/r$i
+    copy_host epyc-4x2080ti "$R"
+    ln -s "$O/victim" "$R/etc/swap"
+    ln -sfn "r$i" "$T/cur"
+    rm -rf "$T/r$((i - 1))" 2> /dev/null || true
+    rc=0
+    "$P" --root "$R" apply --vm 101 --gpus all --yes > /dev/null 2>&1 || rc=$?
+    [[ $rc -ge 128 ]] && crashes=$((crashes + 1))
+    [[ $rc -eq 0 ]] && applied=$((applied + 1))
+    rc=0
+    "$P" --root "$R" rollback --yes > /dev/null 2>&1 || rc=$?
+    [[ $rc -ge 128 ]] && crashes=$((crashes + 1))
+    if [[ $(tree_sum "$O") != "$O0" ]]; then
+        fail "round $i: the directory outside the root changed: $(ls -A "$O/victim" | tr '\n' ' ')"
+        break
+    fi
+done
+kill "$SWAPPER"
+wait "$SWAPPER" || true
+exchanges=$(cat "$T/exchanges" 2> /dev/null || echo 0)
+[[ $crashes -eq 0 ]] || fail "$crashes runs crashed"
+[[ $exchanges -gt 0 ]] || fail "the swapper exchanged nothing: the race did not run"
+[[ $(cat "$O/victim/passthru-vfio.conf") == outside ]] || fail "the outside passthru-vfio.conf was replaced or deleted"
+finish "$ROUNDS rounds of apply and rollback ($applied applied) against $exchanges directory/symlink exchanges: nothing outside the root written or removed"
