@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "cli/scan_json.hpp"
 
+#include <string>
+#include <string_view>
+
 #include "util/strings.hpp"
 
 namespace passthru::cli {
@@ -108,6 +111,214 @@ json device_json(const scan::PciDevice& d)
     jd["net_links"] = std::move(links);
     return jd;
 }
+
+// The text nlohmann::json's dump() gives a device_json() value nested
+// `level` deep (2-space indent, keys in order, invalid UTF-8 shown as
+// U+FFFD), written directly: a large scan spent most of its single-threaded
+// time building and dumping one JSON tree per function (bench/PROFILE.md).
+// tests/unit/test_cli_scan_json.cpp holds it to dump() byte for byte.
+class DeviceWriter
+{
+public:
+    DeviceWriter(std::string& out, int level) : m_out(out), m_level(level) {}
+
+    void open(char bracket)
+    {
+        m_out += bracket;
+        ++m_level;
+        m_first = true;
+    }
+    void close(char bracket)
+    {
+        --m_level;
+        if (!m_first) {
+            newline();
+        }
+        m_out += bracket;
+        m_first = false;
+    }
+    // An element's place: a comma after the previous one, a new line, the indent.
+    void item()
+    {
+        if (!m_first) {
+            m_out += ',';
+        }
+        newline();
+        m_first = false;
+    }
+    void key(std::string_view k)
+    {
+        item();
+        m_out += '"';
+        m_out += k;
+        m_out += "\": ";
+    }
+    void text(std::string_view v)
+    {
+        for (unsigned char c : v) {
+            if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
+                m_out += json(std::string(v)).dump(-1, ' ', false, json::error_handler_t::replace);
+                return;
+            }
+        }
+        m_out += '"';
+        m_out += v;
+        m_out += '"';
+    }
+    void null() { m_out += "null"; }
+    void boolean(bool b) { m_out += b ? "true" : "false"; }
+    void number(long long n) { m_out += std::to_string(n); }
+    template<typename T>
+    void opt_number(const std::optional<T>& v)
+    {
+        v ? number(*v) : null();
+    }
+    void opt_text(const std::optional<std::string>& v) { v ? text(*v) : null(); }
+    void name(const std::string& v) { v.empty() ? null() : text(v); }
+    void strings(const std::vector<std::string>& list)
+    {
+        if (list.empty()) {
+            m_out += "[]";
+            return;
+        }
+        open('[');
+        for (const auto& v : list) {
+            item();
+            text(v);
+        }
+        close(']');
+    }
+    void hex(std::optional<std::uint64_t> v, int width) { v ? text(util::hex(*v, width)) : null(); }
+
+private:
+    void newline()
+    {
+        m_out += '\n';
+        m_out.append(static_cast<std::size_t>(m_level) * 2, ' ');
+    }
+    std::string& m_out;
+    int m_level;
+    bool m_first = true;
+};
+
+void write_link(DeviceWriter& w, const std::optional<scan::LinkInfo>& link)
+{
+    if (!link) {
+        w.null();
+        return;
+    }
+    w.open('{');
+    w.key("max_speed");
+    w.opt_text(link->max_speed);
+    w.key("max_width");
+    w.opt_number(link->max_width);
+    w.key("speed");
+    w.opt_text(link->speed);
+    w.key("width");
+    w.opt_number(link->width);
+    w.close('}');
+}
+
+void write_net_links(DeviceWriter& w, const std::vector<scan::NetLink>& links)
+{
+    if (links.empty()) {
+        w.strings({});
+        return;
+    }
+    w.open('[');
+    for (const auto& l : links) {
+        w.item();
+        w.open('{');
+        w.key("ifindex");
+        w.opt_number(l.ifindex);
+        w.key("mac");
+        w.text(l.mac);
+        w.key("name");
+        w.text(l.name);
+        w.key("perm_mac");
+        w.text(l.perm_mac);
+        w.close('}');
+    }
+    w.close(']');
+}
+
+// The keys after "link", in order.
+void write_device_rest(DeviceWriter& w, const scan::PciDevice& d)
+{
+    w.key("net");
+    w.strings(d.net_interfaces);
+    w.key("net_links");
+    write_net_links(w, d.net_links);
+    w.key("numa_node");
+    w.opt_number(d.numa_node);
+    w.key("parent");
+    d.parent ? w.text(d.parent->str()) : w.null();
+    w.key("reset_method");
+    w.strings(d.reset_methods);
+    w.key("revision");
+    w.hex(d.revision, 2);
+    w.key("sriov");
+    w.open('{');
+    w.key("numvfs");
+    w.opt_number(d.sriov_numvfs);
+    w.key("physfn");
+    d.physfn ? w.text(d.physfn->str()) : w.null();
+    w.key("totalvfs");
+    w.opt_number(d.sriov_totalvfs);
+    w.key("virtfn");
+    w.boolean(d.is_virtfn);
+    w.close('}');
+    w.key("subsystem");
+    (d.subsystem_vendor && d.subsystem_device) ? w.text(util::hex(*d.subsystem_vendor, 4) + ":" + util::hex(*d.subsystem_device, 4))
+                                               : w.null();
+    w.key("vendor");
+    w.hex(d.vendor, 4);
+    w.key("vendor_name");
+    w.name(d.vendor_name);
+}
+
+} // namespace
+
+void append_device_json(std::string& out, const scan::PciDevice& d, int level)
+{
+    DeviceWriter w(out, level);
+    w.open('{');
+    w.key("acs");
+    w.boolean(d.has_acs);
+    w.key("address");
+    w.text(d.address.str());
+    w.key("boot_vga");
+    w.boolean(d.boot_vga);
+    w.key("bridge");
+    w.boolean(d.is_bridge);
+    w.key("class");
+    w.hex(d.class16(), 4);
+    w.key("class_code");
+    w.hex(d.class_code, 6);
+    w.key("class_name");
+    w.name(d.class_name);
+    w.key("device");
+    w.hex(d.device, 4);
+    w.key("device_name");
+    w.name(d.device_name);
+    w.key("driver");
+    w.opt_text(d.driver);
+    w.key("driver_override");
+    w.opt_text(d.driver_override);
+    w.key("iommu_group");
+    w.opt_number(d.iommu_group);
+    w.key("link");
+    write_link(w, d.link);
+    write_device_rest(w, d);
+    w.close('}');
+}
+
+nlohmann::json device_to_json(const scan::PciDevice& d)
+{
+    return device_json(d);
+}
+
+namespace {
 
 json groups_json(const scan::Inventory& inv)
 {
@@ -221,9 +432,11 @@ void write_scan_json(std::FILE* out, const scan::Inventory& inv)
     std::fputs(nested(host_json(inv), 1).c_str(), out);
     std::fputs(",\n  \"devices\": [", out);
     bool first = true;
+    std::string text;
     for (const auto& d : inv.devices) {
-        std::fputs(first ? "\n    " : ",\n    ", out);
-        std::fputs(nested(device_json(d), 2).c_str(), out);
+        text.assign(first ? "\n    " : ",\n    ");
+        append_device_json(text, d, 2);
+        std::fwrite(text.data(), 1, text.size(), out);
         first = false;
     }
     std::fputs(first ? "],\n  \"iommu_groups\": " : "\n  ],\n  \"iommu_groups\": ", out);
