@@ -449,11 +449,15 @@ std::vector<PciDevice> read_pci_devices(const util::HostFs& fs, const util::Host
     return devices;
 }
 
-// Vendor, device and class names through libpci, on one thread (its name cache is shared state).
-void name_pci_devices(const std::string& sysfs_path, std::vector<PciDevice>& devices, std::vector<Problem>& problems)
+// Vendor, device and class names through libpci, on one thread (its name
+// cache is shared state); pci.ids may already be loaded (load_names): what
+// that load said (the warnings after the first `setup_warnings`) counts only
+// where a name was wanted, as when the first lookup loads it.
+void name_pci_devices(LibPci& pci, std::size_t setup_warnings, std::vector<PciDevice>& devices, std::vector<Problem>& problems)
 {
-    LibPci pci(sysfs_path);
+    bool looked_up = false;
     for (auto& dev : devices) {
+        looked_up = looked_up || dev.vendor || dev.class16();
         if (dev.vendor) {
             dev.vendor_name = pci.vendor_name(*dev.vendor);
             if (dev.device) {
@@ -464,8 +468,10 @@ void name_pci_devices(const std::string& sysfs_path, std::vector<PciDevice>& dev
             dev.class_name = pci.class_name(*c);
         }
     }
-    for (const auto& w : pci.warnings()) {
-        problems.push_back({Severity::warning, w, ""});
+    const auto& warnings = pci.warnings();
+    const std::size_t shown = looked_up ? warnings.size() : std::min(setup_warnings, warnings.size());
+    for (std::size_t i = 0; i < shown; ++i) {
+        problems.push_back({Severity::warning, warnings[i], ""});
     }
 }
 
@@ -522,8 +528,20 @@ Result<std::vector<PciDevice>> scan_pci_devices(const util::HostFs& fs, std::vec
     const auto entries = pci_entries(*names, problems);
     auto sysfs_local = fs.local("/sys/bus/pci");
     const std::string sysfs_path = sysfs_local ? sysfs_local->string() : std::string("/nonexistent");
-    auto devices = read_pci_devices(fs, *devices_dir, sys_devices, entries, sysfs_path, problems);
-    name_pci_devices(sysfs_path, devices, problems);
+    // pci.ids is parsed on a thread of its own while the functions are read
+    // (on a small host the reading stays on one thread and the parse takes
+    // about a fifth of a plan: bench/PROFILE.md); names are looked up after.
+    LibPci name_db(sysfs_path);
+    const std::size_t setup_warnings = name_db.warnings().size();
+    std::vector<PciDevice> devices;
+    {
+        std::jthread loader;
+        if (!entries.empty()) {
+            loader = std::jthread([&name_db] { name_db.load_names(); });
+        }
+        devices = read_pci_devices(fs, *devices_dir, sys_devices, entries, sysfs_path, problems);
+    }
+    name_pci_devices(name_db, setup_warnings, devices, problems);
     std::sort(devices.begin(), devices.end(), [](const PciDevice& x, const PciDevice& y) { return x.address < y.address; });
     attach_net_interfaces(fs, devices);
     return devices;
