@@ -6,6 +6,7 @@
 #include <charconv>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -404,25 +405,47 @@ std::vector<std::pair<std::string, PciAddress>> pci_entries(const std::vector<st
     return entries;
 }
 
+// Claims IOMMU groups for the worker threads: each group's type is read once.
+class GroupClaims
+{
+public:
+    bool claim(int number)
+    {
+        const std::lock_guard lock(m_mutex);
+        return m_claimed.insert(number).second;
+    }
+
+private:
+    std::mutex m_mutex;
+    std::set<int> m_claimed;
+};
+
 // Reads every function (in entries' order). sysfs reads are syscall-bound:
 // they are split over the cores (at most 4 threads; small hosts stay on one
-// thread). The workers' problems, then libpci's warnings, go to problems.
+// thread). With `groups` (the open iommu_groups directory), the type of each
+// group a function links to is read there too, into group_types. The
+// workers' problems, then libpci's warnings, go to problems.
 std::vector<PciDevice> read_pci_devices(const util::HostFs& fs, const util::HostDir& devices_dir,
                                         const std::optional<util::HostDir>& sys_devices,
                                         const std::vector<std::pair<std::string, PciAddress>>& entries, const std::string& sysfs_path,
-                                        std::vector<Problem>& problems)
+                                        const util::HostDir* groups, GroupTypes* group_types, std::vector<Problem>& problems)
 {
     std::vector<PciDevice> devices(entries.size());
     const unsigned hw = std::max(1U, std::thread::hardware_concurrency());
     const std::size_t workers = entries.size() < 256 ? 1 : std::min<std::size_t>(std::min(hw, 4U), entries.size());
     std::vector<std::vector<Problem>> worker_problems(workers);
     std::vector<std::vector<std::string>> worker_warnings(workers);
+    std::vector<GroupTypes> worker_types(workers);
+    GroupClaims claims;
     auto work = [&](std::size_t w) {
         // libpci state is per thread: each worker decodes config space with
         // its own pci_access.
         LibPci pci(sysfs_path);
         for (std::size_t i = w; i < entries.size(); i += workers) {
             devices[i] = read_pci_device(fs, pci, devices_dir, sys_devices, entries[i].first, entries[i].second, worker_problems[w]);
+            if (const auto g = devices[i].iommu_group; groups != nullptr && g && claims.claim(*g)) {
+                worker_types[w].emplace(*g, groups->attr((std::to_string(*g) + "/type").c_str()));
+            }
         }
         worker_warnings[w] = pci.warnings();
     };
@@ -436,6 +459,11 @@ std::vector<PciDevice> read_pci_devices(const util::HostFs& fs, const util::Host
         work(0);
         for (auto& t : threads) {
             t.join();
+        }
+    }
+    if (group_types != nullptr) {
+        for (auto& wt : worker_types) {
+            group_types->merge(wt);
         }
     }
     for (auto& wp : worker_problems) {
@@ -505,7 +533,7 @@ void attach_net_interfaces(const util::HostFs& fs, std::vector<PciDevice>& devic
 
 } // namespace
 
-Result<std::vector<PciDevice>> scan_pci_devices(const util::HostFs& fs, std::vector<Problem>& problems)
+Result<std::vector<PciDevice>> scan_pci_devices(const util::HostFs& fs, std::vector<Problem>& problems, GroupTypes* group_types)
 {
     if (!fs.is_dir(k_pci_devices)) {
         return tl::unexpected(
@@ -539,7 +567,13 @@ Result<std::vector<PciDevice>> scan_pci_devices(const util::HostFs& fs, std::vec
         if (!entries.empty()) {
             loader = std::jthread([&name_db] { name_db.load_names(); });
         }
-        devices = read_pci_devices(fs, *devices_dir, sys_devices, entries, sysfs_path, problems);
+        std::optional<util::HostDir> groups;
+        if (group_types != nullptr) {
+            if (auto d = fs.open_dir("/sys/kernel/iommu_groups")) {
+                groups = std::move(*d);
+            }
+        }
+        devices = read_pci_devices(fs, *devices_dir, sys_devices, entries, sysfs_path, groups ? &*groups : nullptr, group_types, problems);
     }
     name_pci_devices(name_db, setup_warnings, devices, problems);
     std::sort(devices.begin(), devices.end(), [](const PciDevice& x, const PciDevice& y) { return x.address < y.address; });
@@ -552,7 +586,7 @@ std::map<int, IommuGroup> scan_iommu_groups(const util::HostFs& fs)
     return scan_iommu_groups(fs, [](int) { return true; });
 }
 
-std::map<int, IommuGroup> scan_iommu_groups(const util::HostFs& fs, const std::function<bool(int)>& list_members)
+std::map<int, IommuGroup> scan_iommu_groups(const util::HostFs& fs, const std::function<bool(int)>& list_members, const GroupTypes& known)
 {
     std::map<int, IommuGroup> groups;
     auto top = fs.open_dir("/sys/kernel/iommu_groups");
@@ -576,7 +610,9 @@ std::map<int, IommuGroup> scan_iommu_groups(const util::HostFs& fs, const std::f
             }
         }
         std::sort(group.devices.begin(), group.devices.end());
-        group.type = top->attr((name + "/type").c_str());
+        // A type read with the functions was read at "N/type" too.
+        const auto it = known.find(group.number);
+        group.type = it != known.end() && name == std::to_string(group.number) ? it->second : top->attr((name + "/type").c_str());
         groups.emplace(group.number, std::move(group));
     }
     return groups;
@@ -623,12 +659,13 @@ Result<Inventory> scan_host(const util::HostFs& fs, const util::CommandRunner& r
 {
     Inventory inv;
     inv.kernel_cutoffs = cutoffs;
-    auto devices = scan_pci_devices(fs, inv.problems);
+    GroupTypes group_types;
+    auto devices = scan_pci_devices(fs, inv.problems, &group_types);
     if (!devices) {
         return tl::unexpected(devices.error());
     }
     inv.devices = std::move(*devices);
-    inv.groups = scan_iommu_groups(fs, groups_to_list(inv.devices));
+    inv.groups = scan_iommu_groups(fs, groups_to_list(inv.devices), group_types);
     // Group membership from the devices' own links fills gaps in the group
     // directory listing, and vice versa.
     std::map<PciAddress, int> group_of;

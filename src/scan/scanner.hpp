@@ -21,13 +21,19 @@ namespace passthru::scan {
 // the inventory keeps them for plan.
 Result<Inventory> scan_host(const util::HostFs& fs, const util::CommandRunner& runner, const KernelCutoffs& cutoffs);
 
-// Parts of scan_host, exposed for tests.
-Result<std::vector<PciDevice>> scan_pci_devices(const util::HostFs& fs, std::vector<Problem>& problems);
+// The `type` of IOMMU groups read while their functions were read (group
+// number -> contents of /sys/kernel/iommu_groups/N/type, nullopt if unreadable).
+using GroupTypes = std::map<int, std::optional<std::string>>;
+
+// Parts of scan_host, exposed for tests. With group_types, the type of each
+// group a function links to is read by the threads that read the functions.
+Result<std::vector<PciDevice>> scan_pci_devices(const util::HostFs& fs, std::vector<Problem>& problems, GroupTypes* group_types = nullptr);
 std::map<int, IommuGroup> scan_iommu_groups(const util::HostFs& fs);
 // Lists the devices/ directory only of the groups list_members() accepts;
 // the others get their type and no members (scan_host fills them in from the
-// functions' own iommu_group links).
-std::map<int, IommuGroup> scan_iommu_groups(const util::HostFs& fs, const std::function<bool(int)>& list_members);
+// functions' own iommu_group links). Types in known are not read again.
+std::map<int, IommuGroup> scan_iommu_groups(const util::HostFs& fs, const std::function<bool(int)>& list_members,
+                                            const GroupTypes& known = {});
 HostInfo scan_host_info(const util::HostFs& fs, const util::CommandRunner& runner);
 std::vector<GpuCard> find_gpu_cards(const std::vector<PciDevice>& devices, const std::map<int, IommuGroup>& groups);
 // The NVSwitch functions (PciDevice::is_nvswitch) as cards of their slots; the other
