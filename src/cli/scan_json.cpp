@@ -122,13 +122,13 @@ class DeviceWriter
 public:
     DeviceWriter(std::string& out, int level) : m_out(out), m_level(level) {}
 
-    void open(char bracket)
+    void enter(char bracket)
     {
         m_out += bracket;
         ++m_level;
         m_first = true;
     }
-    void close(char bracket)
+    void leave(char bracket)
     {
         --m_level;
         if (!m_first) {
@@ -181,12 +181,12 @@ public:
             m_out += "[]";
             return;
         }
-        open('[');
+        enter('[');
         for (const auto& v : list) {
             item();
             text(v);
         }
-        close(']');
+        leave(']');
     }
     void hex(std::optional<std::uint64_t> v, int width) { v ? text(util::hex(*v, width)) : null(); }
 
@@ -207,7 +207,7 @@ void write_link(DeviceWriter& w, const std::optional<scan::LinkInfo>& link)
         w.null();
         return;
     }
-    w.open('{');
+    w.enter('{');
     w.key("max_speed");
     w.opt_text(link->max_speed);
     w.key("max_width");
@@ -216,7 +216,7 @@ void write_link(DeviceWriter& w, const std::optional<scan::LinkInfo>& link)
     w.opt_text(link->speed);
     w.key("width");
     w.opt_number(link->width);
-    w.close('}');
+    w.leave('}');
 }
 
 void write_net_links(DeviceWriter& w, const std::vector<scan::NetLink>& links)
@@ -225,10 +225,10 @@ void write_net_links(DeviceWriter& w, const std::vector<scan::NetLink>& links)
         w.strings({});
         return;
     }
-    w.open('[');
+    w.enter('[');
     for (const auto& l : links) {
         w.item();
-        w.open('{');
+        w.enter('{');
         w.key("ifindex");
         w.opt_number(l.ifindex);
         w.key("mac");
@@ -237,9 +237,9 @@ void write_net_links(DeviceWriter& w, const std::vector<scan::NetLink>& links)
         w.text(l.name);
         w.key("perm_mac");
         w.text(l.perm_mac);
-        w.close('}');
+        w.leave('}');
     }
-    w.close(']');
+    w.leave(']');
 }
 
 // The keys after "link", in order.
@@ -258,7 +258,7 @@ void write_device_rest(DeviceWriter& w, const scan::PciDevice& d)
     w.key("revision");
     w.hex(d.revision, 2);
     w.key("sriov");
-    w.open('{');
+    w.enter('{');
     w.key("numvfs");
     w.opt_number(d.sriov_numvfs);
     w.key("physfn");
@@ -267,7 +267,7 @@ void write_device_rest(DeviceWriter& w, const scan::PciDevice& d)
     w.opt_number(d.sriov_totalvfs);
     w.key("virtfn");
     w.boolean(d.is_virtfn);
-    w.close('}');
+    w.leave('}');
     w.key("subsystem");
     (d.subsystem_vendor && d.subsystem_device) ? w.text(util::hex(*d.subsystem_vendor, 4) + ":" + util::hex(*d.subsystem_device, 4))
                                                : w.null();
@@ -282,7 +282,7 @@ void write_device_rest(DeviceWriter& w, const scan::PciDevice& d)
 void append_device_json(std::string& out, const scan::PciDevice& d, int level)
 {
     DeviceWriter w(out, level);
-    w.open('{');
+    w.enter('{');
     w.key("acs");
     w.boolean(d.has_acs);
     w.key("address");
@@ -310,7 +310,7 @@ void append_device_json(std::string& out, const scan::PciDevice& d, int level)
     w.key("link");
     write_link(w, d.link);
     write_device_rest(w, d);
-    w.close('}');
+    w.leave('}');
 }
 
 nlohmann::json device_to_json(const scan::PciDevice& d)
