@@ -556,17 +556,13 @@ Result<std::vector<PciDevice>> scan_pci_devices(const util::HostFs& fs, std::vec
     const auto entries = pci_entries(*names, problems);
     auto sysfs_local = fs.local("/sys/bus/pci");
     const std::string sysfs_path = sysfs_local ? sysfs_local->string() : std::string("/nonexistent");
-    // pci.ids is parsed on a thread of its own while the functions are read
-    // (on a small host the reading stays on one thread and the parse takes
-    // about a fifth of a plan: bench/PROFILE.md); names are looked up after.
+    // pci.ids is parsed when the first name is looked up, on this thread: a
+    // thread of its own for the parse gets a malloc arena of its own, whose
+    // trimming reads /proc/sys/vm/overcommit_memory outside the root.
     LibPci name_db(sysfs_path);
     const std::size_t setup_warnings = name_db.warnings().size();
     std::vector<PciDevice> devices;
     {
-        std::jthread loader;
-        if (!entries.empty()) {
-            loader = std::jthread([&name_db] { name_db.load_names(); });
-        }
         std::optional<util::HostDir> groups;
         if (group_types != nullptr) {
             if (auto d = fs.open_dir("/sys/kernel/iommu_groups")) {
