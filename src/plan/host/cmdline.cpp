@@ -15,6 +15,7 @@
 #include <map>
 #include <set>
 
+#include "format/grub_default.hpp"
 #include "format/kernel_cmdline.hpp"
 #include "plan/host/common.hpp"
 #include "scan/boot_loader.hpp"
@@ -24,6 +25,9 @@
 namespace passthru::plan::detail {
 
 namespace {
+
+using format::GrubFile;
+using format::parse_grub_file;
 
 enum class Match
 {
@@ -213,99 +217,6 @@ Decision decide(const std::vector<Source>& sources, const std::vector<WantedArg>
 
 // --- GRUB ------------------------------------------------------------------
 
-struct GrubAssignment
-{
-    std::size_t line = 0;
-    std::string prefix;   // "GRUB_CMDLINE_LINUX_DEFAULT=" with any leading blanks/export
-    std::string variable; // GRUB_CMDLINE_LINUX_DEFAULT
-    char quote = 0;       // '"', '\'' or 0
-    std::string value;    // inside the quotes
-    std::string suffix;   // after the closing quote
-    bool parsed = false;
-};
-
-struct GrubFile
-{
-    std::string path;
-    std::string text;
-    std::vector<std::string> lines;
-    bool trailing_newline = true;
-    std::vector<GrubAssignment> assignments;
-};
-
-// Finds the GRUB_CMDLINE_LINUX[_DEFAULT]= assignments of a shell fragment.
-GrubFile parse_grub_file(std::string path, std::string text)
-{
-    GrubFile f;
-    f.path = std::move(path);
-    f.text = std::move(text);
-    f.lines = util::split_lines(f.text);
-    f.trailing_newline = f.text.empty() || f.text.back() == '\n';
-    for (std::size_t i = 0; i < f.lines.size(); ++i) {
-        const std::string& line = f.lines[i];
-        std::size_t pos = line.find_first_not_of(" \t");
-        if (pos == std::string::npos || line[pos] == '#') {
-            continue;
-        }
-        if (line.compare(pos, 7, "export ") == 0) {
-            pos = line.find_first_not_of(" \t", pos + 7);
-            if (pos == std::string::npos) {
-                continue;
-            }
-        }
-        std::string variable;
-        for (const char* name : {"GRUB_CMDLINE_LINUX_DEFAULT=", "GRUB_CMDLINE_LINUX="}) {
-            if (line.compare(pos, std::char_traits<char>::length(name), name) == 0) {
-                variable = std::string(name, std::char_traits<char>::length(name) - 1);
-                break;
-            }
-        }
-        if (variable.empty()) {
-            continue;
-        }
-        GrubAssignment a;
-        a.line = i;
-        const std::size_t value_start = pos + variable.size() + 1;
-        a.prefix = line.substr(0, value_start);
-        a.variable = variable;
-        const std::string rest = line.substr(value_start);
-        if (!rest.empty() && (rest[0] == '"' || rest[0] == '\'')) {
-            a.quote = rest[0];
-            std::size_t end = 1;
-            while (end < rest.size() && rest[end] != a.quote) {
-                if (a.quote == '"' && rest[end] == '\\') {
-                    ++end;
-                }
-                ++end;
-            }
-            if (end < rest.size()) {
-                a.value = rest.substr(1, end - 1);
-                a.suffix = rest.substr(end + 1);
-                a.parsed = true;
-            }
-        } else {
-            const auto space = rest.find_first_of(" \t;");
-            a.value = rest.substr(0, space);
-            a.suffix = space == std::string::npos ? std::string() : rest.substr(space);
-            a.parsed = a.value.find_first_of("\"'`\\") == std::string::npos;
-        }
-        f.assignments.push_back(std::move(a));
-    }
-    return f;
-}
-
-std::string join_lines(const std::vector<std::string>& lines, bool trailing_newline)
-{
-    std::string out;
-    for (std::size_t i = 0; i < lines.size(); ++i) {
-        out += lines[i];
-        if (i + 1 < lines.size() || trailing_newline) {
-            out += '\n';
-        }
-    }
-    return out;
-}
-
 bool is_variable_reference(std::string_view token)
 {
     return !token.empty() && token.front() == '$';
@@ -411,7 +322,7 @@ void remove_grub_args(const PlanContext& ctx, Plan& plan, HostInputs& in, std::v
                 changed = true;
             }
         }
-        if (changed && stage_file(ctx, plan, f.path, join_lines(f.lines, f.trailing_newline), reasons)) {
+        if (changed && stage_file(ctx, plan, f.path, f.join(), reasons)) {
             in.cmdline_changed = true;
         }
     }
