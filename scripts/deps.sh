@@ -5,7 +5,7 @@
 #
 #   scripts/deps.sh                  install what is missing on this machine
 #   scripts/deps.sh --list GROUP...  print the packages of the groups, one a line
-#                                    (build, test, docs, vm, package, roots, ansible, all);
+#                                    (build, test, docs, vm, package, roots, ansible, tools, fuzz, all);
 #                                    the Debian roots of the tests are made from these
 set -euo pipefail
 
@@ -32,6 +32,8 @@ roots=(mmdebstrap)
 ansible=(ansible-core python3-voluptuous pycodestyle pylint yamllint)
 # tools: static analysis and formatting of the tree (scripts/check-tidy.sh, scripts/check-format.sh)
 tools=(clang-tidy clang-format)
+# fuzz: the libFuzzer targets of the parsers (scripts/test-fuzz.sh): clang and its fuzzer runtime
+fuzz=(clang libclang-rt-dev)
 
 if [[ ${1:-} == --list ]]; then
   shift
@@ -46,14 +48,15 @@ if [[ ${1:-} == --list ]]; then
       roots) printf '%s\n' "${roots[@]}" ;;
       ansible) printf '%s\n' "${ansible[@]}" ;;
       tools) printf '%s\n' "${tools[@]}" ;;
-      all) printf '%s\n' "${build[@]}" "${test[@]}" "${docs[@]}" "${vm[@]}" "${package[@]}" "${roots[@]}" "${ansible[@]}" "${tools[@]}" ;;
-      *) echo "deps: unknown group '$group' (build, test, docs, vm, package, roots, ansible, tools, all)" >&2; exit 2 ;;
+      fuzz) printf '%s\n' "${fuzz[@]}" ;;
+      all) printf '%s\n' "${build[@]}" "${test[@]}" "${docs[@]}" "${vm[@]}" "${package[@]}" "${roots[@]}" "${ansible[@]}" "${tools[@]}" "${fuzz[@]}" ;;
+      *) echo "deps: unknown group '$group' (build, test, docs, vm, package, roots, ansible, tools, fuzz, all)" >&2; exit 2 ;;
     esac
   done
   exit 0
 fi
 
-packages=("${build[@]}" "${test[@]}" "${docs[@]}" "${vm[@]}" "${package[@]}" "${roots[@]}" "${ansible[@]}" "${tools[@]}")
+packages=("${build[@]}" "${test[@]}" "${docs[@]}" "${vm[@]}" "${package[@]}" "${roots[@]}" "${ansible[@]}" "${tools[@]}" "${fuzz[@]}")
 
 missing=()
 for p in "${packages[@]}"; do

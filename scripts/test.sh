@@ -7,9 +7,10 @@
 # Then the unit and integration tests again on a build with AddressSanitizer and
 # UndefinedBehaviorSanitizer (scripts/test-sanitize.sh), clang-tidy over every
 # first-party .cpp (scripts/check-tidy.sh) and the formatting of the C++ files
-# (scripts/check-format.sh).
+# (scripts/check-format.sh), and a short run of every fuzz target
+# (scripts/test-fuzz.sh, tests/fuzz/README.md).
 # PASSTHRU_SKIP_DEBIAN13=1 leaves the Debian 13 half out, PASSTHRU_SKIP_SANITIZE=1
-# the sanitizer run.
+# the sanitizer run, PASSTHRU_SKIP_FUZZ=1 the fuzz targets.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${PASSTHRU_BUILD_DIR:-$here/build}
@@ -28,6 +29,11 @@ fi
 if [[ ${PASSTHRU_SKIP_SANITIZE:-} != 1 ]]; then
     echo "== the sanitizer run (scripts/test-sanitize.sh)"
     PASSTHRU_BUILD_DIR=$build bash "$here/scripts/test-sanitize.sh" "$@" || rc=1
+fi
+
+if [[ ${PASSTHRU_SKIP_FUZZ:-} != 1 ]]; then
+    echo "== the fuzz targets (scripts/test-fuzz.sh)"
+    PASSTHRU_BUILD_DIR=$build bash "$here/scripts/test-fuzz.sh" || rc=1
 fi
 
 echo "== clang-tidy (scripts/check-tidy.sh)"
