@@ -192,6 +192,23 @@ if [[ $(id -u) -eq 0 ]] && setpriv --reuid=65534 --regid=65534 --clear-groups "$
 fi
 section_ok "--vm outside 100-999999999, with leading zeros or not a number: exit 2; --json failures print one passthru.error/1 document; a --root resolving to / or unreadable is refused (exit 2)"
 
+# --- Low: a dangling symlink at the VM's config is not "no such VM" ---------
+# It was taken for a missing config, so the plan created VM 101 with 'qm create'
+# over it. Anything at the path counts: what is not a regular file is refused.
+section_start
+R=$T/dangling
+copy_host epyc-4x2080ti "$R"
+rm -f "$R/etc/pve/qemu-server/101.conf"
+ln -s ../gone/101.conf "$R/etc/pve/qemu-server/101.conf"
+S0=$(tree_sum "$R")
+run_rc "$P" --root "$R" plan --vm 101 --gpus all
+[[ $RC -eq 3 ]] || fail "a dangling 101.conf symlink: plan exit $RC, expected 3"
+grep -q '101.conf is not a regular file' "$T/err" || fail "a dangling 101.conf symlink: not explained: $(head -1 "$T/err")"
+grep -q 'qm create' "$T/out" "$T/err" && fail "a dangling 101.conf symlink: the plan still creates the VM"
+run_rc "$P" --root "$R" apply --vm 101 --gpus all --yes
+[[ $RC -eq 3 && $(tree_sum "$R") == "$S0" && ! -e $R/var/lib/passthru/generations ]] || fail "a dangling 101.conf symlink: apply exit $RC or wrote something"
+section_ok "a dangling symlink at the VM's config is refused (exit 3), not replaced by a new VM"
+
 # --- Medium 7: terminal escapes in host data --------------------------------
 # A VM description (any PVE user with VM.Config rights can set it) and a
 # driver name from sysfs carried ESC[2K and CR to the terminal raw: one could

@@ -1140,7 +1140,9 @@ void plan_proxmox_vm(const PlanContext& ctx, const VmProfile& profile, Plan& pla
     }
     refuse_split_groups(job);
     const auto refusals_before = plan.refusals.size();
-    job.exists = ctx.fs.exists(job.conf_path);
+    // Anything at the path counts, a dangling symlink too: read_vm_config refuses what is
+    // not a regular file instead of planning 'qm create' over it.
+    job.exists = ctx.fs.stat(job.conf_path).type != util::FileType::missing;
     if (!refuse_foreign_vmid(job) || !read_vm_config(job)) {
         return;
     }
