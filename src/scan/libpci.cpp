@@ -121,14 +121,6 @@ std::string LibPci::lookup(int flags, int a, int b)
     return name != nullptr ? std::string(name) : std::string{};
 }
 
-void LibPci::load_names()
-{
-    if (m_access == nullptr) {
-        return;
-    }
-    PASSTHRU_PCI_GUARDED(, pci_load_name_list(m_access));
-}
-
 std::string LibPci::vendor_name(std::uint16_t vendor)
 {
     return lookup(PCI_LOOKUP_VENDOR, vendor, 0);

@@ -27,10 +27,6 @@ public:
     LibPci(const LibPci&) = delete;
     LibPci& operator=(const LibPci&) = delete;
 
-    // Reads pci.ids now, as the first name lookup would otherwise do: lets
-    // a caller load it on a thread of its own while it reads sysfs, then
-    // look names up here. A file libpci cannot parse becomes a warning.
-    void load_names();
     std::string vendor_name(std::uint16_t vendor);
     std::string device_name(std::uint16_t vendor, std::uint16_t device);
     std::string class_name(std::uint16_t class16);

@@ -478,9 +478,9 @@ std::vector<PciDevice> read_pci_devices(const util::HostFs& fs, const util::Host
 }
 
 // Vendor, device and class names through libpci, on one thread (its name
-// cache is shared state); pci.ids may already be loaded (load_names): what
-// that load said (the warnings after the first `setup_warnings`) counts only
-// where a name was wanted, as when the first lookup loads it.
+// cache is shared state); pci.ids is loaded by the first lookup, and what that
+// load said (the warnings after the first `setup_warnings`) counts only where
+// a name was wanted.
 void name_pci_devices(LibPci& pci, std::size_t setup_warnings, std::vector<PciDevice>& devices, std::vector<Problem>& problems)
 {
     bool looked_up = false;
