@@ -25,6 +25,19 @@ std::string root_option(const Context& ctx)
     return ctx.fs.is_live() ? std::string() : " --root " + util::shell_quote({ctx.fs.root().string()});
 }
 
+std::optional<apply::Manifest> active_trial(const apply::Journal& journal)
+{
+    const auto active = apply::active_generations(journal.load_all());
+    if (active.empty()) {
+        return std::nullopt;
+    }
+    const auto& m = active.back();
+    if (m.request.is_object() && m.request.contains("trial_minutes") && !m.request["trial_minutes"].is_null()) {
+        return m;
+    }
+    return std::nullopt;
+}
+
 apply::Progress cli_progress(const Context& ctx)
 {
     apply::Progress p;

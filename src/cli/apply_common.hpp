@@ -3,6 +3,7 @@
 // the progress display, the notice about an interrupted generation.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -41,6 +42,10 @@ std::string root_option(const Context& ctx);
 // Applies a plan as one journaled generation under the journal's lock and
 // says what was done, how to undo it and what comes next (cli/cmd_apply.cpp).
 int commit_plan(Context& ctx, const apply::Journal& journal, const plan::Plan& p);
+
+// The newest active generation, when it is a trial (apply --trial) that
+// nobody confirmed yet (confirm makes a newer, normal generation).
+std::optional<apply::Manifest> active_trial(const apply::Journal& journal);
 
 // Prints the commands the runner recorded instead of running (under --root).
 void print_recorded_commands(const Context& ctx);

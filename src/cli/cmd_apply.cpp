@@ -277,7 +277,8 @@ void print_next_steps(const Context& ctx, const plan::Plan& p)
         std::printf("  2. %s\n", verify.c_str());
         std::printf("  3. passthru%s confirm: makes the trial configuration the default, within %d min of the trial boot;\n", root.c_str(),
                     *p.request.trial_minutes);
-        std::printf("     otherwise the watchdog reboots into the unchanged default entry (a hang needs a reset: BMC or watchdog)\n");
+        std::printf("     otherwise the watchdog reboots into the unchanged default entry (a hang needs a reset: BMC or watchdog),\n");
+        std::printf("     where %s puts back the files from before the trial by itself\n", plan::k_trial_revert_unit.data());
         std::printf("     or passthru%s rollback, then reboot: back to the configuration before the trial\n", root.c_str());
         return;
     }

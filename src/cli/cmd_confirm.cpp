@@ -24,20 +24,6 @@ namespace passthru::cli {
 
 namespace {
 
-// The newest active generation, when it is a trial.
-std::optional<apply::Manifest> active_trial(const apply::Journal& journal)
-{
-    const auto active = apply::active_generations(journal.load_all());
-    if (active.empty()) {
-        return std::nullopt;
-    }
-    const auto& m = active.back();
-    if (m.request.is_object() && m.request.contains("trial_minutes") && !m.request["trial_minutes"].is_null()) {
-        return m;
-    }
-    return std::nullopt;
-}
-
 int confirm_trial(Context& ctx, const apply::Journal& journal, const apply::Manifest& m)
 {
     const plan::DataDir data(ctx.fs, ctx.global.data_dir);

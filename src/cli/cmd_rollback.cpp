@@ -3,6 +3,9 @@
 // generation if there is one (crash recovery); otherwise undoes the newest
 // active generation, or with --to N every active generation from N on, as a
 // new journaled generation of kind "rollback" (apply/rollback.hpp).
+// --trial-fallback is what the trial's revert unit runs on a boot without
+// the trial marker (plan/trial.hpp): it undoes the newest generation only
+// when that is an unconfirmed trial, and refuses (exit 3) on the trial boot.
 #include <cstdio>
 
 #include "apply/journal.hpp"
@@ -10,6 +13,7 @@
 #include "apply/transaction.hpp"
 #include "cli/apply_common.hpp"
 #include "cli/commands.hpp"
+#include "scan/boot_loader.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::cli {
@@ -20,7 +24,10 @@ void rollback_options(po::options_description& options)
                           "restore the host to how it was before generation N (undoes N and every later one)")(
         "force", "roll back even files that were changed by hand since they were applied (the edits are kept in the new generation)")(
         "remove-volumes", "also delete the volumes the undone after-steps allocated (pvesm free); without it they are kept and named")(
-        "dry-run", "show what would be restored and write nothing")("yes,y", "accepted for symmetry with apply; rollback does not ask");
+        "dry-run", "show what would be restored and write nothing")(
+        "trial-fallback", "undo the newest generation only if it is an unconfirmed trial (apply --trial), and only on a boot without "
+                          "the trial marker: what the trial's revert unit runs on the default entry")(
+        "yes,y", "accepted for symmetry with apply; rollback does not ask");
 }
 
 namespace {
@@ -95,15 +102,96 @@ void print_rollback_plan(const Context& ctx, const apply::RollbackPlan& rb, bool
     }
 }
 
+apply::RemoveVolumes remove_volumes_option(const po::variables_map& vm)
+{
+    return vm.count("remove-volumes") != 0U ? apply::RemoveVolumes::yes : apply::RemoveVolumes::no;
+}
+
+// Prints the rollback, then (unless a dry run) runs it as one generation.
+int execute_rollback(Context& ctx, const apply::Journal& journal, const apply::RollbackPlan& rb, bool to_given, bool dry_run)
+{
+    print_rollback_plan(ctx, rb, to_given);
+    if (dry_run) {
+        std::printf("Dry run: nothing was written.\n");
+        return exit_code::ok;
+    }
+    const auto report = apply::run_transaction(journal, ctx.runner, rb.spec, cli_progress(ctx), &libvirt_hooks());
+    print_recorded_commands(ctx);
+    std::printf("Rolled back as generation %llu: %zu file(s) restored.\n", static_cast<unsigned long long>(report.generation),
+                report.written.size());
+    for (const auto& k : rb.kept) {
+        std::printf("kept: %s\n", k.c_str());
+    }
+    if (!report.written.empty()) {
+        std::printf("note: reboot so the restored kernel command line and initramfs take effect\n");
+    }
+    return exit_code::ok;
+}
+
+// rollback --trial-fallback: the revert unit's command on a boot without the
+// trial marker. Refuses (exit 3, nothing written) on the trial boot, when
+// /proc/cmdline cannot be read, when a generation was interrupted (rollback's
+// crash recovery is left to the user), and when
+// the newest applied generation is not an unconfirmed trial; changed files
+// are refused as by rollback (exit 1; there is no --force here).
+int trial_fallback(Context& ctx, const po::variables_map& vm, const apply::Journal& journal, bool dry_run)
+{
+    const std::string refused = "no trial fallback: ";
+    std::optional<util::HostLock> lock;
+    if (!dry_run) {
+        auto l = journal.lock();
+        if (!l) {
+            throw l.error();
+        }
+        lock = std::move(*l);
+    }
+    if (auto m = apply::find_interrupted(journal, dry_run ? apply::LockHeld::by_other_or_nobody : apply::LockHeld::by_us)) {
+        throw Error(Errc::precondition, refused + "generation " + std::to_string(m->id) + " was interrupted")
+            .with_hint("run 'passthru rollback': it restores that generation first; then 'passthru rollback' again undoes the trial");
+    }
+    auto cmdline = ctx.fs.read_file("/proc/cmdline");
+    if (!cmdline) {
+        throw Error(Errc::precondition,
+                    refused + "cannot read /proc/cmdline to tell the trial boot from the others: " + std::string(cmdline.error().what()));
+    }
+    if (scan::is_trial_boot(*cmdline)) {
+        throw Error(Errc::precondition, refused + "this is the trial boot (" + std::string(scan::k_trial_marker) + " on /proc/cmdline)")
+            .with_hint("on the trial boot: 'passthru verify', then 'passthru confirm'; or 'passthru rollback'");
+    }
+    const auto trial = active_trial(journal);
+    if (!trial) {
+        const auto active = apply::active_generations(journal.load_all());
+        throw Error(Errc::precondition, refused
+                                            + (active.empty() ? std::string("no applied generation is active")
+                                                              : "the newest applied generation, " + std::to_string(active.back().id)
+                                                                    + ", is not an unconfirmed trial"))
+            .with_hint("'passthru history' lists the generations; 'passthru rollback' undoes the newest one");
+    }
+    std::printf("Generation %llu is a trial that was not confirmed, and this boot is not its trial boot: restoring the host "
+                "as it was before it.\n",
+                static_cast<unsigned long long>(trial->id));
+    const auto rb = apply::plan_rollback(journal, std::nullopt, apply::Force::no, remove_volumes_option(vm));
+    if (rb.undoes != std::vector<std::uint64_t>{trial->id}) {
+        throw Error(Errc::internal, "the rollback would not undo exactly trial generation " + std::to_string(trial->id));
+    }
+    return execute_rollback(ctx, journal, rb, false, dry_run);
+}
+
 } // namespace
 
 int run_rollback(Context& ctx, const po::variables_map& vm)
 {
     const bool dry_run = vm.count("dry-run") != 0U;
+    if (vm.count("trial-fallback") != 0U && (vm.count("to") != 0U || vm.count("force") != 0U)) {
+        throw Error(Errc::usage, "--trial-fallback undoes exactly the unconfirmed trial: it takes neither --to nor --force");
+    }
     if (!dry_run) {
         require_root(ctx, "rollback");
     }
     const apply::Journal journal(ctx.fs);
+    if (vm.count("trial-fallback") != 0U) {
+        return trial_fallback(ctx, vm, journal, dry_run);
+    }
     if (journal.ids().empty()) {
         throw Error(Errc::not_found, "nothing to roll back: no generation was ever recorded under "
                                          + (ctx.fs.root() / std::string(apply::k_generations_dir).substr(1)).string());
@@ -126,24 +214,8 @@ int run_rollback(Context& ctx, const po::variables_map& vm)
         to = vm["to"].as<std::uint64_t>();
     }
     const auto force = vm.count("force") != 0U ? apply::Force::yes : apply::Force::no;
-    const auto remove_volumes = vm.count("remove-volumes") != 0U ? apply::RemoveVolumes::yes : apply::RemoveVolumes::no;
-    const auto rb = apply::plan_rollback(journal, to, force, remove_volumes);
-    print_rollback_plan(ctx, rb, to.has_value());
-    if (dry_run) {
-        std::printf("Dry run: nothing was written.\n");
-        return exit_code::ok;
-    }
-    const auto report = apply::run_transaction(journal, ctx.runner, rb.spec, cli_progress(ctx), &libvirt_hooks());
-    print_recorded_commands(ctx);
-    std::printf("Rolled back as generation %llu: %zu file(s) restored.\n", static_cast<unsigned long long>(report.generation),
-                report.written.size());
-    for (const auto& k : rb.kept) {
-        std::printf("kept: %s\n", k.c_str());
-    }
-    if (!report.written.empty()) {
-        std::printf("note: reboot so the restored kernel command line and initramfs take effect\n");
-    }
-    return exit_code::ok;
+    const auto rb = apply::plan_rollback(journal, to, force, remove_volumes_option(vm));
+    return execute_rollback(ctx, journal, rb, to.has_value(), dry_run);
 }
 
 } // namespace passthru::cli

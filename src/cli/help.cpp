@@ -63,7 +63,11 @@ only. What binds the cards (vfio_pci.ids=, modprobe.blacklist=, or the
 install hook of an address binding) acts only on a boot whose command line
 carries passthru.trial, so any other boot leaves every device on its host
 driver. The trial boot starts a watchdog timer that reboots into the default
-entry after --trial-minutes (default 10) unless passthru confirm ran. This
+entry after --trial-minutes (default 10) unless passthru confirm ran. Any
+boot without passthru.trial (that reboot, a reset) runs the trial's revert
+unit, passthru-trial-revert.service, once it reaches multi-user.target: it
+runs rollback --trial-fallback, and the files are byte for byte as before
+apply --trial with nobody logging in. This
 protects against a configuration that boots but fails verify or cuts the
 host off; a trial boot that hangs before userspace still needs a reset (the
 BMC, or a hardware watchdog), after which GRUB boots the default entry. On
@@ -85,7 +89,7 @@ first: number, kind (apply or rollback), time, state (pending, committed,
 rolled-back, restore-failed), the request and the files each one changed.
 A generation an interrupted run left pending is reported by every command
 until passthru rollback has restored it.)"},
-    {"rollback", "[--to N] [--force] [--dry-run]",
+    {"rollback", "[--to N] [--force] [--dry-run] [--trial-fallback]",
      R"(Undoes the newest apply generation that is still in effect: restores the
 files it changed from their pre-images, removes the files it created, and
 runs the after-steps again, so that the host boots as it did before. With
@@ -95,12 +99,20 @@ is journaled and listed by history like an apply.
 
 A file that was changed by hand since it was applied is not overwritten
 unless --force is given. A generation left pending by an interrupted run is
-restored first.)"},
+restored first.
+
+--trial-fallback is what the trial's revert unit runs: it undoes the newest
+generation only when that is a trial nobody confirmed, and refuses (exit 3,
+nothing written) on the trial boot (passthru.trial on /proc/cmdline), when
+/proc/cmdline cannot be read, after an interrupted generation, and when the
+newest applied generation is not such a trial. It takes neither --to nor
+--force (exit 2).)"},
     {"confirm", "",
      R"(After apply --trial, on the trial boot: checks as verify does and, when
 every check passes, makes the trial configuration the default as one more
 journaled generation (the binding in modprobe.d, the arguments on the
-default entry) and removes the trial entry and its watchdog. It refuses
+default entry) and removes the trial entry, its watchdog and its revert
+unit. It refuses
 (exit 3) on any other boot or when a check fails; rollback then removes the
 trial.
 

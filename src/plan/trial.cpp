@@ -3,6 +3,7 @@
 #include "plan/trial.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 #include "plan/common.hpp"
 #include "scan/boot_loader.hpp"
@@ -123,6 +124,29 @@ bool stage_watchdog(const PlanContext& ctx, Plan& plan)
     return !plan.refused();
 }
 
+// The fallback: a unit every boot starts that rolls the trial back on a boot
+// without the marker (docs/facts.md: trial-boot).
+bool stage_revert(const PlanContext& ctx, Plan& plan)
+{
+    const nlohmann::json values{
+        {"vm", ctx.request.vm}, {"marker", scan::k_trial_marker}, {"dropin", k_trial_dropin}, {"unit", k_trial_revert_unit}};
+    const std::string why = "the trial's fallback: on any boot without " + std::string(scan::k_trial_marker)
+                            + " (the default entry after the watchdog's reboot or a reset) 'passthru rollback --trial-fallback' "
+                              "restores the files from before the trial by itself";
+    for (const auto& [path, name, reason] :
+         {std::tuple{k_trial_revert, "passthru-trial-revert.service.mustache", why},
+          std::tuple{k_trial_dropin, "passthru-trial-target.conf.mustache",
+                     "makes multi-user.target start " + std::string(k_trial_revert_unit) + " on every boot (removed with the trial)"}}) {
+        auto text = render_template(ctx.data, name, values);
+        if (!text) {
+            plan.refusals.push_back({text.error().what(), text.error().hints()});
+            return false;
+        }
+        detail::stage_file(ctx, plan, path, *text, {reason});
+    }
+    return !plan.refused();
+}
+
 void trial_commands(Plan& plan)
 {
     const auto& refresh = scan::boot_loader(scan::Bootloader::grub).refresh;
@@ -137,7 +161,7 @@ void trial_commands(Plan& plan)
 
 std::vector<std::string_view> trial_files()
 {
-    return {k_trial_grub_script, k_trial_timer, k_trial_service};
+    return {k_trial_grub_script, k_trial_timer, k_trial_service, k_trial_revert, k_trial_dropin};
 }
 
 void plan_trial(const PlanContext& ctx, Plan& plan)
@@ -152,7 +176,7 @@ void plan_trial(const PlanContext& ctx, Plan& plan)
     plan.kernel_args.add = args; // what verify looks for on the trial boot
     args.emplace_back(scan::k_trial_marker);
     args.push_back("systemd.wants=passthru-trial.timer");
-    if (!stage_grub_script(ctx, plan, args) || !stage_watchdog(ctx, plan)) {
+    if (!stage_grub_script(ctx, plan, args) || !stage_watchdog(ctx, plan) || !stage_revert(ctx, plan)) {
         return;
     }
     trial_commands(plan);

@@ -15,6 +15,11 @@
 //   passthru-trial.{timer,service} the watchdog: reboots after N minutes
 //                                  unless the trial entry is gone
 //   grub-reboot passthru-trial     GRUB's one-time selection (next_entry)
+//   passthru-trial-revert.service  the fallback: on a boot without the marker
+//   + multi-user.target.d drop-in  (the default entry after the watchdog's
+//                                  reboot or a reset) it runs 'passthru
+//                                  rollback --trial-fallback', which undoes
+//                                  the trial's generation (and removes these)
 // Every file that is left affects every boot only harmlessly without the
 // marker: vfio modules load but bind nothing, softdeps only order loads.
 #pragma once
@@ -30,6 +35,9 @@ inline constexpr std::string_view k_trial_grub_script = "/etc/grub.d/42_passthru
 inline constexpr std::string_view k_trial_entry_id = "passthru-trial";
 inline constexpr std::string_view k_trial_timer = "/etc/systemd/system/passthru-trial.timer";
 inline constexpr std::string_view k_trial_service = "/etc/systemd/system/passthru-trial.service";
+inline constexpr std::string_view k_trial_revert = "/etc/systemd/system/passthru-trial-revert.service";
+inline constexpr std::string_view k_trial_revert_unit = "passthru-trial-revert.service";
+inline constexpr std::string_view k_trial_dropin = "/etc/systemd/system/multi-user.target.d/passthru-trial.conf";
 inline constexpr int k_trial_default_minutes = 10;
 
 // The files a trial adds (confirm takes them out again).

@@ -7,14 +7,20 @@
 # journaled with grub-reboot and its undo; scan and verify recognise the trial
 # boot from /proc/cmdline; confirm refuses (exit 3, nothing written) outside
 # the trial boot and when verify fails, and on a good trial boot makes the
-# configuration the default; rollback returns byte for byte. Refused on
+# configuration the default; rollback returns byte for byte. The fallback:
+# the revert unit and its multi-user.target drop-in pass systemd-analyze, and
+# 'rollback --trial-fallback' (what the unit runs) refuses on the trial boot,
+# without a readable /proc/cmdline and when the newest generation is not a
+# trial (exit 3, nothing written), and otherwise undoes exactly the trial,
+# byte for byte, the unit and drop-in with it. Refused on
 # systemd-boot and with network changes. (The real grub-mkconfig and
 # grub-reboot run on the trial in live_path.sh.)
 source "$(dirname "$0")/lib.inc"
 need_binary
 need jq sh modprobe unshare
 PT() { "$P" --root "$R" --data-dir "$SRC" "$@"; }
-TRIAL_FILES=(etc/grub.d/42_passthru_trial etc/systemd/system/passthru-trial.timer etc/systemd/system/passthru-trial.service)
+TRIAL_FILES=(etc/grub.d/42_passthru_trial etc/systemd/system/passthru-trial.timer etc/systemd/system/passthru-trial.service
+    etc/systemd/system/passthru-trial-revert.service etc/systemd/system/multi-user.target.d/passthru-trial.conf)
 
 # --- by id, with a blacklist: the 2080 Ti EPYC host on plain GRUB ---------
 R=$T/ids
@@ -64,6 +70,19 @@ if command -v systemd-analyze > /dev/null; then
         > "$T/sa.out" 2>&1 || fail "systemd-analyze rejects the watchdog units: $(cat "$T/sa.out")"
     grep -q '^OnBootSec=7min$' "$R/etc/systemd/system/passthru-trial.timer" || fail "--trial-minutes 7 is not the timer's"
     ok "the watchdog units pass systemd-analyze verify"
+    # The revert unit names passthru by its name (systemd's fixed search path) and the
+    # drop-in extends multi-user.target: verify both in a root with systemd's own units
+    # and passthru installed, and take any warning as a failure.
+    sa=$T/sa-root
+    mkdir -p "$sa/usr/lib/systemd" "$sa/usr/bin" "$sa/etc/systemd/system/multi-user.target.d"
+    cp -r /usr/lib/systemd/system "$sa/usr/lib/systemd/"
+    cp "$P" "$sa/usr/bin/passthru"
+    cp "$R/etc/systemd/system/passthru-trial-revert.service" "$sa/etc/systemd/system/"
+    cp "$R/etc/systemd/system/multi-user.target.d/passthru-trial.conf" "$sa/etc/systemd/system/multi-user.target.d/"
+    systemd-analyze verify --man=no --root="$sa" multi-user.target passthru-trial-revert.service > "$T/sa2.out" 2>&1 ||
+        fail "systemd-analyze rejects the revert unit or its drop-in: $(cat "$T/sa2.out")"
+    [[ ! -s $T/sa2.out ]] || fail "systemd-analyze warns about the revert unit or its drop-in: $(cat "$T/sa2.out")"
+    ok "the revert unit and its multi-user.target drop-in pass systemd-analyze verify, without a warning"
 fi
 
 m=$R/var/lib/passthru/generations/1/manifest.json
@@ -73,6 +92,10 @@ jq -e '.request.trial_minutes == 7 and (.commands | map(.argv | join(" ")) | ind
 grep -q '^Next steps, in this order:' "$T/apply.out" && grep -q 'confirm: makes the trial configuration the default' "$T/apply.out" ||
     fail "apply --trial does not end with the next steps: $(tail -5 "$T/apply.out")"
 ok "ids: the trial generation is journaled with grub-reboot; apply names the next steps"
+
+grep -qx 'ConditionKernelCommandLine=!passthru.trial' "$R/etc/systemd/system/passthru-trial-revert.service" ||
+    fail "the revert unit does not skip the trial boot"
+cp -a "$R" "$T/ids-fallback" # the same trial, for the fallback below
 
 # Not the trial boot: scan says nothing of one, confirm refuses and writes nothing.
 applied=$(tree_sum --with-journal "$R")
@@ -93,6 +116,11 @@ expect_rc 3 PT confirm > "$T/c.out" 2> "$T/c.err"
 grep -q '^passthru: error: not confirmed: verify fails on this trial boot: ' "$T/c.err" || fail "confirm with failing verify: $(cat "$T/c.err")"
 [[ $(tree_sum --with-journal "$R") == "$applied" ]] || fail "confirm after a failing verify wrote something"
 ok "scan and verify recognise the trial boot; confirm refuses outside it and when verify fails, writing nothing"
+expect_rc 3 PT rollback --trial-fallback > "$T/fb.out" 2> "$T/fb.err"
+grep -q '^passthru: error: no trial fallback: this is the trial boot (passthru.trial on /proc/cmdline)' "$T/fb.err" ||
+    fail "rollback --trial-fallback on the trial boot: $(cat "$T/fb.err")"
+[[ $(tree_sum --with-journal "$R") == "$applied" ]] || fail "rollback --trial-fallback on the trial boot wrote something"
+ok "rollback --trial-fallback refuses on the trial boot (exit 3), writing nothing"
 
 # rollback of the trial: the trial entry and units go, grub-reboot is undone.
 expect_rc 0 PT rollback > "$T/rb.out" 2>&1
@@ -100,6 +128,33 @@ grep -q 'grub-editenv /boot/grub/grubenv unset next_entry' "$T/rb.out" || fail "
 cp "$T/pristine/epyc-4x2080ti/proc/cmdline" "$R/proc/cmdline"
 [[ $(tree_sum "$R") == "$start" ]] || fail "rollback of the trial is not byte-identical"
 ok "rollback of a trial generation: byte-identical, the one-time selection unset"
+
+# The fallback boot: the default entry's command line (the fixture's), so the
+# revert unit runs 'rollback --trial-fallback'.
+R=$T/ids-fallback
+fb=$(tree_sum --with-journal "$R")
+expect_rc 2 PT rollback --trial-fallback --force > /dev/null 2> "$T/fb.err"
+expect_rc 2 PT rollback --trial-fallback --to 1 > /dev/null 2>> "$T/fb.err"
+mv "$R/proc/cmdline" "$T/cmdline.kept"
+expect_rc 3 PT rollback --trial-fallback > /dev/null 2>> "$T/fb.err"
+grep -q '^passthru: error: no trial fallback: cannot read /proc/cmdline' "$T/fb.err" || fail "unreadable /proc/cmdline: $(cat "$T/fb.err")"
+mv "$T/cmdline.kept" "$R/proc/cmdline"
+[[ $(tree_sum --with-journal "$R") == "$fb" ]] || fail "a refused rollback --trial-fallback wrote something"
+expect_rc 0 PT rollback --trial-fallback --dry-run > "$T/fbd.out" 2>&1
+[[ $(tree_sum --with-journal "$R") == "$fb" ]] || fail "rollback --trial-fallback --dry-run wrote something"
+grep -q 'remove  /etc/systemd/system/passthru-trial-revert.service' "$T/fbd.out" || fail "the dry run does not remove the revert unit: $(cat "$T/fbd.out")"
+expect_rc 0 PT rollback --trial-fallback > "$T/fb.out" 2>&1
+grep -q '^Generation 1 is a trial that was not confirmed' "$T/fb.out" || fail "rollback --trial-fallback: $(cat "$T/fb.out")"
+grep -q 'grub-editenv /boot/grub/grubenv unset next_entry' "$T/fb.out" || fail "the fallback does not undo grub-reboot: $(cat "$T/fb.out")"
+[[ $(tree_sum "$R") == "$start" ]] || fail "the fallback is not byte-identical to before apply --trial"
+[[ ! -e $R/etc/systemd/system/multi-user.target.d ]] || fail "the fallback left the drop-in directory it created"
+jq -e '.kind == "rollback" and .undoes == [1]' "$R/var/lib/passthru/generations/2/manifest.json" > /dev/null ||
+    fail "the fallback is not a journaled rollback of exactly the trial"
+fb=$(tree_sum --with-journal "$R")
+expect_rc 3 PT rollback --trial-fallback > /dev/null 2> "$T/fb.err"
+grep -q '^passthru: error: no trial fallback: no applied generation is active' "$T/fb.err" || fail "a second fallback: $(cat "$T/fb.err")"
+[[ $(tree_sum --with-journal "$R") == "$fb" ]] || fail "a second fallback wrote something"
+ok "rollback --trial-fallback off the trial boot: byte-identical to before the trial, the revert unit and drop-in gone; refusals write nothing"
 
 # --- by address, confirmed: the QEMU host after its trial boot ------------
 # qemu-intel-vfio is the QEMU host with the card on vfio-pci; without
@@ -129,7 +184,13 @@ grep -q 'passthru.trial' "$conf" && fail "confirm left the binding conditional o
 jq -r '.commands[].argv | join(" ")' "$R/var/lib/passthru/generations/2/manifest.json" > "$T/c2.cmds"
 grep -qx 'update-grub' "$T/c2.cmds" || fail "confirm does not regenerate grub.cfg"
 grep -qx 'grub-editenv /boot/grub/grubenv unset next_entry' "$T/c2.cmds" || fail "confirm does not clear GRUB's one-time selection"
-ok "addr: the hook binds only with the marker; confirm on a good trial boot makes it the default and removes the trial"
+cp "$T/pristine/qemu-intel-vfio/proc/cmdline" "$R/proc/cmdline"
+applied=$(tree_sum --with-journal "$R")
+expect_rc 3 PT rollback --trial-fallback > /dev/null 2> "$T/fb2.err"
+grep -q '^passthru: error: no trial fallback: the newest applied generation, 2, is not an unconfirmed trial' "$T/fb2.err" ||
+    fail "rollback --trial-fallback after confirm: $(cat "$T/fb2.err")"
+[[ $(tree_sum --with-journal "$R") == "$applied" ]] || fail "rollback --trial-fallback after confirm wrote something"
+ok "addr: the hook binds only with the marker; confirm on a good trial boot makes it the default and removes the trial (and its fallback)"
 
 expect_rc 0 PT rollback > /dev/null 2>&1
 [[ -f $R/etc/grub.d/42_passthru_trial && ! -e $R/etc/default/grub.d/passthru.cfg ]] || fail "rolling back confirm does not return to the trial"

@@ -106,6 +106,27 @@ TEST_SUITE("plan/trial")
               == 1);
     }
 
+    TEST_CASE("the fallback: a revert unit that every boot starts and that acts only without the marker")
+    {
+        auto f = fixture("epyc-4x2080ti");
+        const plan::DataDir data(f.fs, std::nullopt);
+        const auto p = plan::make_plan(f.inventory, f.fs, data, trial_request("all"));
+        REQUIRE(p);
+        REQUIRE_FALSE(p->refused());
+        const auto* revert = file(*p, plan::k_trial_revert);
+        REQUIRE(revert != nullptr);
+        CHECK(revert->mode == 0644);
+        CHECK(contains(revert->after, "\nConditionKernelCommandLine=!passthru.trial\n"));
+        CHECK(contains(revert->after, "\nType=oneshot\n"));
+        CHECK(contains(revert->after, "\nExecStart=passthru rollback --trial-fallback\n"));
+        const auto* dropin = file(*p, plan::k_trial_dropin);
+        REQUIRE(dropin != nullptr);
+        CHECK(contains(dropin->after, "\n[Unit]\nWants=passthru-trial-revert.service\nAfter=passthru-trial-revert.service\n"));
+        const auto files = plan::trial_files();
+        CHECK(std::find(files.begin(), files.end(), plan::k_trial_revert) != files.end());
+        CHECK(std::find(files.begin(), files.end(), plan::k_trial_dropin) != files.end());
+    }
+
     TEST_CASE("by address: the install hook binds only with the marker on /proc/cmdline")
     {
         auto f = fixture("qemu-intel");
