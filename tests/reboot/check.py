@@ -401,6 +401,18 @@ def trial_args(d):
     return entry["linux"][1:] if entry and entry["linux"] else []
 
 
+def revert_unit(d):
+    """What systemd knew of the trial's revert unit on this boot (guest/step record_revert)."""
+    out = {}
+    for line in (read(d, "revert.txt") or "").splitlines():
+        k, _, v = line.partition("=")
+        out[k] = v
+    return out
+
+
+REVERT_FILES = ("/etc/systemd/system/passthru-trial-revert.service", "/etc/systemd/system/multi-user.target.d/passthru-trial.conf")
+
+
 def check_trial_applied(ck, d, default_before):
     """apply --trial: the trial entry exists, GRUB boots it once, the default is as before."""
     ck.check(rc(d, "trial-apply") == 0, "passthru apply --trial exits 0", step_text(d, "trial-apply"))
@@ -420,6 +432,12 @@ def check_trial_applied(ck, d, default_before):
         default_after = str(e)
     ck.check(default_after == default_before, "grub.cfg's default entry is exactly as before apply --trial",
              "before: %s\nafter:  %s" % (default_before, default_after))
+    unit = read(d, "etc-trial/systemd_system_passthru-trial-revert.service") or ""
+    dropin = read(d, "etc-trial/systemd_system_multi-user.target.d_passthru-trial.conf") or ""
+    ck.check("ConditionKernelCommandLine=!%s" % TRIAL_MARKER in unit.splitlines() and "ExecStart=passthru rollback --trial-fallback" in unit.splitlines()
+             and "Wants=passthru-trial-revert.service" in dropin.splitlines(),
+             "the trial wrote its revert unit (skipped with %s) and the multi-user.target drop-in that starts it" % TRIAL_MARKER,
+             unit + dropin)
     return args
 
 
@@ -455,6 +473,9 @@ def check_boot4(ck, a, d):
     ck.check(v is not None and v != 0, "passthru verify fails on this trial boot (exit %s), so it is not confirmed" % v,
              step_text(d, "verify"))
     ck.check("passthru-trial.timer" in (read(d, "timer.txt") or ""), "the trial's watchdog timer is armed", read(d, "timer.txt"))
+    rv = revert_unit(d)
+    ck.check(rv.get("ConditionResult") == "no" and rv.get("ExecMainStartTimestampMonotonic") == "0",
+             "the revert unit did not run on the trial boot (its condition !%s is false)" % TRIAL_MARKER, read(d, "revert.txt"))
     ck.check(serial_end(a, 4) == "reboot", "the watchdog rebooted the machine (\"reboot: Restarting system\")", serial_end(a, 4))
 
 
@@ -475,17 +496,27 @@ def check_boot5(ck, a, d):
     except SystemExit:
         same = False
     ck.check(same, "grub.cfg's default entry is byte for byte boot 3's")
-    before, fallback, after = hashes(b3, "before-trial.sha256"), hashes(d, "after-fallback.sha256"), hashes(d, "after-rollback.sha256")
+    before, fallback = hashes(b3, "before-trial.sha256"), hashes(d, "after-fallback.sha256")
     ck.check(len(before) > 5 and all(before.get(f) == fallback.get(f) for f in DEFAULT_BOOT_FILES),
              "the files of the default boot (%s) are byte-identical to before apply --trial" % ", ".join(DEFAULT_BOOT_FILES),
              "\n".join("%s %s -> %s" % (f, before.get(f), fallback.get(f)) for f in DEFAULT_BOOT_FILES))
     v = rc(d, "verify")
     ck.check(v is not None and v != 0, "passthru verify fails on the default boot (exit %s)" % v, step_text(d, "verify"))
-    ck.check(rc(d, "rollback") == 0, "passthru rollback --yes exits 0", step_text(d, "rollback"))
-    ck.check(len(before) > 5 and before == after, "after rollback every file passthru touched is byte-identical to before apply --trial",
-             "\n".join("%s %s -> %s" % (f, before.get(f), after.get(f)) for f in sorted(set(before) | set(after)) if before.get(f) != after.get(f)))
-    print("     sha256 before apply --trial == after rollback: %d files (%d absent)" % (len(before), sum(1 for h in before.values() if h == "absent")))
-    print("     files the failed trial left until rollback: %s" % " ".join(sorted(f for f in before if before[f] != fallback.get(f))))
+    rv = revert_unit(d)
+    journal = read(d, "revert-journal.txt") or ""
+    ck.check(rv.get("ConditionResult") == "yes" and rv.get("Result") == "success" and rv.get("ExecMainStatus") == "0",
+             "the trial's revert unit ran on the default boot and succeeded (passthru rollback --trial-fallback exit 0)",
+             (read(d, "revert.txt") or "") + journal[-3000:])
+    ck.check("is a trial that was not confirmed" in journal and "Rolled back as generation" in journal,
+             "its journal shows the rollback of the unconfirmed trial", journal[-3000:])
+    ck.check(len(before) > 5 and before == fallback,
+             "without a rollback by hand every file passthru touched is byte-identical to before apply --trial",
+             "\n".join("%s %s -> %s" % (f, before.get(f), fallback.get(f)) for f in sorted(set(before) | set(fallback)) if before.get(f) != fallback.get(f)))
+    ck.check(all(fallback.get(f) == "absent" for f in REVERT_FILES), "the revert unit and its drop-in removed themselves",
+             "\n".join("%s %s" % (f, fallback.get(f)) for f in REVERT_FILES))
+    ck.check(rc(d, "rollback-left") == 1 and "no applied generation is active" in (read(d, "rollback-left.err") or ""),
+             "passthru rollback finds nothing left to undo", step_text(d, "rollback-left"))
+    print("     sha256 before apply --trial == after the fallback boot: %d files (%d absent)" % (len(before), sum(1 for h in before.values() if h == "absent")))
     # the good path starts here
     try:
         default_now = grub_default_entry(read(d, "grub.cfg") or "")
@@ -502,6 +533,12 @@ def check_boot6(ck, a, d):
     ck.check(grub_entry_by_id(cfg, TRIAL_ID) is None, "after confirm grub.cfg has no trial entry")
     ck.check(read(d, "etc/grub.d_42_passthru_trial") is None and read(d, "etc/systemd_system_passthru-trial.timer") is None,
              "after confirm the trial's script and watchdog are gone")
+    rv = revert_unit(d)
+    ck.check(rv.get("ConditionResult") == "no" and rv.get("ExecMainStartTimestampMonotonic") == "0",
+             "the revert unit did not run on the good trial boot (marker present)", read(d, "revert.txt"))
+    ck.check(read(d, "etc/systemd_system_passthru-trial-revert.service") is None
+             and read(d, "etc/systemd_system_multi-user.target.d_passthru-trial.conf") is None,
+             "after confirm the revert unit and its drop-in are gone")
     env = grubenv_read(open(os.path.join(d, "grubenv"), "rb").read()) if read(d, "grubenv") is not None else {}
     ck.check(not env.get("next_entry"), "no one-time selection is left in grubenv", env)
     ck.check(serial_end(a, 6) == "power-off", "the watchdog did not reboot the confirmed trial (the step powered off)", serial_end(a, 6))
@@ -519,6 +556,7 @@ def check_boot7(ck, a, d):
              "on the default boot after confirm both card functions are on vfio-pci", read(d, "drivers.txt"))
     host_drivers_ok(ck, drv, a.iommu, "after confirm")
     ck.check(rc(d, "verify") == 0, "passthru verify --vm 101 exits 0 on the default boot", step_text(d, "verify"))
+    ck.check(revert_unit(d).get("LoadState") == "not-found", "no revert unit is left after confirm", read(d, "revert.txt"))
 
 
 def cmd_boot(a):

@@ -6,7 +6,8 @@
 # refresh run for real); boot 2 boots what the boot loader would boot now and checks the
 # binding, verify and rollback; boot 3 checks that rollback undid it. On the GRUB host
 # boots 4-7 then take `passthru apply --trial` through its failing path (the watchdog
-# reboots into the unchanged default entry) and its good path (confirm); README: the
+# reboots into the unchanged default entry, whose revert unit undoes the trial by itself)
+# and its good path (confirm); README: the
 # trial boots. GRUB's entry is the one its grubenv selects (next_entry once, else default).
 #
 # Usage: tests/reboot/run.sh [--loader grub|systemd-boot]... [--iommu intel|amd]
@@ -218,6 +219,10 @@ stage() {
     install -D -m 644 "$HERE/guest/passthru-reboot-test.service" "$r/etc/systemd/system/passthru-reboot-test.service"
     mkdir -p "$r/etc/systemd/system/multi-user.target.wants"
     ln -sfn ../passthru-reboot-test.service "$r/etc/systemd/system/multi-user.target.wants/passthru-reboot-test.service"
+    install -D -m 755 "$HERE/guest/heartbeat" "$r/usr/local/lib/passthru-test/heartbeat"
+    install -D -m 644 "$HERE/guest/passthru-reboot-heartbeat.service" "$r/etc/systemd/system/passthru-reboot-heartbeat.service"
+    mkdir -p "$r/etc/systemd/system/sysinit.target.wants"
+    ln -sfn ../passthru-reboot-heartbeat.service "$r/etc/systemd/system/sysinit.target.wants/passthru-reboot-heartbeat.service"
     mkdir -p "$r/var/lib/passthru-test"
     echo "$loader" >"$r/var/lib/passthru-test/loader"
     echo 0 >"$r/var/lib/passthru-test/boot"
