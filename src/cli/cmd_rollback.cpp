@@ -128,6 +128,19 @@ int execute_rollback(Context& ctx, const apply::Journal& journal, const apply::R
     return exit_code::ok;
 }
 
+// The journal's lock, taken for everything but a dry run (which writes nothing).
+std::optional<util::HostLock> lock_unless_dry_run(const apply::Journal& journal, bool dry_run)
+{
+    if (dry_run) {
+        return std::nullopt;
+    }
+    auto lock = journal.lock();
+    if (!lock) {
+        throw lock.error();
+    }
+    return std::move(*lock);
+}
+
 // rollback --trial-fallback: the revert unit's command on a boot without the
 // trial marker. Refuses (exit 3, nothing written) on the trial boot, when
 // /proc/cmdline cannot be read, when a generation was interrupted (rollback's
@@ -137,14 +150,7 @@ int execute_rollback(Context& ctx, const apply::Journal& journal, const apply::R
 int trial_fallback(Context& ctx, const po::variables_map& vm, const apply::Journal& journal, bool dry_run)
 {
     const std::string refused = "no trial fallback: ";
-    std::optional<util::HostLock> lock;
-    if (!dry_run) {
-        auto l = journal.lock();
-        if (!l) {
-            throw l.error();
-        }
-        lock = std::move(*l);
-    }
+    const auto lock = lock_unless_dry_run(journal, dry_run);
     if (auto m = apply::find_interrupted(journal, dry_run ? apply::LockHeld::by_other_or_nobody : apply::LockHeld::by_us)) {
         throw Error(Errc::precondition, refused + "generation " + std::to_string(m->id) + " was interrupted")
             .with_hint("run 'passthru rollback': it restores that generation first; then 'passthru rollback' again undoes the trial");
@@ -196,14 +202,7 @@ int run_rollback(Context& ctx, const po::variables_map& vm)
         throw Error(Errc::not_found, "nothing to roll back: no generation was ever recorded under "
                                          + (ctx.fs.root() / std::string(apply::k_generations_dir).substr(1)).string());
     }
-    std::optional<util::HostLock> lock;
-    if (!dry_run) {
-        auto l = journal.lock();
-        if (!l) {
-            throw l.error();
-        }
-        lock = std::move(*l);
-    }
+    const auto lock = lock_unless_dry_run(journal, dry_run);
     // Crash recovery comes first.
     if (auto m = apply::find_interrupted(journal, dry_run ? apply::LockHeld::by_other_or_nobody : apply::LockHeld::by_us)) {
         return recover_interrupted(ctx, vm, journal, *m, dry_run);
