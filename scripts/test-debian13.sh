@@ -38,6 +38,8 @@ inner='
 set -eu
 echo "in root: $(cat /etc/debian_version), $(g++ --version | head -n 1)"
 export CCACHE_DIR=/build/ccache PASSTHRU_TEST_CACHE=/build/cache PASSTHRU_TEST_IN_ROOT=1
+# the race and kill -9 campaigns run in full in the Debian 12 suite
+export PASSTHRU_RACE_ROUNDS=10 PASSTHRU_KILL_RUNS=15
 cmake -S /src -B /build/b -DCMAKE_BUILD_TYPE=Debug -DPASSTHRU_WARNINGS_AS_ERRORS=ON \
       -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
 cmake --build /build/b -j"$(nproc)"

@@ -51,6 +51,9 @@ export LSAN_OPTIONS=$common
 # (see that test): each kind of point and every command still runs under the
 # sanitizers, in a fraction of the time every point takes with their runtime.
 export PASSTHRU_FAULT_FULL_HOSTS=
+# The race and kill -9 campaigns run in full in the main suite (scripts/test.sh);
+# here a short run of each checks the same code under the sanitizers.
+export PASSTHRU_RACE_ROUNDS=10 PASSTHRU_KILL_RUNS=15
 cd "$build"
 rc=0
 ctest --output-on-failure -j"$(nproc)" -E 'real_kernel|package_deb|debian_root|plan_reads_only_root|live_path' "$@" || rc=$?
