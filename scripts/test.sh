@@ -37,7 +37,9 @@ if [[ ${PASSTHRU_SKIP_FUZZ:-} != 1 ]]; then
 fi
 
 echo "== clang-tidy (scripts/check-tidy.sh)"
-bash "$here/scripts/check-tidy.sh" "$build" || rc=1
+fuzz_build=()
+[[ -f $build/fuzz/compile_commands.json ]] && fuzz_build=("$build/fuzz")
+bash "$here/scripts/check-tidy.sh" "$build" "${fuzz_build[@]}" || rc=1
 
 echo "== clang-format (scripts/check-format.sh)"
 bash "$here/scripts/check-format.sh" || rc=1
