@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "scan/boot_loader.hpp"
+#include "util/command_runner.hpp"
 #include "util/host_fs.hpp"
 
 namespace passthru::plan {
@@ -132,7 +133,9 @@ std::vector<std::string> free_volume_argv(const std::string& volume)
 
 StepEffects after_step_effects(const std::vector<std::string>& argv)
 {
-    if (!argv.empty()) {
+    // Rows match only commands passthru may run: a tool's name or its path
+    // in the system directories, never "/tmp/x/update-grub" (util/command_runner.hpp).
+    if (!argv.empty() && util::is_trusted_command(argv.front())) {
         for (const auto& row : table()) {
             if (row.matches(argv)) {
                 return row.effects(argv);

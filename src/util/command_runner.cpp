@@ -3,17 +3,83 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "util/fault.hpp"
 
-extern char** environ;
-
 namespace passthru::util {
+
+namespace {
+
+// The NULL-terminated char* array execve(2) takes, pointing into `words`.
+std::vector<char*> c_strings(std::vector<std::string>& words)
+{
+    std::vector<char*> out;
+    out.reserve(words.size() + 1);
+    for (auto& w : words) {
+        out.push_back(w.data());
+    }
+    out.push_back(nullptr);
+    return out;
+}
+
+} // namespace
+
+namespace {
+
+bool executable_file(const std::string& path)
+{
+    struct stat st
+    {};
+    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+} // namespace
+
+bool is_trusted_command(std::string_view argv0)
+{
+    const auto slash = argv0.rfind('/');
+    if (slash == std::string_view::npos) {
+        return !argv0.empty() && argv0 != "." && argv0 != "..";
+    }
+    const std::string_view dir = argv0.substr(0, slash);
+    const std::string_view name = argv0.substr(slash + 1);
+    if (name.empty() || name == "." || name == "..") {
+        return false;
+    }
+#ifdef PASSTHRU_INSTALLED_HELPER_DIR
+    if (dir == PASSTHRU_INSTALLED_HELPER_DIR) {
+        return true;
+    }
+#endif
+    return std::find(k_command_dirs.begin(), k_command_dirs.end(), dir) != k_command_dirs.end();
+}
+
+Result<std::string> resolve_command(std::string_view argv0)
+{
+    if (!is_trusted_command(argv0)) {
+        return fail(Errc::internal, "refusing to run '" + std::string(argv0) + "': not a command of the system directories");
+    }
+    if (argv0.find('/') != std::string_view::npos) {
+        if (executable_file(std::string(argv0))) {
+            return std::string(argv0);
+        }
+        return fail(Errc::not_found, "cannot run " + std::string(argv0) + ": no such program");
+    }
+    for (const auto dir : k_command_dirs) {
+        std::string path = std::string(dir) + "/" + std::string(argv0);
+        if (executable_file(path)) {
+            return path;
+        }
+    }
+    return fail(Errc::not_found, "cannot run " + std::string(argv0) + ": it is in none of /usr/sbin, /usr/bin, /sbin, /bin");
+}
 
 std::string shell_quote(const std::vector<std::string>& argv)
 {
@@ -67,6 +133,10 @@ Result<CommandResult> CommandRunner::query(const std::vector<std::string>& argv)
 
 Result<CommandResult> CommandRunner::spawn(const std::vector<std::string>& argv, const LineSink& sink) const
 {
+    auto program = resolve_command(argv.front());
+    if (!program) {
+        return tl::unexpected(program.error());
+    }
     int pipe_fds[2];
     if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
         return fail(Errc::io, std::string("cannot create a pipe: ") + std::strerror(errno));
@@ -77,15 +147,13 @@ Result<CommandResult> CommandRunner::spawn(const std::vector<std::string>& argv,
     posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDERR_FILENO);
     posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
 
-    std::vector<char*> c_argv;
-    c_argv.reserve(argv.size() + 1);
-    for (const auto& a : argv) {
-        c_argv.push_back(const_cast<char*>(a.c_str()));
-    }
-    c_argv.push_back(nullptr);
+    std::vector<std::string> args = argv;
+    std::vector<std::string> env(k_command_env.begin(), k_command_env.end());
+    std::vector<char*> c_argv = c_strings(args);
+    std::vector<char*> c_env = c_strings(env);
 
     pid_t pid = 0;
-    const int rc = ::posix_spawnp(&pid, c_argv[0], &actions, nullptr, c_argv.data(), environ);
+    const int rc = ::posix_spawn(&pid, program->c_str(), &actions, nullptr, c_argv.data(), c_env.data());
     posix_spawn_file_actions_destroy(&actions);
     ::close(pipe_fds[1]);
     if (rc != 0) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 
+#include <array>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -22,9 +23,35 @@ struct CommandResult
     std::string output; // stdout and stderr interleaved
 };
 
+// The system directories a command is taken from, in this order: where
+// Debian's packages install the tools passthru runs. Not /usr/local: it is
+// the local administrator's (Debian policy; group staff may write there), and
+// not the caller's PATH (docs/facts.md: command-environment).
+inline constexpr std::array<std::string_view, 4> k_command_dirs{"/usr/sbin", "/usr/bin", "/sbin", "/bin"};
+// The whole environment of a command passthru runs: a fixed PATH (the
+// directories above, for the tools' own children), the C.UTF-8 locale and
+// root's home; nothing of the caller's (no LD_*, no pkgdatadir, no GRUB_*).
+inline constexpr std::array<std::string_view, 3> k_command_env{
+    "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+    "LC_ALL=C.UTF-8",
+    "HOME=/root",
+};
+
+// True when argv[0] names a command passthru may run: a plain name (found in
+// k_command_dirs), or the absolute path of a program in one of those
+// directories or in passthru's own helper directory (PASSTHRU_INSTALLED_HELPER_DIR,
+// when the build defines one). "/tmp/x/update-grub" or "../sh" are not.
+bool is_trusted_command(std::string_view argv0);
+
+// The absolute path of the command argv0: a plain name's first executable
+// regular file in k_command_dirs, or a trusted absolute path itself.
+// Errc::not_found when there is none; Errc::internal for an untrusted path.
+Result<std::string> resolve_command(std::string_view argv0);
+
 // The second seam to the host (after HostFs): every external command passthru
 // runs (update-initramfs, update-grub, proxmox-boot-tool, qm, ifreload) goes
-// through here. Commands are argv vectors, never shell strings.
+// through here. Commands are argv vectors, never shell strings; each runs by
+// its absolute path (resolve_command) with k_command_env as its environment.
 class CommandRunner
 {
 public:

@@ -4,8 +4,9 @@
 # itself (root /, commands really run) inside a private mount namespace and a
 # chroot of a fixture copy. This machine's /usr is bound read-only for the
 # binary's libraries and the shell tools; qm, pvesm, update-initramfs and
-# proxmox-boot-tool are the behaving fakes of live_fakes/ (in /usr/local/sbin),
-# update-grub is Debian's own with only its device probes faked.
+# proxmox-boot-tool are the behaving fakes of live_fakes/ (laid over /usr/sbin,
+# where passthru takes them from whatever PATH says), update-grub is Debian's
+# own with only its device probes faked.
 #
 # On the GRUB sample host and the systemd-boot (ZFS) variant, with VM 101
 # lacking efidisk0: plan, apply --dry-run (same diffs), apply --yes (qm
@@ -82,7 +83,7 @@ in_live() {
         R=$1 FAKES=$2 BIN=$3 SRC=$4
         shift 4
         mount --bind /usr "$R/usr" && mount -o remount,bind,ro "$R/usr"
-        mount --bind "$R/opt/local" "$R/usr/local"
+        mount -t overlay passthru-fakes -o "lowerdir=$R/opt/local/sbin:/usr/sbin" "$R/usr/sbin"
         mount --bind "$FAKES/grub-probe" "$R/usr/sbin/grub-probe"
         mount --bind "$FAKES/grub-mkrelpath" "$R/usr/bin/grub-mkrelpath"
         mount --bind /dev/null "$R/dev/null"
@@ -206,6 +207,27 @@ ok "trial: grub-mkconfig adds the trial entry, the default entry unchanged; grub
 expect_rc 0 in_live "$R" "${PT[@]}" rollback --remove-volumes > "$T/trb.out" 2>&1
 [[ $(tree_sum "$R") == "$start" ]] || fail "trial: rollback is not byte-identical (grubenv: $(grub-editenv "$R/boot/grub/grubenv" list))"
 ok "trial: rollback removes the entry and the one-time selection, byte-identical"
+
+# The caller's PATH and environment do not choose what runs: a fake
+# update-grub first in PATH; grub-mkconfig's pkgdatadir pointing at a fake
+# grub-mkconfig_lib (with LD_PRELOAD). passthru runs /usr/sbin/update-grub
+# with its own environment, so no fake runs and grub.cfg is regenerated.
+host=${VARIANTS[0]}
+R=$T/hostile-env
+for hostile in "PATH=/tmp/evil:/usr/sbin:/usr/bin" "pkgdatadir=/tmp/evil LD_PRELOAD=/tmp/evil/none.so"; do
+    make_live "$host" "$R"
+    mkdir -p "$R/tmp/evil"
+    printf '#!/bin/sh\ntouch /tmp/PWNED-path\n' > "$R/tmp/evil/update-grub"
+    printf 'touch /tmp/PWNED-lib\n' > "$R/tmp/evil/grub-mkconfig_lib"
+    chmod 0755 "$R/tmp/evil/update-grub"
+    cfg_before=$(sha256sum < "$R/boot/grub/grub.cfg")
+    # shellcheck disable=SC2086
+    expect_rc 0 in_live "$R" /usr/bin/env $hostile "${PT[@]}" apply --vm 101 --gpus all --yes > "$T/env.out" 2> "$T/env.err"
+    [[ ! -e $R/tmp/PWNED-path && ! -e $R/tmp/PWNED-lib ]] ||
+        fail "$hostile: a command came from the caller's PATH or environment: $(ls "$R"/tmp/PWNED-* 2> /dev/null)"
+    [[ $(sha256sum < "$R/boot/grub/grub.cfg") != "$cfg_before" ]] || fail "$hostile: the real update-grub did not regenerate grub.cfg"
+done
+ok "a fake update-grub first in PATH, pkgdatadir and LD_PRELOAD are ignored: /usr/sbin/update-grub runs with passthru's environment"
 
 [[ $(host_sum) == "$HOST_BEFORE" ]] || fail "this machine's /etc, /boot or /var/lib files changed"
 finish "live_path: the live path on both boot loaders, against behaving fakes, in a private namespace"

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "util/command_runner.hpp"
+#include "util/strings.hpp"
+
+using namespace passthru;
+using namespace passthru::util;
+
+TEST_SUITE("util::command_runner")
+{
+    TEST_CASE("a command is taken from the system directories, never from PATH")
+    {
+        const auto sh = resolve_command("sh");
+        REQUIRE(sh);
+        CHECK((*sh == "/usr/bin/sh" || *sh == "/bin/sh"));
+        CHECK_FALSE(resolve_command("/tmp/update-grub"));
+        CHECK_FALSE(resolve_command("../bin/sh"));
+        CHECK(resolve_command("passthru-no-such-command").error().code() == Errc::not_found);
+    }
+
+    TEST_CASE("a command runs with passthru's environment, nothing of the caller's")
+    {
+        // `env` prints its environment: a real command on this machine that changes nothing.
+        const char* path = std::getenv("PATH");
+        const std::string old_path = path != nullptr ? path : "/usr/bin:/bin";
+        ::setenv("LD_LIBRARY_PATH", "/tmp/evil", 1);
+        ::setenv("pkgdatadir", "/tmp/evil", 1);
+        ::setenv("PATH", "/tmp/evil:/usr/bin:/bin", 1);
+        CommandRunner runner(RunMode::execute);
+        auto result = runner.run({"env"});
+        ::unsetenv("LD_LIBRARY_PATH");
+        ::unsetenv("pkgdatadir");
+        ::setenv("PATH", old_path.c_str(), 1);
+        REQUIRE(result);
+        CHECK(result->exit_code == 0);
+        CHECK(split_lines(result->output)
+              == std::vector<std::string>{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C.UTF-8", "HOME=/root"});
+    }
+}
