@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "apply/manifest_check.hpp"
 #include "util/fault.hpp"
 #include "util/strings.hpp"
 
@@ -296,6 +297,12 @@ Result<Manifest> Journal::load(std::uint64_t id) const
     auto m = manifest_from_json(doc);
     if (m && m->id != id) {
         return tl::unexpected(bad_manifest(id, "it names itself generation " + std::to_string(m->id)));
+    }
+    if (m) {
+        const util::FileInfo root = m_fs.stat("/");
+        if (auto ok = check_manifest(*m, allowed_owners(root.uid, root.gid)); !ok) {
+            return tl::unexpected(ok.error());
+        }
     }
     return m;
 }

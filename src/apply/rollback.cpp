@@ -18,7 +18,12 @@ std::optional<Manifest> find_interrupted(const Journal& journal, LockHeld lock)
     auto ids = journal.ids();
     for (auto it = ids.rbegin(); it != ids.rend(); ++it) {
         auto m = journal.load(*it);
-        if (m && (m->state == GenerationState::pending || m->state == GenerationState::restore_failed)) {
+        if (!m) {
+            // Neither skipped nor acted on: a manifest passthru did not
+            // write could hide the generation that really was interrupted.
+            throw m.error();
+        }
+        if (m->state == GenerationState::pending || m->state == GenerationState::restore_failed) {
             return std::move(*m);
         }
     }
@@ -240,12 +245,14 @@ std::optional<Change> restore_change(const Journal& journal, const std::string& 
 
 RollbackPlan plan_rollback(const Journal& journal, std::optional<std::uint64_t> to, Force force, RemoveVolumes remove_volumes)
 {
-    std::vector<std::string> errors;
-    const auto all = journal.load_all(&errors);
-    if (!errors.empty()) {
-        Error err(Errc::parse, errors.front());
-        err.with_hint("passthru will not roll back over a journal it cannot read");
-        throw err;
+    std::vector<Manifest> all;
+    for (const auto id : journal.ids()) {
+        auto m = journal.load(id);
+        if (!m) {
+            // Unreadable (exit 1) or not written by passthru (exit 3).
+            throw Error(m.error()).with_hint("passthru will not roll back over a journal it cannot read or trust");
+        }
+        all.push_back(std::move(*m));
     }
     const auto active = active_generations(all);
     const std::vector<const Manifest*> undone = generations_to_undo(all, active, to); // newest first

@@ -59,7 +59,13 @@ void notice_interrupted(const Context& ctx, std::string_view command)
         return;
     }
     const apply::Journal journal(ctx.fs);
-    auto m = apply::find_interrupted(journal);
+    std::optional<apply::Manifest> m;
+    try {
+        m = apply::find_interrupted(journal);
+    } catch (const Error& e) {
+        print_warning(ctx, std::string("the journal cannot be used: ") + e.what());
+        return;
+    }
     if (!m) {
         return;
     }

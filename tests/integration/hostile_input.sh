@@ -209,6 +209,55 @@ run_rc "$P" --root "$R" apply --vm 101 --gpus all --yes
 [[ $RC -eq 3 && $(tree_sum "$R") == "$S0" && ! -e $R/var/lib/passthru/generations ]] || fail "a dangling 101.conf symlink: apply exit $RC or wrote something"
 section_ok "a dangling symlink at the VM's config is refused (exit 3), not replaced by a new VM"
 
+# --- Low: rollback and recovery trust the manifest --------------------------
+# A journal edited by hand: ".." in a path (rollback deleted a file outside
+# /etc), "before_sha256": null on a file apply modified (rollback deleted it),
+# mode 4777 (rollback recreated the file setuid), an after-step matched by
+# its basename (/tmp/evil/update-grub re-run as update-grub), the same in a
+# generation left pending (recovery). Now each is refused (exit 3, one
+# line) and nothing is written.
+section_start
+R=$T/manifest
+for edit in dotdot null_before setuid basename recovery; do
+    copy_host epyc-4x2080ti "$R"
+    "$P" --root "$R" apply --vm 101 --gpus all --yes > /dev/null 2>&1 || fatal "apply on the fixture failed"
+    echo "precious" > "$R/victim"
+    python3 - "$R" "$edit" <<'PY'
+import hashlib, json, sys
+root, edit = sys.argv[1], sys.argv[2]
+path = root + "/var/lib/passthru/generations/1/manifest.json"
+m = json.load(open(path))
+modified = next(f for f in m["files"] if f["action"] == "modify")
+if edit in ("dotdot", "recovery"):
+    m["files"].append({"path": "/etc/modprobe.d/../../victim", "action": "create", "before_sha256": None,
+                       "after_sha256": hashlib.sha256(b"precious\n").hexdigest(), "mode": "0644",
+                       "owner": {"uid": 0, "gid": 0}})
+    if edit == "recovery":
+        m["state"] = "pending"
+elif edit == "null_before":
+    modified["before_sha256"] = None
+elif edit == "setuid":
+    modified["mode"] = "4777"
+elif edit == "basename":
+    m["commands"].append({"argv": ["/tmp/evil/update-grub"], "reason": "x", "status": "recorded", "exit_code": 0})
+json.dump(m, open(path, "w"), indent=2)
+PY
+    args=(rollback)
+    if [[ $edit == setuid ]]; then
+        victim=$(jq -r '.files[] | select(.mode == "4777") | .path' "$R/var/lib/passthru/generations/1/manifest.json")
+        rm "$R$victim"
+        args=(rollback --force)
+    fi
+    S1=$(tree_sum --with-journal "$R")
+    run_rc "$P" --root "$R" "${args[@]}"
+    [[ $RC -eq 3 ]] || fail "tampered manifest ($edit): exit $RC, expected 3: $(head -2 "$T/err")"
+    [[ $(grep -c '^passthru: error:' "$T/err") -eq 1 ]] && grep -q "^passthru: error: generation 1's manifest was not written by passthru: " "$T/err" \
+        || fail "tampered manifest ($edit): not one clear line: $(cat "$T/err")"
+    [[ $(tree_sum --with-journal "$R") == "$S1" && -f $R/victim ]] || fail "tampered manifest ($edit): something was written or removed"
+    [[ -z $(find "$R" -perm /6000 -print -quit) ]] || fail "tampered manifest ($edit): a setuid or setgid file appeared"
+done
+section_ok "a tampered manifest ('..' in a path, before_sha256 null, mode 4777, an after-step by basename, in recovery too) is refused (exit 3, one line), nothing written"
+
 # --- Medium 7: terminal escapes in host data --------------------------------
 # A VM description (any PVE user with VM.Config rights can set it) and a
 # driver name from sysfs carried ESC[2K and CR to the terminal raw: one could

@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "apply/manifest_check.hpp"
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+#include "format/grammar.hpp"
+#include "plan/trial.hpp"
+#include "scan/boot_loader.hpp"
+#include "util/command_runner.hpp"
+#include "util/strings.hpp"
+
+namespace passthru::apply {
+
+namespace {
+
+// Debian's base-passwd gives www-data the fixed gid 33; Proxmox VE's
+// /etc/pve files are root:www-data (docs/facts.md: journal-owners).
+constexpr gid_t k_www_data_gid = 33;
+
+// The files the planners write by their full path (plan/host, plan/vm,
+// plan/network, plan/trial) and the one an after-step edits (grub-reboot).
+constexpr std::array<std::string_view, 9> k_files{
+    "/etc/default/grub",
+    "/etc/kernel/cmdline",
+    "/etc/modules",
+    "/etc/initramfs-tools/modules",
+    "/etc/network/interfaces",
+    "/etc/network/interfaces.new",
+    "/etc/pve/mapping/pci.cfg",
+    "/boot/grub/grubenv",
+    plan::k_trial_grub_script,
+};
+
+// Directories whose files the planners write, by the shape of the name.
+struct DirRule
+{
+    std::string_view dir;
+    std::string_view prefix;
+    std::string_view suffix;
+};
+
+constexpr std::array<DirRule, 7> k_dirs{{
+    {"/etc/default/grub.d", "", ".cfg"},
+    {"/etc/modprobe.d", "", ".conf"},
+    {"/etc/modules-load.d", "", ".conf"},
+    {"/etc/pve/qemu-server", "", ".conf"},
+    {"/usr/local/lib/systemd/network", "50-p", ".link"}, // PVE 9's pinning (plan/network/pinning.hpp)
+    {"/etc/systemd/system", "passthru-", ""},            // the trial's units (plan/trial.hpp)
+    {"/etc/systemd/system/multi-user.target.d", "passthru-", ".conf"},
+}};
+
+bool plain_name(std::string_view name)
+{
+    return !name.empty() && name.front() != '.'
+           && name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._@+-") == std::string_view::npos;
+}
+
+// Absolute, no empty, "." or ".." component, no trailing slash.
+bool normalised(std::string_view path)
+{
+    if (path.size() < 2 || path.front() != '/' || path.back() == '/' || path.find("//") != std::string_view::npos) {
+        return false;
+    }
+    for (const auto& comp : util::split(path, "/")) {
+        if (comp == "." || comp == "..") {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool in_dir_rule(const std::string& path)
+{
+    const std::string dir = util::dir_name(path);
+    const std::string_view name = util::base_name(path);
+    return std::any_of(k_dirs.begin(), k_dirs.end(), [&](const DirRule& r) {
+        return r.dir == dir && plain_name(name) && name.starts_with(r.prefix) && name.ends_with(r.suffix)
+               && name.size() > r.prefix.size() + r.suffix.size();
+    });
+}
+
+bool safe_word(const std::string& word)
+{
+    return !word.empty()
+           && std::none_of(word.begin(), word.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+}
+
+// "STORAGE:NAME", as qm and pvesm name a volume.
+bool volume_id(const std::string& id)
+{
+    const auto colon = id.find(':');
+    if (colon == std::string::npos || !format::matches(format::Grammar::storage_id, id.substr(0, colon))) {
+        return false;
+    }
+    const std::string name = id.substr(colon + 1);
+    return !name.empty() && name.find("..") == std::string::npos && name.front() != '/'
+           && name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/-") == std::string::npos;
+}
+
+// The commands run verbatim again after a restore (StepUndo::rerun).
+bool rerun_argv(const std::vector<std::string>& argv)
+{
+    if (argv == std::vector<std::string>{"update-initramfs", "-u", "-k", "all"} || argv == std::vector<std::string>{"ifreload", "-a"}) {
+        return true;
+    }
+    const auto& loaders = scan::boot_loaders();
+    return std::any_of(loaders.begin(), loaders.end(),
+                       [&](const scan::BootLoaderSpec& s) { return !s.refresh.empty() && s.refresh == argv; });
+}
+
+Error refused(const Manifest& m, const std::string& why)
+{
+    return Error(Errc::precondition, "generation " + std::to_string(m.id) + "'s manifest was not written by passthru: " + why)
+        .with_hint("passthru will not act on it; inspect " + Journal::dir(m.id)
+                   + "/manifest.json and restore the files by hand from its before/ directory");
+}
+
+Result<void> check_file(const Manifest& m, const JournalFile& f, const AllowedOwners& owners)
+{
+    if (!is_passthru_path(f.path)) {
+        return tl::unexpected(refused(m, "it names " + f.path + ", which passthru does not write"));
+    }
+    if ((f.mode & ~static_cast<mode_t>(0777)) != 0 || (f.mode & 0002) != 0) {
+        return tl::unexpected(refused(m, f.path + " has a mode passthru never sets (setuid, setgid, sticky or world-writable)"));
+    }
+    const bool uid_ok = std::find(owners.uids.begin(), owners.uids.end(), f.uid) != owners.uids.end();
+    const bool gid_ok = std::find(owners.gids.begin(), owners.gids.end(), f.gid) != owners.gids.end();
+    if (!uid_ok || !gid_ok) {
+        return tl::unexpected(
+            refused(m, f.path + " has an owner passthru never restores (" + std::to_string(f.uid) + ":" + std::to_string(f.gid) + ")"));
+    }
+    const bool agrees = f.action == FileAction::create ? !f.before_sha256.has_value() : f.before_sha256.has_value();
+    const bool hex = [&] {
+        for (const auto* sha : {&f.before_sha256, &f.after_sha256}) {
+            if (*sha && ((*sha)->size() != 64 || (*sha)->find_first_not_of("0123456789abcdef") != std::string::npos)) {
+                return false;
+            }
+        }
+        return true;
+    }();
+    if (!agrees || !hex) {
+        return tl::unexpected(refused(m, f.path + ": its action and checksums do not agree"));
+    }
+    return {};
+}
+
+Result<void> check_created_dirs(const Manifest& m)
+{
+    for (const auto& d : m.created_dirs) {
+        const bool parent_of_file =
+            std::any_of(m.files.begin(), m.files.end(), [&](const JournalFile& f) { return f.path.starts_with(d + "/"); });
+        if (!normalised(d) || !parent_of_file) {
+            return tl::unexpected(refused(m, "it names the directory " + d + ", which holds none of its files"));
+        }
+    }
+    return {};
+}
+
+Result<void> check_command(const Manifest& m, const JournalCommand& c)
+{
+    if (!is_planned_after_step(c.argv)) {
+        return tl::unexpected(refused(m, "after-step '" + util::shell_quote(c.argv) + "' is not one passthru runs"));
+    }
+    for (const auto& r : c.created) {
+        if (r.kind != "volume" || !volume_id(r.id) || !format::matches(format::Grammar::vm_id, r.vm) || r.config_key != "efidisk0") {
+            return tl::unexpected(refused(m, "it records a volume passthru's after-steps do not allocate ('" + r.id + "')"));
+        }
+    }
+    return {};
+}
+
+} // namespace
+
+AllowedOwners allowed_owners(uid_t root_uid, gid_t root_gid)
+{
+    AllowedOwners out;
+    out.gids.push_back(k_www_data_gid);
+    if (root_uid != 0) {
+        out.uids.push_back(root_uid);
+    }
+    if (root_gid != 0) {
+        out.gids.push_back(root_gid);
+    }
+    return out;
+}
+
+bool is_passthru_path(const std::string& path)
+{
+    if (!normalised(path)) {
+        return false;
+    }
+    return std::find(k_files.begin(), k_files.end(), path) != k_files.end() || in_dir_rule(path);
+}
+
+bool is_planned_after_step(const std::vector<std::string>& argv)
+{
+    if (argv.empty() || !std::all_of(argv.begin(), argv.end(), safe_word)) {
+        return false;
+    }
+    const auto at = [&](std::size_t i) { return i < argv.size() ? argv[i] : std::string(); };
+    const std::string& tool = argv.front();
+    if (rerun_argv(argv)) {
+        return true;
+    }
+    if (tool == "qm" && format::matches(format::Grammar::vm_id, at(2))) {
+        // qm create is never run again (its undo is manual); qm set --efidisk0 neither.
+        return at(1) == "create" || (at(1) == "set" && argv.size() == 5 && at(3) == "--efidisk0");
+    }
+    if (tool == "grub-reboot") {
+        return argv.size() == 2 && at(1) == plan::k_trial_entry_id;
+    }
+    if (tool == "grub-editenv") {
+        return argv == std::vector<std::string>{"grub-editenv", "/boot/grub/grubenv", "unset", "next_entry"};
+    }
+    return tool == "pvesm" && argv.size() == 3 && at(1) == "free" && volume_id(at(2));
+}
+
+Result<void> check_manifest(const Manifest& m, const AllowedOwners& owners)
+{
+    for (const auto& f : m.files) {
+        if (auto r = check_file(m, f, owners); !r) {
+            return r;
+        }
+    }
+    if (auto r = check_created_dirs(m); !r) {
+        return r;
+    }
+    for (const auto& c : m.commands) {
+        if (auto r = check_command(m, c); !r) {
+            return r;
+        }
+    }
+    for (const auto& d : m.domains) {
+        if (!plain_name(d.name) || !safe_word(d.uri)) {
+            return tl::unexpected(refused(m, "it names a libvirt domain passthru cannot have defined ('" + d.name + "')"));
+        }
+    }
+    for (const auto u : m.undoes) {
+        if (u == 0 || u >= m.id) {
+            return tl::unexpected(refused(m, "it undoes generation " + std::to_string(u) + ", which is not an earlier one"));
+        }
+    }
+    return {};
+}
+
+} // namespace passthru::apply
