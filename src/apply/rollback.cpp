@@ -238,6 +238,7 @@ std::optional<Change> restore_change(const Journal& journal, const std::string& 
     }
     c.after = std::move(*pre);
     c.action = now_sha ? FileAction::modify : FileAction::create;
+    c.exact = util::FileOwnership{t.earliest_file->mode, t.earliest_file->uid, t.earliest_file->gid};
     return c;
 }
 

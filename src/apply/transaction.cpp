@@ -414,7 +414,7 @@ void write_targets(const util::HostFs& fs, const TransactionSpec& spec, const Ma
             check(fs.remove_file(c.path));
         } else {
             emit(progress, "writing " + c.path);
-            check(fs.write_file_atomic(c.path, *c.after, c.mode, util::FsSync::yes));
+            check(fs.write_file_atomic(c.path, *c.after, c.mode, util::FsSync::yes, c.exact));
         }
         report.written.push_back(c.path);
     }
@@ -552,7 +552,7 @@ bool restore_file(const Journal& journal, const Manifest& m, const JournalFile& 
         check(fs.create_directories(util::dir_name(f.path)));
     }
     emit(progress, "restoring " + f.path);
-    check(fs.write_file_atomic(f.path, *pre, f.mode, util::FsSync::yes));
+    check(fs.write_file_atomic(f.path, *pre, f.mode, util::FsSync::yes, util::FileOwnership{f.mode, f.uid, f.gid}));
     auto back = fs.read_file(f.path);
     if (!back || util::sha256_hex(*back) != *f.before_sha256) {
         throw Error(Errc::io, "it does not read back as its pre-image");

@@ -58,6 +58,9 @@ struct Change
     std::optional<std::string> expected_before_sha256;
     std::optional<std::string> after; // nullopt for remove
     mode_t mode = 0644;               // for a created file
+    // Rollback: the owner, group and mode the journal recorded, set exactly
+    // (a file apply deleted or replaced comes back as it was).
+    std::optional<util::FileOwnership> exact;
 };
 
 struct TransactionSpec

@@ -759,6 +759,31 @@ FileInfo HostFs::stat(std::string_view host_path) const
     return file_info(st);
 }
 
+namespace {
+
+// The mode of the directories passthru makes, as Debian ships /etc/modprobe.d,
+// /etc/default/grub.d and the other directories it writes in.
+constexpr mode_t k_dir_mode = 0755;
+
+// A new directory gets `mode` whatever the umask: opened without following
+// a link swapped in meanwhile, changed only when it differs (pmxcfs refuses
+// chmod on its directories, which are 0755 already). 0 or an errno.
+int set_dir_mode(int parent_fd, const std::string& name, mode_t mode)
+{
+    const UniqueFd dir(::openat(parent_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    struct stat st
+    {};
+    if (!dir.ok() || ::fstat(dir.get(), &st) != 0) {
+        return errno;
+    }
+    if ((st.st_mode & 07777) != mode && ::fchmod(dir.get(), mode) != 0) {
+        return errno;
+    }
+    return 0;
+}
+
+} // namespace
+
 // Each missing directory is made with mkdirat(2) in a descriptor of its
 // parent, itself opened inside the root: "mkdir -p" that no symlink swapped
 // in meanwhile can lead outside the root. A dangling symlink on the way is
@@ -780,6 +805,9 @@ Result<void> HostFs::create_directories(std::string_view host_path) const
             return tl::unexpected(io_error("cannot create directory", join_components(prefix), open_err));
         }
         if (::mkdirat(parent.get(), comp.c_str(), 0755) == 0) {
+            if (const int err = set_dir_mode(parent.get(), comp, k_dir_mode); err != 0) {
+                return tl::unexpected(io_error("cannot set the mode of directory", join_components(prefix), err));
+            }
             continue;
         }
         if (errno != EEXIST) {
@@ -826,24 +854,32 @@ int create_temp(int dir_fd, const std::string& name, std::string& tmp)
     return fd;
 }
 
+// What a temporary file gets: the owner and mode to keep (of the file it
+// replaces; EPERM tolerated), or to set exactly, or only a mode.
+struct TempOwner
+{
+    std::optional<FileOwnership> own;
+    bool exact = false;
+    mode_t new_mode = 0644;
+};
+
 // Writes content, owner and mode into the temporary file fd (closing it);
 // 0 or the errno of the failure, with *what saying which step failed.
-int fill_temp(int fd, std::string_view content, const struct stat* replaced, mode_t new_mode, FsSync sync, const char** what)
+int fill_temp(int fd, std::string_view content, const TempOwner& owner, FsSync sync, const char** what)
 {
     UniqueFd file(fd);
     *what = "cannot write";
     if (const int err = write_all(file.get(), content); err != 0) {
         return err;
     }
-    if (replaced != nullptr) {
-        // Keep owner and mode of the file being replaced.
+    if (owner.own) {
         *what = "cannot set owner of";
-        if (::fchown(file.get(), replaced->st_uid, replaced->st_gid) != 0 && errno != EPERM) {
+        if (::fchown(file.get(), owner.own->uid, owner.own->gid) != 0 && (owner.exact || errno != EPERM)) {
             return errno;
         }
     }
     *what = "cannot set mode of";
-    if (::fchmod(file.get(), replaced != nullptr ? (replaced->st_mode & 07777) : new_mode) != 0) {
+    if (::fchmod(file.get(), owner.own ? (owner.own->mode & 07777) : owner.new_mode) != 0) {
         return errno;
     }
     *what = "cannot fsync";
@@ -856,7 +892,8 @@ int fill_temp(int fd, std::string_view content, const struct stat* replaced, mod
 
 } // namespace
 
-Result<void> HostFs::write_file_atomic(std::string_view host_path, std::string_view content, mode_t new_mode, FsSync sync) const
+Result<void> HostFs::write_file_atomic(std::string_view host_path, std::string_view content, mode_t new_mode, FsSync sync,
+                                       const std::optional<FileOwnership>& exact) const
 {
     // The directory is opened once, inside the root (it may be reached
     // through symlinks there); the check of the target, the temporary file,
@@ -889,8 +926,12 @@ Result<void> HostFs::write_file_atomic(std::string_view host_path, std::string_v
     if (fd < 0) {
         return tl::unexpected(io_error("cannot create a temporary file next to", host_path, errno));
     }
+    TempOwner owner{exact, exact.has_value(), new_mode};
+    if (!exact && existed) {
+        owner.own = FileOwnership{static_cast<mode_t>(st.st_mode & 07777), st.st_uid, st.st_gid};
+    }
     const char* what = "";
-    if (const int err = fill_temp(fd, content, existed ? &st : nullptr, new_mode, sync, &what); err != 0) {
+    if (const int err = fill_temp(fd, content, owner, sync, &what); err != 0) {
         ::unlinkat(dir.get(), tmp.c_str(), 0);
         return tl::unexpected(io_error(what, host_path, err));
     }

@@ -21,6 +21,15 @@ enum class FsSync
     yes
 };
 
+// Owner, group and mode a write sets exactly: rollback puts a journaled file
+// back as it was (PVE's /etc/pve/qemu-server/101.conf is root:www-data 0640).
+struct FileOwnership
+{
+    mode_t mode = 0644; // permission bits
+    uid_t uid = 0;
+    gid_t gid = 0;
+};
+
 enum class FileType
 {
     missing,
@@ -149,13 +158,17 @@ public:
 
     // Replaces (or creates) a regular file atomically: a temporary file in
     // the same directory, fsync, rename(2), fsync of the directory. An
-    // existing file keeps its owner and mode; a new one gets new_mode.
+    // existing file keeps its owner and mode; a new one gets new_mode (the
+    // umask plays no part). With `exact`, the file gets exactly that owner,
+    // group and mode instead, set with fchown/fchmod on the temporary file.
     // Refuses when the target is a symlink or not a regular file.
     // Equivalent to: install -m MODE tmp PATH.tmp && sync && mv PATH.tmp PATH
-    Result<void> write_file_atomic(std::string_view host_path, std::string_view content, mode_t new_mode, FsSync sync) const;
+    Result<void> write_file_atomic(std::string_view host_path, std::string_view content, mode_t new_mode, FsSync sync,
+                                   const std::optional<FileOwnership>& exact = std::nullopt) const;
     // Removes a regular file (or symlink) and fsyncs its directory.
     Result<void> remove_file(std::string_view host_path) const;
-    // mkdir -p, with mode 0755 for new directories.
+    // mkdir -p; each new directory gets mode 0755 whatever the umask (set
+    // on the directory opened O_NOFOLLOW in its parent's descriptor).
     Result<void> create_directories(std::string_view host_path) const;
     // rmdir(2) of an empty directory (the last component is not followed),
     // then fsync of its parent. A missing directory is not an error.

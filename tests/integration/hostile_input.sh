@@ -258,6 +258,35 @@ PY
 done
 section_ok "a tampered manifest ('..' in a path, before_sha256 null, mode 4777, an after-step by basename, in recovery too) is refused (exit 3, one line), nothing written"
 
+# --- Low: owner and mode of recreated files and created directories --------
+# A file rollback recreated came back root:root instead of its journaled
+# owner (PVE's /etc/pve/qemu-server/101.conf is root:www-data 0640), and the
+# directories apply made followed the umask (0700 under umask 077). Now the
+# journal's owner, group and mode are restored exactly and new directories
+# are 0755 whatever the umask.
+section_start
+R=$T/owners
+copy_host epyc-4x2080ti "$R"
+conf=$R/etc/pve/qemu-server/101.conf
+own_copy "$conf"
+chown 0:33 "$conf"
+chmod 0640 "$conf"
+[[ ! -e $R/etc/default/grub.d ]] || fatal "the fixture already has /etc/default/grub.d: no directory for apply to make"
+S0=$(tree_sum "$R")
+run_rc bash -c 'umask 077 && exec "$@"' umask077 "$P" --root "$R" apply --vm 101 --gpus all --yes
+[[ $RC -eq 0 ]] || fail "apply under umask 077: exit $RC: $(head -3 "$T/err")"
+[[ $(stat -c %a "$R/etc/default/grub.d") == 755 ]] || fail "a directory apply made under umask 077 is $(stat -c %a "$R/etc/default/grub.d"), not 755"
+[[ $(stat -c '%u:%g %a' "$conf") == "0:33 640" ]] || fail "apply changed 101.conf's owner or mode: $(stat -c '%u:%g %a' "$conf")"
+# The VM config disappears after apply (deleted by hand, say): rollback
+# --force brings it back as the journal recorded it.
+rm "$conf"
+run_rc bash -c 'umask 077 && exec "$@"' umask077 "$P" --root "$R" rollback --force
+[[ $RC -eq 0 ]] || fail "rollback --force: exit $RC: $(head -3 "$T/err")"
+[[ $(stat -c '%u:%g %a' "$conf" 2> /dev/null) == "0:33 640" ]] ||
+    fail "rollback recreated 101.conf as $(stat -c '%u:%g %a' "$conf" 2> /dev/null), not root:www-data 0640"
+[[ $(tree_sum "$R") == "$S0" ]] || fail "after rollback the tree is not byte-identical (owners and modes included)"
+section_ok "a file rollback recreates gets its journaled owner, group and mode (root:www-data 0640); directories apply makes are 0755 under umask 077"
+
 # --- Medium 7: terminal escapes in host data --------------------------------
 # A VM description (any PVE user with VM.Config rights can set it) and a
 # driver name from sysfs carried ESC[2K and CR to the terminal raw: one could

@@ -273,6 +273,31 @@ TEST_SUITE("util::host_fs")
         CHECK(std::filesystem::is_directory(root.path() / "etc/kernel/cmdline.d"));
     }
 
+    TEST_CASE("an exact owner and mode are set whatever the file had; new directories are 0755 under any umask")
+    {
+        TempDir root;
+        root.write("etc/pve/qemu-server/101.conf", "cores: 4\n");
+        ::chmod((root.path() / "etc/pve/qemu-server/101.conf").c_str(), 0600);
+        auto fs = HostFs::open(root.path());
+        REQUIRE(fs);
+        const mode_t old_umask = ::umask(077);
+        const FileOwnership pve{0640, 0, 33};
+        REQUIRE(fs->write_file_atomic("/etc/pve/qemu-server/101.conf", "cores: 8\n", 0600, FsSync::no, pve));
+        REQUIRE(fs->write_file_atomic("/etc/pve/qemu-server/102.conf", "cores: 2\n", 0600, FsSync::no, pve));
+        REQUIRE(fs->create_directories("/etc/modprobe.d/a/b"));
+        ::umask(old_umask);
+        for (const char* path : {"/etc/pve/qemu-server/101.conf", "/etc/pve/qemu-server/102.conf"}) {
+            CAPTURE(path);
+            CHECK(fs->stat(path).mode == 0640);
+            CHECK(fs->stat(path).uid == 0);
+            CHECK(fs->stat(path).gid == 33);
+        }
+        for (const char* dir : {"/etc/modprobe.d", "/etc/modprobe.d/a", "/etc/modprobe.d/a/b"}) {
+            CAPTURE(dir);
+            CHECK(fs->stat(dir).mode == 0755);
+        }
+    }
+
     TEST_CASE("a directory swapped for a symlink during writes never leads one outside the root")
     {
         // The owner of the tree exchanges etc/modprobe.d with a symlink to a
