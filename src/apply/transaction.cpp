@@ -6,6 +6,7 @@
 
 #include "format/pve_config.hpp"
 #include "plan/after_step.hpp"
+#include "scan/libvirt_domain.hpp"
 #include "util/fault.hpp"
 #include "util/sha256.hpp"
 #include "util/strings.hpp"
@@ -352,6 +353,12 @@ Prepared preflight(const Journal& journal, const TransactionSpec& spec, const Do
         throw Error(Errc::precondition,
                     "this build cannot change libvirt domains, and the plan changes " + std::to_string(spec.domains.size()) + " of them");
     }
+    for (const auto& d : spec.domains) {
+        if (!fs.is_live() && !scan::is_in_process_uri(d.uri)) {
+            throw Error(Errc::precondition, "refused: under --root passthru connects to no libvirt daemon, and " + d.uri + " is one")
+                .with_hint("plan with --connect test:///PATH/node.xml (libvirt's test driver), or apply on the host itself");
+        }
+    }
     Prepared p{new_manifest(journal, spec), {}, {}};
     std::set<std::string> seen;
     for (const auto& c : spec.files) {
@@ -611,6 +618,13 @@ void restore_domains(const Journal& journal, const Manifest& m, const Progress& 
                 continue;
             }
             dc.before_xml = std::move(*pre);
+        }
+        if (!fs.is_live() && !scan::is_in_process_uri(it->uri)) {
+            rep.failures.push_back("libvirt domain " + it->name + ": under --root passthru connects to no libvirt daemon (" + it->uri
+                                   + "); on the host: "
+                                   + (it->had_before ? "virsh define " + shown(fs, Journal::domain_pre_image_path(m.id, it->name))
+                                                     : "virsh undefine " + it->name));
+            continue;
         }
         if (domains == nullptr || !domains->restore) {
             rep.failures.push_back("libvirt domain " + it->name + ": cannot restore it in this build; "

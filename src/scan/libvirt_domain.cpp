@@ -64,6 +64,12 @@ LibvirtConnection::~LibvirtConnection()
     }
 }
 
+bool is_in_process_uri(std::string_view uri)
+{
+    // "test://HOST/..." goes through the remote driver to HOST; "test:///..." does not.
+    return uri.starts_with("test:///") && uri.find_first_of("?#") == std::string_view::npos;
+}
+
 Result<LibvirtConnection*> LibvirtConnection::shared(const std::string& uri)
 {
     if (auto loaded = lv::load(); !loaded) {

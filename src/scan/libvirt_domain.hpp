@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "util/error.hpp"
 
@@ -35,6 +36,12 @@ private:
     virConnectPtr m_conn = nullptr;
     std::string m_uri;
 };
+
+// True for a URI of libvirt's test driver without a host ("test:///default",
+// "test:///PATH/node.xml"): served inside this process from memory or from
+// that file, with no daemon, socket or network. Under --root these are the
+// only URIs passthru opens (the man page: nothing outside the root is touched).
+bool is_in_process_uri(std::string_view uri);
 
 // Installs a libvirt error handler that records instead of printing (once
 // per process; safe to call often).

@@ -185,4 +185,24 @@ rc=$?
 set -e
 [ "$rc" = 2 ] && grep -q -- "--connect" "$T/err" || fail "--root without --connect: exit $rc"
 
+# Under --root nothing outside the root is contacted: a daemon URI
+# (qemu:///system, test://HOST/ through the remote driver) is refused before
+# libvirt opens anything, and the test driver connects nowhere. strace shows
+# every connect(2), with LIBVIRT_DEFAULT_URI unset.
+command -v strace >/dev/null || fatal "strace is missing (scripts/deps.sh installs it)"
+for u in qemu:///system test://localhost/default "test://$T/node.xml"; do
+  rc=0
+  env -u LIBVIRT_DEFAULT_URI strace -f -qq -e trace=connect -o "$T/connect.trace" \
+    "$PASSTHRU" --root "$root" plan --backend libvirt --connect "$u" --vm mlvm --gpus all >/dev/null 2>"$T/err" || rc=$?
+  if [[ $u == "test://$T/node.xml" ]]; then
+    [ "$rc" = 0 ] || fail "--root with the test driver: exit $rc: $(cat "$T/err")"
+  else
+    [ "$rc" = 3 ] && [ "$(grep -c '^passthru: error:' "$T/err")" = 1 ] && grep -q "connects to no libvirt daemon" "$T/err" ||
+      fail "--root --connect $u: exit $rc, not refused in one line: $(cat "$T/err")"
+  fi
+  grep -E 'libvirt|virtqemud|virtproxyd|AF_INET' "$T/connect.trace" &&
+    fail "--root --connect $u: passthru connected outside the root: $(grep -E 'libvirt|virtqemud|AF_INET' "$T/connect.trace" | head -3)"
+done
+ok "under --root, daemon URIs are refused (exit 3) and nothing connects to libvirtd or the network"
+
 finish "vm_libvirt: q35 and i440fx domains validate, hostdevs multifunction, refusals ok"

@@ -145,7 +145,8 @@ TEST_SUITE("apply::transaction")
         Journal journal(fs);
         util::CommandRunner runner(util::RunMode::record);
         auto plan = make_plan_by_hand(fs);
-        plan.domains.push_back(plan::DomainChange{"qemu:///system", "ml", std::nullopt, "<domain/>", {}});
+        // libvirt's test driver: under a --root tree, the only URIs passthru opens.
+        plan.domains.push_back(plan::DomainChange{"test:///default", "ml", std::nullopt, "<domain/>", {}});
         DomainHooks hooks;
         hooks.define = [](const std::string&, const std::string&) -> Result<void> { return fail(Errc::io, "libvirt said no"); };
         bool restore_called = false;
