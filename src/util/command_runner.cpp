@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "util/fault.hpp"
@@ -59,6 +60,30 @@ bool is_trusted_command(std::string_view argv0)
     }
 #endif
     return std::find(k_command_dirs.begin(), k_command_dirs.end(), dir) != k_command_dirs.end();
+}
+
+std::string command_lang(const char* caller_lang)
+{
+    const std::string_view lang = caller_lang != nullptr ? caller_lang : "";
+    const auto word = [](std::string_view w, std::string_view extra) {
+        return !w.empty() && w.size() <= 32
+               && w.find_first_not_of(std::string("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") + std::string(extra))
+                      == std::string_view::npos;
+    };
+    // language[_TERRITORY][.codeset][@modifier]
+    const auto at = lang.find('@');
+    const std::string_view base = lang.substr(0, at);
+    const auto dot = base.find('.');
+    const bool ok = word(base.substr(0, dot), "_") && (dot == std::string_view::npos || word(base.substr(dot + 1), "-"))
+                    && (at == std::string_view::npos || word(lang.substr(at + 1), ""));
+    return "LANG=" + (ok ? std::string(lang) : std::string("C.UTF-8"));
+}
+
+std::vector<std::string> command_environment()
+{
+    std::vector<std::string> env(k_command_env.begin(), k_command_env.end());
+    env.push_back(command_lang(std::getenv("LANG")));
+    return env;
 }
 
 Result<std::string> resolve_command(std::string_view argv0)
@@ -148,7 +173,7 @@ Result<CommandResult> CommandRunner::spawn(const std::vector<std::string>& argv,
     posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
 
     std::vector<std::string> args = argv;
-    std::vector<std::string> env(k_command_env.begin(), k_command_env.end());
+    std::vector<std::string> env = command_environment();
     std::vector<char*> c_argv = c_strings(args);
     std::vector<char*> c_env = c_strings(env);
 

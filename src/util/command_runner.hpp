@@ -28,14 +28,23 @@ struct CommandResult
 // the local administrator's (Debian policy; group staff may write there), and
 // not the caller's PATH (docs/facts.md: command-environment).
 inline constexpr std::array<std::string_view, 4> k_command_dirs{"/usr/sbin", "/usr/bin", "/sbin", "/bin"};
-// The whole environment of a command passthru runs: a fixed PATH (the
-// directories above, for the tools' own children), the C.UTF-8 locale and
-// root's home; nothing of the caller's (no LD_*, no pkgdatadir, no GRUB_*).
-inline constexpr std::array<std::string_view, 3> k_command_env{
+// The environment of a command passthru runs, apart from LANG: a fixed PATH
+// (the directories above, for the tools' own children) and root's home;
+// nothing else of the caller's (no LD_*, no pkgdatadir, no GRUB_*).
+inline constexpr std::array<std::string_view, 2> k_command_env{
     "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
-    "LC_ALL=C.UTF-8",
     "HOME=/root",
 };
+
+// The LANG a command gets: the caller's when it is a locale name
+// (language[_TERRITORY][.codeset][@modifier], "C", "POSIX"), else C.UTF-8.
+// grub-mkconfig writes it into grub.cfg (set lang=...) and translates the menu
+// by it, so update-grub run by passthru makes the grub.cfg the administrator's
+// own run would (docs/facts.md: command-environment).
+std::string command_lang(const char* caller_lang);
+
+// The whole environment of a command: k_command_env and command_lang(LANG).
+std::vector<std::string> command_environment();
 
 // True when argv[0] names a command passthru may run: a plain name (found in
 // k_command_dirs), or the absolute path of a program in one of those
@@ -51,7 +60,7 @@ Result<std::string> resolve_command(std::string_view argv0);
 // The second seam to the host (after HostFs): every external command passthru
 // runs (update-initramfs, update-grub, proxmox-boot-tool, qm, ifreload) goes
 // through here. Commands are argv vectors, never shell strings; each runs by
-// its absolute path (resolve_command) with k_command_env as its environment.
+// its absolute path (resolve_command) with command_environment() as its environment.
 class CommandRunner
 {
 public:

@@ -38,6 +38,20 @@ TEST_SUITE("util::command_runner")
         REQUIRE(result);
         CHECK(result->exit_code == 0);
         CHECK(split_lines(result->output)
-              == std::vector<std::string>{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C.UTF-8", "HOME=/root"});
+              == std::vector<std::string>{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", command_lang(std::getenv("LANG"))});
+    }
+
+    TEST_CASE("the caller's LANG is kept only when it is a locale name")
+    {
+        CHECK(command_lang("de_DE.UTF-8") == "LANG=de_DE.UTF-8");
+        CHECK(command_lang("C.UTF-8") == "LANG=C.UTF-8");
+        CHECK(command_lang("sr_RS.UTF-8@latin") == "LANG=sr_RS.UTF-8@latin");
+        CHECK(command_lang("C") == "LANG=C");
+        CHECK(command_lang(nullptr) == "LANG=C.UTF-8");
+        CHECK(command_lang("") == "LANG=C.UTF-8");
+        // grub-mkconfig writes LANG into grub.cfg: a newline would add a GRUB command.
+        CHECK(command_lang("C\ninsmod evil") == "LANG=C.UTF-8");
+        CHECK(command_lang("en_US.UTF-8 x") == "LANG=C.UTF-8");
+        CHECK(command_lang("../../x") == "LANG=C.UTF-8");
     }
 }
