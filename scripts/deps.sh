@@ -17,7 +17,7 @@ build=(
 )
 # test: the real parsers and tools the generated files must satisfy
 test=(python3 pciutils kmod patch time libxml2-utils libvirt-clients strace jq
-  grub2-common) # grub2-common: Debian's update-grub inside the live-path test's chroot
+  grub2-common shellcheck) # grub2-common: Debian's update-grub inside the live-path test's chroot
 # docs: the man page and the shell completions are checked with these
 docs=(man-db bash-completion zsh)
 # vm: the real-kernel test (the kernel itself is downloaded, never installed) and the reboot

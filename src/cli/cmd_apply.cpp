@@ -273,7 +273,7 @@ void print_next_steps(const Context& ctx, const plan::Plan& p)
     const std::string verify = "passthru" + root + " verify" + (p.request.vm.empty() ? "" : " --vm " + p.request.vm);
     std::printf("Next steps, in this order:\n");
     if (p.request.trial_minutes) {
-        std::printf("  1. reboot: GRUB boots the trial entry '%s' once; the default entry is unchanged\n", plan::k_trial_entry_id.data());
+        std::printf("  1. reboot: %s\n", plan::trial_reboot_step(p).c_str());
         std::printf("  2. %s\n", verify.c_str());
         std::printf("  3. passthru%s confirm: makes the trial configuration the default, within %d min of the trial boot;\n", root.c_str(),
                     *p.request.trial_minutes);

@@ -32,7 +32,7 @@ int confirm_trial(Context& ctx, const apply::Journal& journal, const apply::Mani
     if (!inventory.host.cmdline || !scan::is_trial_boot(*inventory.host.cmdline)) {
         throw Error(Errc::precondition, "not confirmed: this is not the trial boot of " + gen + " (no " + std::string(scan::k_trial_marker)
                                             + " on /proc/cmdline)")
-            .with_hint("reboot into the trial ('grub-reboot " + std::string(plan::k_trial_entry_id)
+            .with_hint("boot into the trial ('" + plan::trial_boot_again(inventory.host.bootloader)
                        + "', then reboot), run 'passthru verify', then confirm; or 'passthru rollback'");
     }
     const auto report = apply::verify_host(inventory, ctx.fs, apply::target_of_generation(m));

@@ -56,10 +56,16 @@ generation.
 On the live host (--root /) apply needs root. The changes take effect at the
 next boot: reboot, then run passthru verify.
 
-With --trial (plain GRUB only) the default boot entry stays exactly as it
-was: the new kernel command line and the vfio binding live on a separate
-menu entry, "passthru trial", that grub-reboot selects for the next boot
-only. What binds the cards (vfio_pci.ids=, modprobe.blacklist=, or the
+With --trial (plain GRUB, or systemd-boot through proxmox-boot-tool) the
+default boot entry stays exactly as it was: the new kernel command line and
+the vfio binding live on a separate entry, "passthru trial", selected for the
+next boot only. On GRUB it is a menu entry (/etc/grub.d/42_passthru_trial)
+that grub-reboot selects. On systemd-boot /etc/kernel/cmdline is not touched:
+apply stages /etc/passthru/trial-loader-entry.conf, and after
+proxmox-boot-tool refresh the helper /usr/lib/passthru/trial-loader-entry
+copies it to every ESP as loader/entries/passthru-trial.conf and selects it
+once (the LoaderEntryOneShot EFI variable); rollback and confirm run its
+remove. What binds the cards (vfio_pci.ids=, modprobe.blacklist=, or the
 install hook of an address binding) acts only on a boot whose command line
 carries passthru.trial, so any other boot leaves every device on its host
 driver. The trial boot starts a watchdog timer that reboots into the default
@@ -70,11 +76,11 @@ runs rollback --trial-fallback, and the files are byte for byte as before
 apply --trial with nobody logging in. This
 protects against a configuration that boots but fails verify or cuts the
 host off; a trial boot that hangs before userspace still needs a reset (the
-BMC, or a hardware watchdog), after which GRUB boots the default entry. On
-/boot on LVM, RAID, btrfs or ZFS GRUB cannot clear its one-time selection,
-so a reset repeats the trial until the watchdog or rollback clears it. Not
-for systemd-boot hosts (proxmox-boot-tool pins kernels, not command lines)
-nor with network changes: there --trial is refused.)"},
+BMC, or a hardware watchdog), after which the boot loader boots the default
+entry. On /boot on LVM, RAID, btrfs or ZFS GRUB cannot clear its one-time
+selection, so a reset repeats the trial until the watchdog or rollback
+clears it; systemd-boot removes its selection when it reads it. Refused on
+GRUB through proxmox-boot-tool (legacy BIOS) and with network changes.)"},
     {"verify", "[--vm VMID] [--gpus SEL]",
      R"(Run after the reboot. Checks that the IOMMU is on, that the kernel
 arguments passthru set are active, that every function of the cards is bound

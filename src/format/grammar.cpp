@@ -72,6 +72,23 @@ bool storage_id(std::string_view s)
     return true;
 }
 
+bool kernel_release(std::string_view s)
+{
+    // __NEW_UTS_LEN is 64; the release names a directory and a file name
+    // (/lib/modules/<release>, vmlinuz-<release>).
+    if (s.empty() || s.size() > 64 || s.front() == '.' || s.front() == '-') {
+        return false;
+    }
+    return lex::all_of(s, [](char c) { return lex::is_alnum(c) || c == '.' || c == '_' || c == '+' || c == '~' || c == '-'; });
+}
+
+bool kernel_arg(std::string_view s)
+{
+    // One word of a line-based file (a boot entry's options line): printable
+    // ASCII only, so no white space, line break or control character.
+    return !s.empty() && s.size() <= 1024 && lex::all_of(s, [](char c) { return c > ' ' && c < 0x7f; });
+}
+
 struct Entry
 {
     Grammar grammar;
@@ -79,13 +96,16 @@ struct Entry
     std::string_view text;
 };
 
-constexpr std::array<Entry, 6> kGrammars{{
+constexpr std::array<Entry, 8> kGrammars{{
     {Grammar::module_name, module_name, "a module name: letters, digits, '_' and '-', at most 55 characters"},
     {Grammar::pci_id, pci_id, "a PCI vendor:device id: two groups of 4 lower-case hex digits (10de:1e07)"},
     {Grammar::pci_address, pci_address, "a PCI address: domain:bus:slot.function in lower-case hex (0000:41:00.0)"},
     {Grammar::nic_name, nic_name, "a network interface name: 1 to 15 characters, not '.' or '..', no '/', ':' or white space"},
     {Grammar::vm_id, vm_id, "a VM id: 100 to 999999999"},
     {Grammar::storage_id, storage_id, "a storage id: a letter, then letters, digits, '-', '_' or '.', ending in a letter or digit"},
+    {Grammar::kernel_release, kernel_release,
+     "a kernel release: 1 to 64 letters, digits, '.', '_', '+', '~' or '-', not starting with '.' or '-'"},
+    {Grammar::kernel_arg, kernel_arg, "a kernel argument: 1 to 1024 printable ASCII characters without spaces"},
 }};
 
 const Entry& entry(Grammar grammar)

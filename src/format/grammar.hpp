@@ -15,12 +15,14 @@ namespace passthru::format {
 // One table, one entry per kind; docs/facts.md "value grammars" cites them.
 enum class Grammar
 {
-    module_name, // [A-Za-z0-9_-]+, at most 55 bytes (MODULE_NAME_LEN - 1)
-    pci_id,      // vendor:device, "10de:1e07" (4 lower-case hex digits each)
-    pci_address, // domain:bus:slot.function, "0000:41:00.0"
-    nic_name,    // the kernel's dev_valid_name(): 1..15 bytes, not "." or "..", no '/', ':' or white space
-    vm_id,       // Proxmox VE VMID: 100..999999999, no leading zero
-    storage_id,  // Proxmox VE storage id: [a-z][a-z0-9._-]*[a-z0-9] (case-insensitive)
+    module_name,    // [A-Za-z0-9_-]+, at most 55 bytes (MODULE_NAME_LEN - 1)
+    pci_id,         // vendor:device, "10de:1e07" (4 lower-case hex digits each)
+    pci_address,    // domain:bus:slot.function, "0000:41:00.0"
+    nic_name,       // the kernel's dev_valid_name(): 1..15 bytes, not "." or "..", no '/', ':' or white space
+    vm_id,          // Proxmox VE VMID: 100..999999999, no leading zero
+    storage_id,     // Proxmox VE storage id: [a-z][a-z0-9._-]*[a-z0-9] (case-insensitive)
+    kernel_release, // a kernel release (uname -r): 1..64 bytes of [A-Za-z0-9._+~-], not starting with '.' or '-'
+    kernel_arg,     // one word of a kernel command line: 1..1024 printable ASCII bytes, no space
 };
 
 bool matches(Grammar grammar, std::string_view value);

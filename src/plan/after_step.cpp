@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "plan/trial.hpp"
 #include "scan/boot_loader.hpp"
 #include "util/command_runner.hpp"
 #include "util/host_fs.hpp"
@@ -35,6 +36,37 @@ StepEffects regenerates(std::string what)
     e.undo = StepUndo::rerun;
     e.what = std::move(what);
     return e;
+}
+
+// trial-loader-entry install FILE (apply --trial on systemd-boot): the trial
+// entry on every ESP and LoaderEntryOneShot, neither of them a file under
+// /etc; undone by the helper's own remove (docs/facts.md: trial-boot).
+Row trial_loader_install_row()
+{
+    return {[](const auto& a) { return util::base_name(a.front()) == k_trial_loader_helper_name && arg(a, 1) == "install"; },
+            [](const auto& a) {
+                StepEffects e;
+                e.undo = StepUndo::command;
+                e.undo_argv = {a.front(), "remove"};
+                e.what = "copies the trial entry " + std::string(k_trial_loader_entry_id)
+                         + " to every ESP and selects it for the next boot only (LoaderEntryOneShot)";
+                return e;
+            }};
+}
+
+// trial-loader-entry remove (confirm on systemd-boot): what it removes is
+// not under /etc either; rolling confirm back restores the staged entry under
+// /etc, and the helper's install puts it on the ESPs again when wanted.
+Row trial_loader_remove_row()
+{
+    return {[](const auto& a) { return util::base_name(a.front()) == k_trial_loader_helper_name && arg(a, 1) == "remove"; },
+            [](const auto&) {
+                StepEffects e;
+                e.undo = StepUndo::files;
+                e.what = "removes the trial entry " + std::string(k_trial_loader_entry_id)
+                         + " from every ESP, and its one-time selection (the default entry boots next)";
+                return e;
+            }};
 }
 
 const std::vector<Row>& table()
@@ -91,6 +123,8 @@ const std::vector<Row>& table()
              e.what = "clears GRUB's one-time boot selection (the default entry boots next)";
              return e;
          }},
+        trial_loader_install_row(),
+        trial_loader_remove_row(),
         // pvesm free VOLID (rollback --remove-volumes): the data is gone.
         {[](const auto& a) { return util::base_name(a.front()) == "pvesm" && arg(a, 1) == "free"; },
          [](const auto& a) {

@@ -12,8 +12,9 @@
 # 'rollback --trial-fallback' (what the unit runs) refuses on the trial boot,
 # without a readable /proc/cmdline and when the newest generation is not a
 # trial (exit 3, nothing written), and otherwise undoes exactly the trial,
-# byte for byte, the unit and drop-in with it. Refused on
-# systemd-boot and with network changes. (The real grub-mkconfig and
+# byte for byte, the unit and drop-in with it. Refused on GRUB through
+# proxmox-boot-tool and with network changes (systemd-boot's trial:
+# trial_systemd_boot.sh). (The real grub-mkconfig and
 # grub-reboot run on the trial in live_path.sh.)
 source "$(dirname "$0")/lib.inc"
 need_binary
@@ -199,12 +200,16 @@ cp "$T/pristine/qemu-intel-vfio/proc/cmdline" "$R/proc/cmdline"
 [[ $(tree_sum "$R") == "$start" ]] || fail "rolling back confirm and the trial is not byte-identical"
 ok "addr: rollback undoes confirm (back to the trial), then the trial (byte-identical)"
 
-# --- refused: systemd-boot, network changes ---------------------------------
+# --- refused: GRUB through proxmox-boot-tool, network changes ----------------
+# (systemd-boot through proxmox-boot-tool has its trial: trial_systemd_boot.sh.)
+# The ZFS host booted in legacy BIOS mode: GRUB on ESPs that proxmox-boot-tool keeps.
 R=$T/zfs
 copy_host epyc-4x2080ti-zfs "$R"
+rm -r "$R/sys/firmware/efi"
 start=$(tree_sum --with-journal "$R")
 expect_rc 3 PT apply --trial --vm 101 --gpus all --yes > "$T/z.out" 2> "$T/z.err"
-grep -q 'refused: --trial needs plain GRUB' "$T/z.err" || fail "systemd-boot: $(cat "$T/z.err")"
+grep -q 'refused: --trial needs plain GRUB or systemd-boot through proxmox-boot-tool .*; this host boots with grub through proxmox-boot-tool' \
+    "$T/z.err" || fail "GRUB through proxmox-boot-tool: $(cat "$T/z.err")"
 R=$T/net
 copy_host epyc-4x2080ti "$R"
 expect_rc 3 PT apply --trial --vm 101 --gpus all --bond enp66s0f0,enp66s0f1 --address 192.168.1.252/24 --yes > "$T/n.out" 2> "$T/n.err"
@@ -212,6 +217,6 @@ grep -q 'refused: --trial does not cover network changes' "$T/n.err" || fail "ne
 [[ $(tree_sum --with-journal "$T/zfs") == "$start" ]] || fail "a refused trial wrote something"
 expect_rc 2 PT apply --trial-minutes 5 --vm 101 --gpus all --yes > /dev/null 2>&1
 expect_rc 2 PT apply --trial --trial-minutes 1 --vm 101 --gpus all --yes > /dev/null 2>&1
-ok "--trial refused on systemd-boot and with network changes; bad --trial-minutes is a usage error"
+ok "--trial refused on GRUB through proxmox-boot-tool and with network changes; bad --trial-minutes is a usage error"
 
 finish "trial_boot: apply --trial, confirm and rollback on fixture copies"

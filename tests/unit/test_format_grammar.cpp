@@ -48,6 +48,28 @@ TEST_SUITE("format::grammar")
         CHECK_FALSE(matches(Grammar::nic_name, ""));
     }
 
+    TEST_CASE("kernel releases and kernel arguments (the systemd-boot trial entry)")
+    {
+        CHECK(matches(Grammar::kernel_release, "6.8.12-4-pve"));
+        CHECK(matches(Grammar::kernel_release, "6.1.0-27-amd64"));
+        CHECK(matches(Grammar::kernel_release, "6.17.2-1-pve"));
+        CHECK_FALSE(matches(Grammar::kernel_release, ""));
+        CHECK_FALSE(matches(Grammar::kernel_release, "../../x"));
+        CHECK_FALSE(matches(Grammar::kernel_release, "6.8/../x"));
+        CHECK_FALSE(matches(Grammar::kernel_release, "6.8.12 pve"));
+        CHECK_FALSE(matches(Grammar::kernel_release, "6.8.12\ninitrd /x"));
+        CHECK_FALSE(matches(Grammar::kernel_release, std::string(65, '6')));
+        CHECK(matches(Grammar::kernel_arg, "root=ZFS=rpool/ROOT/pve-1"));
+        CHECK(matches(Grammar::kernel_arg, "vfio_pci.ids=10de:1e07,10de:10f7"));
+        CHECK(matches(Grammar::kernel_arg, "foo=\"a\""));
+        CHECK_FALSE(matches(Grammar::kernel_arg, ""));
+        CHECK_FALSE(matches(Grammar::kernel_arg, "a b"));
+        CHECK_FALSE(matches(Grammar::kernel_arg, "quiet\nlinux /evil"));
+        CHECK_FALSE(matches(Grammar::kernel_arg, "a\tb"));
+        CHECK_FALSE(matches(Grammar::kernel_arg, "caf\xc3\xa9"));
+        CHECK_FALSE(matches(Grammar::kernel_arg, std::string(1025, 'a')));
+    }
+
     TEST_CASE("VM ids and storage ids")
     {
         CHECK(matches(Grammar::vm_id, "100"));

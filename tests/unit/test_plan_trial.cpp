@@ -143,16 +143,66 @@ TEST_SUITE("plan/trial")
         CHECK(p->trial_args.empty()); // nothing to bind by id, no NVIDIA driver to blacklist
     }
 
-    TEST_CASE("refused: systemd-boot through proxmox-boot-tool, and network changes")
+    TEST_CASE("systemd-boot: an own loader entry staged under /etc, /etc/kernel/cmdline untouched, the helper selects it once")
     {
         auto zfs = fixture("epyc-4x2080ti-zfs");
         const plan::DataDir data(zfs.fs, std::nullopt);
-        const auto p = plan::make_plan(zfs.inventory, zfs.fs, data, trial_request("all"));
+        const auto p = plan::make_plan(zfs.inventory, zfs.fs, data, trial_request("all", 7));
         REQUIRE(p);
-        REQUIRE(p->refused());
-        CHECK(p->refusals.front().message.find("--trial needs plain GRUB") == 0);
-        CHECK(p->files.empty());
+        REQUIRE_FALSE(p->refused());
+        CHECK(file(*p, "/etc/kernel/cmdline") == nullptr);
+        CHECK(file(*p, plan::k_trial_grub_script) == nullptr);
+        const auto* entry = file(*p, plan::k_trial_loader_entry);
+        REQUIRE(entry != nullptr);
+        CHECK(entry->mode == 0644);
+        CHECK(contains(entry->after, "\ntitle passthru trial\nversion 6.8.12-4-pve\noptions root=ZFS=rpool/ROOT/pve-1 boot=zfs "));
+        CHECK(contains(entry->after, "\nlinux /EFI/proxmox/6.8.12-4-pve/vmlinuz-6.8.12-4-pve\n"
+                                     "initrd /EFI/proxmox/6.8.12-4-pve/initrd.img-6.8.12-4-pve\n"));
+        // The options line: the default entries' line, the planned arguments, the binding, the marker, the watchdog.
+        const auto lines = util::split_lines(*entry->after);
+        const auto options = std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return l.starts_with("options "); });
+        REQUIRE(options != lines.end());
+        CHECK(options->find(" iommu=pt ") != std::string::npos);
+        CHECK(options->find(" vfio_pci.ids=10de:10f7,10de:1ad6,10de:1ad7,10de:1e07 ") != std::string::npos);
+        CHECK(options->find(" modprobe.blacklist=nouveau,nvidia ") != std::string::npos);
+        CHECK(options->ends_with(" passthru.trial systemd.wants=passthru-trial.timer"));
+        CHECK(std::count(lines.begin(), lines.end(), std::string("title passthru trial")) == 1);
+        const auto* service = file(*p, plan::k_trial_service);
+        REQUIRE(service != nullptr);
+        CHECK(contains(service->after, "\nConditionPathExists=/etc/passthru/trial-loader-entry.conf\n"));
+        CHECK_FALSE(contains(service->after, "grub-editenv"));
+        CHECK(file(*p, plan::k_trial_revert) != nullptr);
+        CHECK(file(*p, plan::k_trial_dropin) != nullptr);
+        const auto cmds = argvs(*p);
+        REQUIRE(cmds.size() >= 3);
+        CHECK(cmds[cmds.size() - 3].starts_with("update-initramfs "));
+        CHECK(cmds[cmds.size() - 2] == "proxmox-boot-tool refresh");
+        CHECK(cmds.back() == plan::trial_loader_helper() + " install /etc/passthru/trial-loader-entry.conf");
+        CHECK(plan::trial_loader_helper().ends_with("/lib/passthru/trial-loader-entry"));
+        for (const auto& c : cmds) {
+            CHECK(c.find("grub") == std::string::npos);
+        }
+        CHECK(plan::trial_reboot_step(*p).starts_with("systemd-boot boots the trial entry 'passthru-trial.conf' once"));
+        const auto files = plan::trial_files();
+        CHECK(std::find(files.begin(), files.end(), plan::k_trial_loader_entry) != files.end());
+    }
 
+    TEST_CASE("GRUB: the watchdog names the GRUB script and clears next_entry")
+    {
+        auto f = fixture("epyc-4x2080ti");
+        const plan::DataDir data(f.fs, std::nullopt);
+        const auto p = plan::make_plan(f.inventory, f.fs, data, trial_request("all"));
+        REQUIRE(p);
+        REQUIRE_FALSE(p->refused());
+        CHECK(file(*p, plan::k_trial_loader_entry) == nullptr);
+        const auto* service = file(*p, plan::k_trial_service);
+        REQUIRE(service != nullptr);
+        CHECK(contains(service->after, "\nExecStartPre=-/usr/bin/grub-editenv /boot/grub/grubenv unset next_entry\n"));
+        CHECK(plan::trial_reboot_step(*p).starts_with("GRUB boots the trial entry 'passthru-trial' once"));
+    }
+
+    TEST_CASE("refused: network changes")
+    {
         auto grub = fixture("epyc-4x2080ti");
         const plan::DataDir data2(grub.fs, std::nullopt);
         auto r = trial_request("all");
@@ -192,5 +242,24 @@ TEST_SUITE("plan/trial")
         CHECK(file(*p, plan::k_trial_grub_script) == nullptr); // nothing to remove on a host without a trial
         const auto cmds = argvs(*p);
         CHECK(std::find(cmds.begin(), cmds.end(), "grub-reboot passthru-trial") == cmds.end());
+    }
+
+    TEST_CASE("confirm on systemd-boot: the arguments go into /etc/kernel/cmdline and the refresh runs")
+    {
+        auto zfs = fixture("epyc-4x2080ti-zfs");
+        const plan::DataDir data(zfs.fs, std::nullopt);
+        const auto p = plan::make_confirm_plan(zfs.inventory, zfs.fs, data, trial_request("all"));
+        REQUIRE(p);
+        REQUIRE_FALSE(p->refused());
+        const auto* cmdline = file(*p, "/etc/kernel/cmdline");
+        REQUIRE(cmdline != nullptr);
+        CHECK(contains(cmdline->after, "iommu=pt"));
+        CHECK_FALSE(contains(cmdline->after, "passthru.trial"));
+        const auto cmds = argvs(*p);
+        CHECK(std::find(cmds.begin(), cmds.end(), "proxmox-boot-tool refresh") != cmds.end());
+        // Nothing of a trial on this tree: nothing to remove, no helper to run.
+        CHECK(file(*p, plan::k_trial_loader_entry) == nullptr);
+        CHECK(
+            std::none_of(cmds.begin(), cmds.end(), [](const std::string& c) { return c.find("trial-loader-entry") != std::string::npos; }));
     }
 }
