@@ -21,7 +21,7 @@ constexpr gid_t k_www_data_gid = 33;
 
 // The files the planners write by their full path (plan/host, plan/vm,
 // plan/network, plan/trial) and the one an after-step edits (grub-reboot).
-constexpr std::array<std::string_view, 9> k_files{
+constexpr std::array<std::string_view, 10> k_files{
     "/etc/default/grub",
     "/etc/kernel/cmdline",
     "/etc/modules",
@@ -31,6 +31,7 @@ constexpr std::array<std::string_view, 9> k_files{
     "/etc/pve/mapping/pci.cfg",
     "/boot/grub/grubenv",
     plan::k_trial_grub_script,
+    plan::k_trial_loader_entry,
 };
 
 // Directories whose files the planners write, by the shape of the name.
@@ -210,6 +211,10 @@ bool is_planned_after_step(const std::vector<std::string>& argv)
     }
     if (tool == "grub-reboot") {
         return argv.size() == 2 && at(1) == plan::k_trial_entry_id;
+    }
+    if (tool == plan::trial_loader_helper()) {
+        // The systemd-boot trial's helper, by the path this build installs it to.
+        return (argv.size() == 3 && at(1) == "install" && at(2) == plan::k_trial_loader_entry) || (argv.size() == 2 && at(1) == "remove");
     }
     if (tool == "grub-editenv") {
         return argv == std::vector<std::string>{"grub-editenv", "/boot/grub/grubenv", "unset", "next_entry"};

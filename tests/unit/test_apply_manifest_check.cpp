@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "apply/manifest_check.hpp"
+#include "plan/trial.hpp"
 
 using namespace passthru;
 using namespace passthru::apply;
@@ -26,6 +27,9 @@ Manifest good()
     m.commands.back().created.push_back(JournalResource{"volume", "local:101/vm-101-disk-1.raw", "101", "efidisk0"});
     m.commands.push_back(journal_command({"grub-reboot", "passthru-trial"}, ""));
     m.commands.push_back(journal_command({"grub-editenv", "/boot/grub/grubenv", "unset", "next_entry"}, ""));
+    m.files.push_back(JournalFile{"/etc/passthru/trial-loader-entry.conf", FileAction::create, std::nullopt, k_sha, 0644, 0, 0});
+    m.commands.push_back(journal_command({plan::trial_loader_helper(), "install", "/etc/passthru/trial-loader-entry.conf"}, ""));
+    m.commands.push_back(journal_command({plan::trial_loader_helper(), "remove"}, ""));
     m.undoes = {1};
     return m;
 }
@@ -103,7 +107,10 @@ TEST_SUITE("apply::manifest_check")
                                                                       {"pvesm", "free", "local:../../etc"},
                                                                       {"qm", "set", "101", "--delete", "scsi0"},
                                                                       {"qm", "create", "1"},
-                                                                      {"update-grub\n"}}) {
+                                                                      {"update-grub\n"},
+                                                                      {"/tmp/evil/trial-loader-entry", "remove"},
+                                                                      {plan::trial_loader_helper(), "install", "/etc/shadow"},
+                                                                      {plan::trial_loader_helper(), "remove", "x"}}) {
             Manifest m = good();
             m.commands.push_back(journal_command(argv, ""));
             CAPTURE(argv.front());
