@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "plan/after_step.hpp"
+#include "plan/trial.hpp"
 
 using namespace passthru::plan;
 
@@ -39,6 +40,20 @@ TEST_SUITE("plan/after_step")
         CHECK(e.edits.empty());
         CHECK(to_string(StepUndo::command) == "command");
         CHECK(after_step_effects(e.undo_argv).undo == StepUndo::files);
+    }
+
+    TEST_CASE("the systemd-boot trial's helper: install is undone by its remove, which rollback runs")
+    {
+        const std::string helper = trial_loader_helper();
+        const auto e = after_step_effects({helper, "install", std::string(k_trial_loader_entry)});
+        CHECK(e.undo == StepUndo::command);
+        CHECK(e.undo_argv == std::vector<std::string>{helper, "remove"});
+        CHECK(e.edits.empty());
+        CHECK(e.what.find("passthru-trial.conf") != std::string::npos);
+        const auto r = after_step_effects(e.undo_argv);
+        CHECK(r.undo == StepUndo::files);
+        CHECK(r.undo_argv.empty());
+        CHECK(after_step_effects({helper, "status"}).undo == StepUndo::manual);
     }
 
     TEST_CASE("qm create and unknown commands have no automatic undo, and say what to do by hand")
