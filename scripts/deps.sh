@@ -21,8 +21,10 @@ test=(python3 pciutils kmod patch time libxml2-utils libvirt-clients strace jq
 # docs: the man page and the shell completions are checked with these
 docs=(man-db bash-completion zsh)
 # vm: the real-kernel test (the kernel itself is downloaded, never installed) and the reboot
-# test, whose disk image is made and read without mounting (mke2fs -d, debugfs)
-vm=(qemu-system-x86 cpio e2fsprogs)
+# test, whose disk image is made and read without mounting (mke2fs -d, debugfs); its
+# systemd-boot host boots through UEFI firmware (ovmf) from an ESP image partitioned with
+# sfdisk (fdisk) and made and read with mtools
+vm=(qemu-system-x86 cpio e2fsprogs ovmf fdisk mtools)
 # package: building and checking the .deb
 package=(dpkg-dev fakeroot lintian)
 # roots: the Debian roots of the Debian 13 half and the package tests (scripts/debian-root.sh)

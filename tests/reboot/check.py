@@ -11,6 +11,7 @@ exit code) is printed too, so the test log shows what each boot found. Exit 1 on
 """
 
 import argparse
+import glob
 import os
 import re
 import shlex
@@ -163,6 +164,63 @@ def loader_entry(text):
     return keys["linux"], keys["initrd"], keys["options"]
 
 
+# --- systemd-boot: the ESP (read back with mtools) and the Boot Loader Interface -------------
+def esp_entries(a, n):
+    """The loader entries on the ESP after boot N (run.sh esp_read): {file name: text}."""
+    d = os.path.join(a.dir, "boot%d" % n, "esp", "loader", "entries")
+    return {os.path.basename(p): open(p, encoding="utf-8").read() for p in sorted(glob.glob(os.path.join(d, "*.conf")))}
+
+
+def esp_kernel_entry(a, n):
+    """The text of the one proxmox-<kver>.conf on the ESP after boot N ("" when not exactly one)."""
+    ents = [t for name, t in esp_entries(a, n).items() if name.startswith("proxmox-")]
+    return ents[0] if len(ents) == 1 else ""
+
+
+def efivar(d, name):
+    """A Boot Loader Interface variable as the guest's efivarfs showed it (guest/step
+    record_efi): 4 bytes of attributes, then the value, UTF-16LE strings ending in NUL.
+    Returns the list of strings (LoaderEntries holds several), or None when it was not set."""
+    p = os.path.join(d, "efivars", name)
+    if not os.path.exists(p):
+        return None
+    text = open(p, "rb").read()[4:].decode("utf-16-le", errors="replace")
+    return [x for x in text.split("\0") if x]
+
+
+def efivar_one(d, name):
+    v = efivar(d, name)
+    return v[0] if v else None
+
+
+def sdboot_cmdline(options, initrd):
+    """The kernel command line systemd-boot gives a type 1 entry (seen with Debian 12's
+    systemd-boot 252 and Debian 13's 257): initrd= with the entry's initrd path in the ESP's DOS form
+    (backslashes) first, then the options line. The kernel's EFI stub loads the initrd
+    through the LINUX_EFI_INITRD_MEDIA_GUID device path systemd-boot also offers, and
+    ignores the word."""
+    return ["initrd=" + initrd.replace("/", "\\")] + options.split()
+
+
+def check_systemd_boot(ck, a, d):
+    """Every boot of a systemd-boot host: the firmware was UEFI, systemd-boot booted the entry
+    expected (run.sh entry.txt) and says so in LoaderEntrySelected, and /proc/cmdline is that
+    entry's options."""
+    expected = booted_entry(a, a.boot)
+    ck.check((read(d, "firmware.txt") or "").strip() == "uefi", "the guest was booted through UEFI (/sys/firmware/efi)",
+             read(d, "firmware.txt"))
+    selected = efivar_one(d, "LoaderEntrySelected")
+    ck.check(selected == expected, "systemd-boot booted %s (LoaderEntrySelected)" % expected, selected)
+    ck.check(expected in (efivar(d, "LoaderEntries") or []), "systemd-boot found %s on the ESP (LoaderEntries)" % expected,
+             efivar(d, "LoaderEntries"))
+    p = os.path.join(a.dir, "boot%d" % a.boot, "entry.booted")
+    _, initrd, options = loader_entry(open(p, encoding="utf-8").read())
+    cmdline = (read(d, "cmdline.txt") or "").split()
+    ck.check(cmdline == sdboot_cmdline(options, initrd),
+             "/proc/cmdline is initrd=<the entry's initrd> (systemd-boot puts it first), then the entry's options",
+             "entry:  %s\nguest:  %s" % (" ".join(sdboot_cmdline(options, initrd)), " ".join(cmdline)))
+
+
 def cmd_boot_entry(kind, path, grubenv=None):
     """Prints the entry the boot loader boots now as shell assignments. GRUB: with the
     environment block GRUBENV, also NEXT_ENTRY (the one-time selection this boot uses up,
@@ -304,8 +362,8 @@ def check_boot1(ck, a, d, loader, iommu):
             newargs = str(e)
         ck.check(all(x in newargs.split() for x in args), "update-grub (run by apply) put them into grub.cfg's default entry", newargs)
     else:
-        ent = read(d, "loader-entry.conf") or ""
-        ck.check(all(x in ent.split() for x in args), "proxmox-boot-tool refresh (run by apply) put them into the loader entry", ent)
+        ent = esp_kernel_entry(a, 1)
+        ck.check(all(x in ent.split() for x in args), "proxmox-boot-tool refresh (run by apply) put them into the loader entry on the ESP", ent)
     conf = read(d, "etc/pve_qemu-server_101.conf") or ""
     ck.check(re.search(r"^hostpci\d+: .*0000:04:00", conf, re.M) is not None or re.search(r"^hostpci\d+: .*04:00", conf, re.M) is not None,
              "VM 101 has a hostpci entry for the card", conf)
@@ -333,8 +391,8 @@ def check_boot2(ck, a, d, boot1, loader, iommu):
             newargs = str(e)
         ck.check(not any(x in newargs.split() for x in args), "after rollback grub.cfg's default entry has none of them", newargs)
     else:
-        ent = read(d, "loader-entry.conf") or ""
-        ck.check(not any(x in ent.split() for x in args), "after rollback the loader entry has none of them", ent)
+        ent = esp_kernel_entry(a, 2)
+        ck.check(ent != "" and not any(x in ent.split() for x in args), "after rollback the loader entry on the ESP has none of them", ent)
 
 
 def check_boot3(ck, a, d, boot1, loader, iommu):
@@ -565,10 +623,13 @@ def cmd_boot(a):
     ck = Checker("%s boot %d" % (a.loader, a.boot))
     print("checks of %s boot %d (%s):" % (a.loader, a.boot, a.iommu))
     ck.check(read(d, "finished") is not None, "the step of boot %d ran to its end" % a.boot)
-    appended = (open(os.path.join(a.dir, "boot%d" % a.boot, "append.txt")).read().split())
-    cmdline = (read(d, "cmdline.txt") or "").split()
-    ck.check(cmdline == appended, "the guest's /proc/cmdline is the one the boot loader's entry gives",
-             "booted: %s\nguest:  %s" % (" ".join(appended), " ".join(cmdline)))
+    if a.loader == "systemd-boot":
+        check_systemd_boot(ck, a, d)
+    else:
+        appended = (open(os.path.join(a.dir, "boot%d" % a.boot, "append.txt")).read().split())
+        cmdline = (read(d, "cmdline.txt") or "").split()
+        ck.check(cmdline == appended, "the guest's /proc/cmdline is the one the boot loader's entry gives",
+                 "booted: %s\nguest:  %s" % (" ".join(appended), " ".join(cmdline)))
     failed_units = (read(d, "failed-units.txt") or "").strip()
     ck.check(failed_units == "", "no systemd unit failed", failed_units)
     if a.boot == 1:
@@ -582,7 +643,12 @@ def cmd_boot(a):
     else:
         {4: check_boot4, 5: check_boot5, 6: check_boot6, 7: check_boot7}[a.boot](ck, a, d)
     evidence(ck, d, a.boot)
-    if booted_entry(a, a.boot):
+    if a.loader == "systemd-boot":
+        print("     firmware: %s; LoaderEntrySelected: %s; LoaderEntries: %s; LoaderEntryOneShot: %s"
+              % ((read(d, "firmware.txt") or "?").strip(), efivar_one(d, "LoaderEntrySelected"),
+                 " ".join(efivar(d, "LoaderEntries") or []), efivar_one(d, "LoaderEntryOneShot") or "(not set)"))
+        print("     ESP loader entries after this boot: %s" % " ".join(esp_entries(a, a.boot)))
+    elif booted_entry(a, a.boot):
         print("     GRUB entry booted: %s; the machine ended by %s" % (booted_entry(a, a.boot), serial_end(a, a.boot)))
     return 1 if ck.failures else 0
 

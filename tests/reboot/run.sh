@@ -4,7 +4,10 @@
 # disk image and booted three times under QEMU (TCG, q35, emulated IOMMU) with systemd as
 # init. Boot 1 runs `passthru apply` on the live root (update-initramfs and the boot-loader
 # refresh run for real); boot 2 boots what the boot loader would boot now and checks the
-# binding, verify and rollback; boot 3 checks that rollback undid it. On the GRUB host
+# binding, verify and rollback; boot 3 checks that rollback undid it. A GRUB host is
+# booted with QEMU's -kernel/-initrd/-append from the entry GRUB picks; a systemd-boot
+# host through real UEFI firmware (OVMF) and a real systemd-boot on a vfat ESP (a second
+# disk with a GPT), whose EFI variables persist across that host's boots. On the GRUB host
 # boots 4-7 then take `passthru apply --trial` through its failing path (the watchdog
 # reboots into the unchanged default entry, whose revert unit undoes the trial by itself)
 # and its good path (confirm); README: the
@@ -30,8 +33,9 @@
 #                          exists, else /tmp/passthru-qemu.lock)
 #
 # Needs root (the root is built with mmdebstrap and installed into with chroot; nothing
-# is mounted), mmdebstrap, e2fsprogs (mke2fs -d, debugfs), qemu-system-x86 and python3.
-# A missing tool is an error, never a skip.
+# is mounted), mmdebstrap, e2fsprogs (mke2fs -d, debugfs), qemu-system-x86 and python3;
+# for systemd-boot also fdisk (sfdisk), mtools (the ESP is made and read without mounting)
+# and ovmf. A missing tool is an error, never a skip.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -51,7 +55,17 @@ KEEP=
 DEB=
 LOADERS=()
 ROOT_UUID=5e1f0c4a-7d2b-4c39-9a51-3b0d2e6f8a17 # fixed, so the command lines are predictable
+# the ESP's vfat volume serial, as blkid and /dev/disk/by-uuid show it and
+# /etc/kernel/proxmox-boot-uuids lists it (XXXX-XXXX)
 ESP_UUID=4A3B-1C2D
+# where the ESP partition starts on its disk (sector 2048, as sfdisk aligns it), for mtools
+ESP_AT=1048576
+# the UEFI firmware of Debian's ovmf package: the code read-only, the variable store copied
+# per host, so that what one boot writes (systemd-boot's one-time entry) the next one reads
+OVMF_CODE=/usr/share/OVMF/OVMF_CODE_4M.fd
+OVMF_VARS=/usr/share/OVMF/OVMF_VARS_4M.fd
+# mtools on a partition inside a disk image (img@@offset): its geometry check is for floppies
+export MTOOLS_SKIP_CHECK=1
 RELEASE=bookworm
 # The test host's own kernel arguments: the serial console; no_timer_check, because under
 # TCG on a busy machine the kernel's IO-APIC timer check can fail and panic the boot
@@ -98,6 +112,16 @@ done
 for tool in mmdebstrap mke2fs debugfs qemu-system-x86_64 python3 dpkg-deb flock chroot; do
     command -v "$tool" >/dev/null || die "$tool is missing (scripts/deps.sh installs what this test needs)"
 done
+case " ${LOADERS[*]} " in
+*" systemd-boot "*)
+    for tool in sfdisk mformat mmd mcopy mdir; do
+        command -v "$tool" >/dev/null || die "$tool is missing (scripts/deps.sh installs what this test needs)"
+    done
+    for f in "$OVMF_CODE" "$OVMF_VARS"; do
+        [ -f "$f" ] || die "$f is missing: the systemd-boot host boots through OVMF (Debian's ovmf; scripts/deps.sh)"
+    done
+    ;;
+esac
 
 if [ -n "$KEEP" ]; then
     mkdir -p "$KEEP"
@@ -240,14 +264,68 @@ stage() {
     systemd-boot)
         echo "$ESP_UUID" >"$r/etc/kernel/proxmox-boot-uuids"
         echo "$base" >"$r/etc/kernel/cmdline"
-        local esp=$r/var/lib/passthru-test/esp/$ESP_UUID
-        mkdir -p "$esp/loader/entries" "$esp/EFI/proxmox"
-        printf 'timeout 3\ndefault proxmox-*\n' >"$esp/loader/loader.conf"
-        # as proxmox-boot-tool init leaves it: the kernels copied, one entry each
-        chroot "$r" proxmox-boot-tool refresh >"$WORK/$loader/pbt-init.log" 2>&1 ||
-            { cat "$WORK/$loader/pbt-init.log" >&2; die "proxmox-boot-tool refresh in the root failed"; }
         ;;
     esac
+}
+
+# systemd_boot_efi ROOTCOPY: sets SDBOOT_EFI to systemd-boot's EFI program from the root's
+# release (Debian's systemd-boot-efi, not installed in the root: a PVE host has no
+# systemd-boot package unless it chose it). The .deb is downloaded once into the release's
+# apt archive cache, next to the root's other .debs, by apt inside the staged copy of the
+# root (whose package lists are removed again afterwards).
+systemd_boot_efi() {
+    local r=$1 archive=$CACHE/apt-archives/$RELEASE deb=
+    mkdir -p "$archive"
+    for f in "$archive"/systemd-boot-efi_*_amd64.deb; do [ -e "$f" ] && deb=$f; done
+    if [ -z "$deb" ]; then
+        log "downloading systemd-boot-efi for $RELEASE (apt-get download in the root)"
+        # shellcheck disable=SC2016
+        chroot "$r" /bin/sh -c 'apt-get update -q && cd /tmp && apt-get download -q systemd-boot-efi' \
+            >"$WORK/systemd-boot-efi.log" 2>&1 ||
+            { tail -n 20 "$WORK/systemd-boot-efi.log" >&2; die "cannot download systemd-boot-efi for $RELEASE"; }
+        find "$r/var/lib/apt/lists" -maxdepth 1 -type f ! -name lock -delete
+        rm -f "$r"/var/cache/apt/*.bin
+        for f in "$r"/tmp/systemd-boot-efi_*_amd64.deb; do [ -e "$f" ] && deb=$f; done
+        [ -n "$deb" ] || die "apt-get download left no systemd-boot-efi .deb"
+        mv "$deb" "$archive/"
+        deb=$archive/${deb##*/}
+    fi
+    rm -rf "$WORK/sdboot"
+    dpkg-deb -x "$deb" "$WORK/sdboot"
+    SDBOOT_EFI=$WORK/sdboot/usr/lib/systemd/boot/efi/systemd-bootx64.efi
+    [ -f "$SDBOOT_EFI" ] || die "$(basename "$deb") has no usr/lib/systemd/boot/efi/systemd-bootx64.efi"
+    log "systemd-boot: $(basename "$deb")"
+}
+
+# esp_image ROOTCOPY IMG: the ESP disk of a systemd-boot host, as `proxmox-boot-tool init`
+# leaves it, made without a loop device or a mount: a GPT with one EFI system partition
+# (from sector 2048 to the end), vfat with the volume serial ESP_UUID, holding systemd-boot
+# where `bootctl install` puts it (EFI/systemd/systemd-bootx64.efi, and the removable-media
+# path EFI/BOOT/BOOTX64.EFI that the firmware boots when it has no boot entry of its own),
+# loader/loader.conf as init writes it (timeout 3, default proxmox-*), and what its first
+# refresh writes: EFI/proxmox/<kver>/ with the kernel and the initrd and
+# loader/entries/proxmox-<kver>.conf with the first line of /etc/kernel/cmdline. That
+# refresh is done here, from the host, with mtools: the host must have a boot entry before
+# its first boot, and the stand-in in the root writes entries only when booted through UEFI.
+esp_image() {
+    local r=$1 img=$2 tree=$WORK/$loader/esp-tree sectors
+    rm -rf "$tree" "$img"
+    mkdir -p "$tree/EFI/BOOT" "$tree/EFI/systemd" "$tree/EFI/proxmox/$KVER" "$tree/loader/entries"
+    cp "$SDBOOT_EFI" "$tree/EFI/BOOT/BOOTX64.EFI"
+    cp "$SDBOOT_EFI" "$tree/EFI/systemd/systemd-bootx64.efi"
+    printf 'timeout 3\ndefault proxmox-*\n' >"$tree/loader/loader.conf"
+    cp --preserve=timestamps "$r/boot/vmlinuz-$KVER" "$r/boot/initrd.img-$KVER" "$tree/EFI/proxmox/$KVER/"
+    printf 'title    %s\nversion  %s\noptions  %s\nlinux    /EFI/proxmox/%s/vmlinuz-%s\ninitrd   /EFI/proxmox/%s/initrd.img-%s\n' \
+        "Proxmox Virtual Environment" "$KVER" "$(head -n 1 "$r/etc/kernel/cmdline")" "$KVER" "$KVER" "$KVER" "$KVER" \
+        >"$tree/loader/entries/proxmox-$KVER.conf"
+    truncate -s 512M "$img"
+    printf 'label: gpt\nstart=2048, type=C12A7328-F81F-11D2-BA4B-00A0C93EC93B, name="EFI system partition"\n' |
+        sfdisk -q "$img" || die "sfdisk on $img failed"
+    sectors=$(sfdisk -l -o Start,Sectors "$img" | awk '$1 == 2048 { print $2 }')
+    [ -n "$sectors" ] || die "$img has no partition at sector 2048"
+    mformat -i "$img@@$ESP_AT" -F -T "$sectors" -H 2048 -N "${ESP_UUID/-/}" -v ESP :: || die "mformat on $img failed"
+    mcopy -s -Q -i "$img@@$ESP_AT" "$tree/EFI" "$tree/loader" :: || die "mcopy onto $img failed"
+    rm -rf "$tree"
 }
 
 # image DIR IMG: an ext4 image of DIR, no loop device
@@ -265,6 +343,8 @@ dump() { # dump IMG PATH DEST: one file out of the image
 }
 
 # boot_files LOADER IMG N: sets KERNEL, INITRD and APPEND to what the boot loader boots now
+# (systemd-boot: only APPEND, the options of the entry it should boot; QEMU boots the
+# firmware)
 boot_files() {
     local loader=$1 img=$2 n=$3 dir=$WORK/$loader/boot$n
     mkdir -p "$dir"
@@ -300,16 +380,30 @@ boot_files() {
         dump "$img" "$IPATH" "$dir/initrd" || die "cannot read $IPATH from the image"
         ;;
     systemd-boot)
-        local esp=/var/lib/passthru-test/esp/$ESP_UUID
-        dump "$img" "$esp/loader/entries/proxmox-$KVER.conf" "$dir/entry.booted" ||
-            die "the image's ESP has no loader/entries/proxmox-$KVER.conf"
+        # systemd-boot itself picks the entry (loader.conf's default, proxmox-*, or the
+        # one-time LoaderEntryOneShot); this is the entry it should pick, read from the
+        # ESP, which check.py compares with what systemd-boot says it booted
+        # (LoaderEntrySelected) and with the guest's /proc/cmdline
+        local entry=proxmox-$KVER.conf
+        rm -f "$dir/entry.booted"
+        mcopy -n -i "$esp@@$ESP_AT" "::/loader/entries/$entry" "$dir/entry.booted" 2>/dev/null ||
+            die "the ESP has no loader/entries/$entry"
         eval "$(python3 "$HERE/check.py" boot-entry systemd-boot "$dir/entry.booted")"
-        dump "$img" "$esp$KPATH" "$dir/vmlinuz" || die "cannot read $esp$KPATH from the image"
-        dump "$img" "$esp$IPATH" "$dir/initrd" || die "cannot read $esp$IPATH from the image"
+        echo "$entry" >"$dir/entry.txt"
+        return 0
         ;;
     esac
     KERNEL=$dir/vmlinuz
     INITRD=$dir/initrd
+}
+
+# esp_read N: what the ESP holds after boot N (its listing and loader/), read with mtools
+esp_read() {
+    local dir=$WORK/systemd-boot/boot$1
+    rm -rf "$dir/esp"
+    mkdir -p "$dir/esp"
+    mdir -/ -a -i "$esp@@$ESP_AT" :: >"$dir/esp/listing.txt" 2>&1 || return 1
+    mcopy -s -n -i "$esp@@$ESP_AT" ::/loader "$dir/esp/" || return 1
 }
 
 # The machine of tests/vm/run.sh (the same "card": display + HDA in one slot, a host HDA
@@ -351,27 +445,48 @@ qemu_args() {
     )
 }
 
+# uefi_args: the firmware and the ESP of a systemd-boot host. OVMF's code read-only, the
+# host's own variable store writable; the ESP disk on the SATA controller q35 always has
+# (00:1f.2, so the guest's PCI functions are those of the GRUB host), first in the boot
+# order, so that the firmware boots EFI/BOOT/BOOTX64.EFI from it and tries no network boot.
+uefi_args() {
+    Q+=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=$OVMF_CODE"
+        -drive "if=pflash,format=raw,unit=1,file=$vars"
+        -drive "file=$esp,format=raw,if=none,id=espdisk,cache=writeback"
+        -device ide-hd,drive=espdisk,bus=ide.0,bootindex=0)
+}
+
 # boot LOADER IMG N: one boot under the QEMU lock. A boot is hung when its serial console
 # stays silent for $SILENCE seconds; there is no fixed limit for the whole boot.
 boot() {
-    local loader=$1 img=$2 n=$3 dir=$WORK/$1/boot$3 serial size last_size quiet pid rc t0 t1
+    local loader=$1 img=$2 n=$3 dir=$WORK/$1/boot$3 serial size last_size quiet pid rc t0 t1 tk=
     boot_files "$loader" "$img" "$n"
     qemu_args "$img"
+    if [ "$loader" = systemd-boot ]; then
+        uefi_args
+    else
+        Q+=(-kernel "$KERNEL" -initrd "$INITRD" -append "$APPEND")
+    fi
     printf '%s\n' "$APPEND" >"$dir/append.txt"
     serial=$dir/serial.log
     : >"$serial"
     exec 8>"$LOCK"
     log "$loader boot $n: waiting for the QEMU lock ($LOCK)"
     flock 8
-    log "$loader boot $n: -append '$APPEND'"
+    if [ "$loader" = systemd-boot ]; then
+        log "$loader boot $n: OVMF and systemd-boot; the default entry's options '$APPEND'"
+    else
+        log "$loader boot $n: -append '$APPEND'"
+    fi
     t0=$(date +%s.%N)
-    qemu-system-x86_64 "${Q[@]}" -kernel "$KERNEL" -initrd "$INITRD" -append "$APPEND" \
-        </dev/null >"$serial" 2>"$dir/qemu.err" &
+    qemu-system-x86_64 "${Q[@]}" </dev/null >"$serial" 2>"$dir/qemu.err" &
     pid=$!
     last_size=-1
     quiet=0
     while kill -0 "$pid" 2>/dev/null; do
         sleep 5
+        # when the kernel starts (to within 5 s): what the firmware and the boot loader took
+        [ -z "$tk" ] && grep -aq 'Linux version' "$serial" && tk=$(date +%s.%N)
         size=$(stat -c %s "$serial")
         if [ "$size" = "$last_size" ]; then
             quiet=$((quiet + 5))
@@ -397,7 +512,7 @@ boot() {
     exec 8>&-
     t1=$(date +%s.%N)
     BOOT_SECS=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", b - a }')
-    log "$loader boot $n: QEMU exited $rc after ${BOOT_SECS}s"
+    log "$loader boot $n: QEMU exited $rc after ${BOOT_SECS}s (the kernel started after $(awk -v a="$t0" -v b="${tk:-$t1}" 'BEGIN { printf "%.0f", b - a }')s)"
     if [ "$rc" != 0 ]; then
         cat "$dir/qemu.err" >&2
         BOOT_RESULT="QEMU exited $rc"
@@ -408,6 +523,9 @@ boot() {
     debugfs -c -R "rdump /var/lib/passthru-test/results/boot$n $dir" "$img" >/dev/null 2>&1 || true
     [ -d "$dir/boot$n" ] && mv "$dir/boot$n" "$dir/results"
     [ -d "$dir/results" ] || { BOOT_RESULT="the guest recorded nothing"; tail -n 40 "$serial" | tr -d '\r' >&2; return 1; }
+    if [ "$loader" = systemd-boot ]; then
+        esp_read "$n" || { BOOT_RESULT="cannot read the ESP back with mtools"; return 1; }
+    fi
     return 0
 }
 
@@ -419,6 +537,13 @@ for loader in "${LOADERS[@]}"; do
     t0=$SECONDS
     stage "$loader" "$WORK/$loader/root"
     img=$WORK/$loader/disk.img
+    if [ "$loader" = systemd-boot ]; then
+        systemd_boot_efi "$WORK/$loader/root"
+        esp=$WORK/$loader/esp.img
+        esp_image "$WORK/$loader/root" "$esp"
+        vars=$WORK/$loader/OVMF_VARS.fd
+        cp "$OVMF_VARS" "$vars"
+    fi
     image "$WORK/$loader/root" "$img"
     rm -rf "$WORK/$loader/root"
     log "$loader: root with passthru installed and its image made in $((SECONDS - t0)) s"
