@@ -2,6 +2,7 @@
 # The real reboot test (tests/reboot/README.md), the Debian 13 (PVE 9) systemd-boot host
 # (/etc/kernel/cmdline, proxmox-boot-tool refresh, the loader entry) on an Intel VT-d machine,
 # with the passthru package built for trixie:
+# booted through UEFI firmware (OVMF) and systemd-boot from a vfat ESP;
 # apply on the live host, the reboot into what the boot loader boots (card on vfio-pci,
 # verify passes, rollback), the reboot after rollback (card back on its host drivers).
 #

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The real reboot test (tests/reboot/README.md), the Debian 12 systemd-boot host (/etc/kernel/cmdline,
 # proxmox-boot-tool refresh, the loader entry) on an AMD-Vi machine:
+# booted through UEFI firmware (OVMF) and systemd-boot from a vfat ESP;
 # apply on the live host, the reboot into what the boot loader boots (card on vfio-pci,
 # verify passes, rollback), the reboot after rollback (card back on its host drivers).
 #
