@@ -550,7 +550,7 @@ for loader in "${LOADERS[@]}"; do
     times=()
     ok=1
     # GRUB: after the three boots, the trial's failing and good paths (README: the trial
-    # boots), on the Debian 12 host only so far; a systemd-boot host refuses --trial
+    # boots), on the Debian 12 host only so far; not yet booted on systemd-boot
     boots=(1 2 3)
     [ "$loader" = grub ] && [ "$RELEASE" = bookworm ] && boots+=(4 5 6 7)
     for n in "${boots[@]}"; do
