@@ -391,17 +391,68 @@ Result<void> Journal::save(const Manifest& manifest) const
     return m_fs.sync_directory(k_state_dir);
 }
 
-Result<util::HostLock> Journal::lock() const
+namespace {
+
+// Removes the directories of `dirs` (parents first) that are empty, deepest
+// first; stops at the first one that is not.
+void remove_empty_dirs(const util::HostFs& fs, const std::vector<std::string>& dirs)
 {
+    for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
+        const auto names = fs.list_dir(*it);
+        if (!names || !names->empty() || !fs.remove_directory(*it)) {
+            return;
+        }
+    }
+}
+
+} // namespace
+
+JournalLock::JournalLock(JournalLock&& other) noexcept
+    : m_fs(other.m_fs), m_lock(std::move(other.m_lock)), m_file_created(other.m_file_created),
+      m_dirs_created(std::move(other.m_dirs_created))
+{
+    other.m_fs = nullptr;
+    other.m_lock.reset();
+}
+
+JournalLock::~JournalLock()
+{
+    if (m_fs == nullptr) {
+        return;
+    }
+    // The lock file goes while it is still locked: a passthru that opened it
+    // just before finds it unlinked after its flock and opens it again
+    // (util::HostFs::try_lock), so two never hold "the" lock at once.
+    if (m_file_created) {
+        (void)m_fs->remove_lock_file(k_lock_path);
+    }
+    m_lock.reset();
+    remove_empty_dirs(*m_fs, m_dirs_created);
+}
+
+Result<JournalLock> Journal::lock() const
+{
+    // The directories of the state directory that do not exist yet, parents first.
+    std::vector<std::string> missing;
+    for (std::string dir(k_state_dir); dir != "/" && m_fs.stat(dir).type == util::FileType::missing; dir = util::dir_name(dir)) {
+        missing.insert(missing.begin(), dir);
+    }
     if (auto r = m_fs.create_directories(k_state_dir); !r) {
         return tl::unexpected(r.error());
     }
+    const bool file_created = m_fs.stat(k_lock_path).type == util::FileType::missing;
     auto lock = m_fs.try_lock(k_lock_path, util::LockCreate::yes);
+    if (!lock) {
+        remove_empty_dirs(m_fs, missing);
+    }
     if (!lock && lock.error().code() == Errc::conflict) {
         return tl::unexpected(Error(Errc::conflict, "another passthru apply or rollback is running on this host")
                                   .with_hint("wait for it to finish; the lock is " + std::string(k_lock_path)));
     }
-    return lock;
+    if (!lock) {
+        return tl::unexpected(lock.error());
+    }
+    return JournalLock(m_fs, std::move(*lock), file_created, std::move(missing));
 }
 
 bool Journal::locked_by_other() const

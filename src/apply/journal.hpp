@@ -129,6 +129,31 @@ Result<Manifest> manifest_from_json(const nlohmann::json& doc);
 // Current UTC time as "2025-01-31T12:34:56Z".
 std::string utc_now();
 
+// The journal's lock, held while it lives. What taking it created (the lock
+// file, and the state directory with its missing parents) goes again when it
+// is released: the lock file always (a later passthru creates it anew), a
+// directory when it is empty. So a command refused under the lock (exit 3)
+// leaves the tree as it found it.
+class JournalLock
+{
+public:
+    JournalLock(const JournalLock&) = delete;
+    JournalLock& operator=(const JournalLock&) = delete;
+    JournalLock(JournalLock&& other) noexcept;
+    JournalLock& operator=(JournalLock&&) = delete;
+    ~JournalLock();
+
+private:
+    friend class Journal;
+    JournalLock(const util::HostFs& fs, util::HostLock lock, bool file_created, std::vector<std::string> dirs_created)
+        : m_fs(&fs), m_lock(std::move(lock)), m_file_created(file_created), m_dirs_created(std::move(dirs_created))
+    {}
+    const util::HostFs* m_fs; // nullptr once moved from
+    std::optional<util::HostLock> m_lock;
+    bool m_file_created = false;
+    std::vector<std::string> m_dirs_created; // parents first
+};
+
 // Access to the generations of one host root. Reads go through HostFs;
 // every write is atomic and fsynced.
 class Journal
@@ -164,7 +189,7 @@ public:
 
     // Creates the state directory and takes the lock without waiting
     // (Errc::conflict when another passthru holds it).
-    Result<util::HostLock> lock() const;
+    Result<JournalLock> lock() const;
     // True when another process holds the lock right now. Never creates anything.
     bool locked_by_other() const;
 

@@ -129,7 +129,7 @@ int execute_rollback(Context& ctx, const apply::Journal& journal, const apply::R
 }
 
 // The journal's lock, taken for everything but a dry run (which writes nothing).
-std::optional<util::HostLock> lock_unless_dry_run(const apply::Journal& journal, bool dry_run)
+std::optional<apply::JournalLock> lock_unless_dry_run(const apply::Journal& journal, bool dry_run)
 {
     if (dry_run) {
         return std::nullopt;

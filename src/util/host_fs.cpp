@@ -25,6 +25,7 @@ namespace passthru::util {
 namespace {
 
 constexpr int k_max_symlinks = 40; // same limit as the kernel's path walk
+constexpr int k_lock_attempts = 8; // opens of a lock file that its holder keeps unlinking
 
 std::vector<std::string> split_components(std::string_view path)
 {
@@ -975,6 +976,16 @@ Result<void> HostFs::remove_file(std::string_view host_path) const
 
 // ---- directories and locks ----------------------------------------------
 
+Result<void> HostFs::remove_lock_file(std::string_view host_path) const
+{
+    std::string name;
+    const UniqueFd dir(open_parent(host_path, name, O_PATH));
+    if (!dir.ok() || (::unlinkat(dir.get(), name.c_str(), 0) != 0 && errno != ENOENT)) {
+        return tl::unexpected(io_error("cannot remove", host_path, errno));
+    }
+    return {};
+}
+
 Result<void> HostFs::remove_directory(std::string_view host_path) const
 {
     std::string name;
@@ -1033,19 +1044,30 @@ Result<HostLock> HostFs::try_lock(std::string_view host_path, LockCreate create)
         return tl::unexpected(io_error("cannot open lock file", host_path, errno));
     }
     const int flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create == LockCreate::yes ? O_CREAT : 0);
-    const int fd = ::openat(dir.get(), name.c_str(), flags, 0600);
-    if (fd < 0) {
-        return tl::unexpected(io_error("cannot open lock file", host_path, errno));
-    }
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        const int err = errno;
-        ::close(fd);
-        if (err == EWOULDBLOCK) {
-            return fail(Errc::conflict, "another passthru is running (it holds " + std::string(host_path) + ")");
+    // The holder may unlink the lock file before it lets go (apply::JournalLock):
+    // a lock on a file that is no longer at the path is no lock, so open again.
+    for (int attempt = 0; attempt < k_lock_attempts; ++attempt) {
+        UniqueFd fd(::openat(dir.get(), name.c_str(), flags, 0600));
+        if (!fd.ok()) {
+            return tl::unexpected(io_error("cannot open lock file", host_path, errno));
         }
-        return tl::unexpected(io_error("cannot lock", host_path, err));
+        if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+            const int err = errno;
+            if (err == EWOULDBLOCK) {
+                return fail(Errc::conflict, "another passthru is running (it holds " + std::string(host_path) + ")");
+            }
+            return tl::unexpected(io_error("cannot lock", host_path, err));
+        }
+        struct stat held
+        {};
+        struct stat now
+        {};
+        if (::fstat(fd.get(), &held) == 0 && ::fstatat(dir.get(), name.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 && held.st_dev == now.st_dev
+            && held.st_ino == now.st_ino) {
+            return HostLock(fd.release());
+        }
     }
-    return HostLock(fd);
+    return fail(Errc::conflict, "another passthru is running (" + std::string(host_path) + " keeps changing)");
 }
 
 } // namespace passthru::util

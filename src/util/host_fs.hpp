@@ -178,6 +178,10 @@ public:
     // Takes an exclusive flock(2) on host_path without waiting. Errc::conflict
     // when another process holds it. Equivalent to: flock -n PATH
     Result<HostLock> try_lock(std::string_view host_path, LockCreate create) const;
+    // Unlinks a lock file its holder created (before it lets go: try_lock
+    // then never keeps a lock on an unlinked file). Not a step of any
+    // transaction, so no fault point. Equivalent to: rm -f PATH
+    Result<void> remove_lock_file(std::string_view host_path) const;
 
 private:
     HostFs(std::filesystem::path root, bool live, std::shared_ptr<const int> root_fd)

@@ -287,6 +287,37 @@ run_rc bash -c 'umask 077 && exec "$@"' umask077 "$P" --root "$R" rollback --for
 [[ $(tree_sum "$R") == "$S0" ]] || fail "after rollback the tree is not byte-identical (owners and modes included)"
 section_ok "a file rollback recreates gets its journaled owner, group and mode (root:www-data 0640); directories apply makes are 0755 under umask 077"
 
+# --- Low: a refusal under the journal's lock leaves no lock file behind -----
+# rollback --trial-fallback and an apply refused after taking the lock made
+# /var/lib/passthru/lock (and its directories) on a root that had none:
+# exit 3 must mean nothing written.
+section_start
+R=$T/lockleft
+copy_host epyc-4x2080ti "$R"
+[[ ! -e $R/var/lib/passthru ]] || fatal "the fixture already has /var/lib/passthru"
+S0=$(tree_sum --with-journal "$R")
+run_rc "$P" --root "$R" rollback --trial-fallback
+[[ $RC -eq 3 ]] || fail "rollback --trial-fallback without a trial: exit $RC, expected 3: $(head -1 "$T/err")"
+[[ $(tree_sum --with-journal "$R") == "$S0" && ! -e $R/var/lib/passthru ]] \
+    || fail "a refused rollback --trial-fallback left $(cd "$R" && find var/lib/passthru 2> /dev/null | tr '\n' ' ')"
+# apply refused at its preflight, under the lock (a file it changes is a symlink)
+mv "$R/etc/default/grub" "$R/etc/default/grub.real"
+ln -s grub.real "$R/etc/default/grub"
+S0=$(tree_sum --with-journal "$R")
+run_rc "$P" --root "$R" apply --vm 101 --gpus all --yes
+[[ $RC -eq 3 ]] || fail "apply with /etc/default/grub a symlink: exit $RC, expected 3: $(head -1 "$T/err")"
+[[ $(tree_sum --with-journal "$R") == "$S0" && ! -e $R/var/lib/passthru ]] || fail "a refused apply left $(cd "$R" && find var/lib/passthru 2> /dev/null | tr '\n' ' ')"
+# after a real apply, a refused rollback (a file changed by hand: exit 1) adds no lock file either
+rm "$R/etc/default/grub" && mv "$R/etc/default/grub.real" "$R/etc/default/grub"
+run_rc "$P" --root "$R" apply --vm 101 --gpus all --yes
+[[ $RC -eq 0 ]] || fail "apply: exit $RC: $(head -1 "$T/err")"
+[[ ! -e $R/var/lib/passthru/lock ]] || fail "apply left its lock file behind"
+echo '# by hand' >> "$R/etc/modprobe.d/passthru-vfio.conf"
+S1=$(tree_sum --with-journal "$R")
+run_rc "$P" --root "$R" rollback
+[[ $RC -eq 1 && $(tree_sum --with-journal "$R") == "$S1" ]] || fail "a refused rollback (exit $RC) wrote something"
+section_ok "refusals under the journal's lock (rollback --trial-fallback, apply, rollback) leave the tree byte-identical, lock file and its directories included"
+
 # --- Medium 7: terminal escapes in host data --------------------------------
 # A VM description (any PVE user with VM.Config rights can set it) and a
 # driver name from sysfs carried ESC[2K and CR to the terminal raw: one could

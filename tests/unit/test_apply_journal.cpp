@@ -17,6 +17,47 @@ using namespace passthru::apply;
 
 TEST_SUITE("apply::journal")
 {
+    TEST_CASE("the lock leaves nothing behind that taking it created")
+    {
+        namespace fs = std::filesystem;
+        TempDir root;
+        root.write("etc/hostname", "pve\n");
+        auto hfs = util::HostFs::open(root.path()).value();
+        const Journal journal(hfs);
+        {
+            auto lock = journal.lock();
+            REQUIRE(lock);
+            CHECK(fs::exists(root.path() / "var/lib/passthru/lock"));
+            CHECK(journal.locked_by_other());
+            auto moved = std::move(*lock); // a moved-from lock releases nothing
+        }
+        // var, var/lib and var/lib/passthru were made for the lock: all gone again
+        CHECK_FALSE(fs::exists(root.path() / "var"));
+        CHECK_FALSE(journal.locked_by_other());
+
+        // What was there before stays; what was written under the lock stays.
+        root.write("var/lib/dpkg/status", "");
+        {
+            auto lock = journal.lock();
+            REQUIRE(lock);
+            root.write("var/lib/passthru/generations/1/manifest.json", "{}");
+        }
+        CHECK_FALSE(fs::exists(root.path() / "var/lib/passthru/lock"));
+        CHECK(fs::exists(root.path() / "var/lib/passthru/generations/1/manifest.json"));
+        // a lock file that was there before is kept
+        root.write("var/lib/passthru/lock", "");
+        {
+            auto lock = journal.lock();
+            REQUIRE(lock);
+        }
+        CHECK(fs::exists(root.path() / "var/lib/passthru/lock"));
+        // and a lock whose file was unlinked by its last holder is taken anew
+        fs::remove(root.path() / "var/lib/passthru/lock");
+        auto again = journal.lock();
+        REQUIRE(again);
+        CHECK(journal.locked_by_other());
+    }
+
     TEST_CASE("manifest JSON round trip")
     {
         Manifest m;
