@@ -3,6 +3,7 @@
 // reason. Writes nothing to the host; --out writes the JSON plan to a file on
 // this machine (not under --root).
 #include <cstdio>
+#include <optional>
 
 #include <unistd.h>
 
@@ -60,6 +61,16 @@ void plan_options(po::options_description& options)
         "exit-code", "exit 10 when changes are pending (0 when nothing is to do)");
 }
 
+// The plan as JSON text; nullopt when a string in it is not UTF-8.
+std::optional<std::string> plan_json_text(const nlohmann::json& doc)
+{
+    try {
+        return doc.dump(2) + "\n";
+    } catch (const nlohmann::json::type_error&) {
+        return std::nullopt;
+    }
+}
+
 int run_plan(Context& ctx, const po::variables_map& vm)
 {
     // make_plan checks what the request must contain (--vm and --gpus, or a
@@ -74,26 +85,30 @@ int run_plan(Context& ctx, const po::variables_map& vm)
     const plan::Plan& p = *result;
     const auto doc = plan::plan_to_json(p);
     // A plan carries whole file contents; one that is not UTF-8 cannot be a
-    // JSON string without changing its bytes, so say so instead of saving a
-    // plan that would write different bytes.
-    std::string text;
-    try {
-        text = doc.dump(2) + "\n";
-    } catch (const nlohmann::json::type_error& err) {
-        throw Error(Errc::parse, std::string("cannot write the plan as JSON: a file holds bytes that are not UTF-8 (") + err.what() + ")")
+    // JSON string without changing its bytes: --json and --out say so (one
+    // passthru.error/1 document, exit 1) instead of a plan that would write
+    // other bytes; the human plan shows such bytes escaped and is not
+    // recorded as the pending plan.
+    const std::optional<std::string> text = plan_json_text(doc);
+    if (!text && (vm.count("json") != 0U || vm.count("out") != 0U)) {
+        throw Error(Errc::parse, "cannot write the plan as JSON: a file holds bytes that are not UTF-8")
             .with_hint("use the human plan (without --json/--out), or convert that file to UTF-8");
     }
     if (vm.count("out") != 0U) {
         if (p.refused()) {
             print_note(ctx, "the plan is refused: --out " + vm["out"].as<std::string>() + " was not written");
         } else {
-            write_plan_file(vm["out"].as<std::string>(), text);
+            write_plan_file(vm["out"].as<std::string>(), *text);
         }
     } else if (!p.refused() && !p.empty()) {
-        record_pending(ctx, doc);
+        if (text) {
+            record_pending(ctx, doc);
+        } else {
+            print_note(ctx, "not recorded as the pending plan: a file holds bytes that are not UTF-8 (JSON cannot carry them)");
+        }
     }
     if (vm.count("json") != 0U) {
-        std::fputs(text.c_str(), stdout);
+        std::fputs(text->c_str(), stdout);
     } else {
         std::fputs(render_plan(p, RenderOptions{ctx.color_out, true}).c_str(), stdout);
     }

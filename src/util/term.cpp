@@ -66,6 +66,58 @@ std::size_t own_sgr_at(std::string_view text)
     return 0;
 }
 
+// The length of the well-formed UTF-8 sequence that starts at text[i]
+// (Unicode's table of well-formed byte sequences: no overlong forms, no
+// surrogates, nothing above U+10FFFF), or 0 when the bytes there are not one.
+std::size_t utf8_length(std::string_view text, std::size_t i)
+{
+    const auto at = [&](std::size_t k) { return static_cast<unsigned char>(text[i + k]); };
+    const unsigned char c = at(0);
+    std::size_t n = 0;
+    unsigned char lo = 0x80;
+    unsigned char hi = 0xbf;
+    if (c < 0x80) {
+        return 1;
+    }
+    if (c >= 0xc2 && c <= 0xdf) {
+        n = 2;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        n = 3;
+        lo = c == 0xe0 ? 0xa0 : 0x80;
+        hi = c == 0xed ? 0x9f : 0xbf;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        n = 4;
+        lo = c == 0xf0 ? 0x90 : 0x80;
+        hi = c == 0xf4 ? 0x8f : 0xbf;
+    } else {
+        return 0;
+    }
+    if (i + n > text.size() || at(1) < lo || at(1) > hi) {
+        return 0;
+    }
+    for (std::size_t k = 2; k < n; ++k) {
+        if (at(k) < 0x80 || at(k) > 0xbf) {
+            return 0;
+        }
+    }
+    return n;
+}
+
+// The number of bytes at the end of text that begin a multi-byte UTF-8
+// sequence whose rest has not come yet (0-3).
+std::size_t utf8_cut_at_end(std::string_view text)
+{
+    for (std::size_t k = 1; k <= 3 && k <= text.size(); ++k) {
+        const auto c = static_cast<unsigned char>(text[text.size() - k]);
+        if (c >= 0x80 && c <= 0xbf) {
+            continue; // a continuation byte: look further back
+        }
+        const std::size_t need = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xc2 && c <= 0xdf ? 2 : 0;
+        return need > k ? k : 0;
+    }
+    return 0;
+}
+
 void append_hex(std::string& out, const char* prefix, unsigned value)
 {
     static constexpr char kDigits[] = "0123456789abcdef";
@@ -97,10 +149,16 @@ std::string terminal_safe(std::string_view text, bool keep_color)
                 continue;
             }
         }
-        if (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80
-            && static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
-            append_hex(out, "\\u00", static_cast<unsigned char>(text[i + 1]));
-            ++i;
+        if (c >= 0x80) {
+            const std::size_t n = utf8_length(text, i);
+            if (n == 0) {
+                append_hex(out, "\\x", c); // not UTF-8: the byte, shown
+            } else if (c == 0xc2 && static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+                append_hex(out, "\\u00", static_cast<unsigned char>(text[i + 1])); // a C1 control
+            } else {
+                out.append(text.substr(i, n));
+            }
+            i += n == 0 ? 0 : n - 1;
         } else if (c == 0x1b) {
             out += "\\e";
         } else if (c == '\r') {
@@ -126,7 +184,7 @@ std::size_t terminal_safe_pending(std::string_view text)
             return tail.size();
         }
     }
-    return !text.empty() && static_cast<unsigned char>(text.back()) == 0xc2 ? 1 : 0;
+    return utf8_cut_at_end(text);
 }
 
 std::size_t display_width(std::string_view text)

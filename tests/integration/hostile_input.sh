@@ -318,6 +318,32 @@ run_rc "$P" --root "$R" rollback
 [[ $RC -eq 1 && $(tree_sum --with-journal "$R") == "$S1" ]] || fail "a refused rollback (exit $RC) wrote something"
 section_ok "refusals under the journal's lock (rollback --trial-fallback, apply, rollback) leave the tree byte-identical, lock file and its directories included"
 
+# --- Low: the human plan and bytes that are not UTF-8 -----------------------
+# A Latin-1 byte in a VM description made the human plan fail (the JSON it
+# built for the pending plan could not be written) while apply worked.
+section_start
+R=$T/latin1
+copy_host epyc-4x2080ti "$R"
+own_copy "$R/etc/pve/qemu-server/101.conf"
+{ printf 'description: caf\xe9 \xff%s\n' ''; cat "$R/etc/pve/qemu-server/101.conf"; } > "$T/101.conf"
+cat "$T/101.conf" > "$R/etc/pve/qemu-server/101.conf"
+run_rc "$P" --root "$R" --color never plan --vm 101 --gpus all
+[[ $RC -eq 0 ]] || fail "human plan with a Latin-1 description: exit $RC, expected 0: $(head -2 "$T/err")"
+grep -qF 'description: caf\xe9 \xff' "$T/out" || fail "the human plan does not show the bytes escaped: $(grep -a 'description' "$T/out" | head -2 | cat -v)"
+LC_ALL=C grep -qa $'\xe9' "$T/out" && fail "the human plan printed a raw non-UTF-8 byte"
+grep -q 'not recorded as the pending plan: a file holds bytes that are not UTF-8' "$T/err" || fail "no note that the plan was not recorded: $(cat "$T/err")"
+for opt in --json "--out $T/latin1.json --json"; do
+    # shellcheck disable=SC2086
+    run_rc "$P" --root "$R" plan --vm 101 --gpus all $opt
+    [[ $RC -eq 1 ]] || fail "plan $opt with a non-UTF-8 byte: exit $RC, expected 1"
+    jq -e '.schema == "passthru.error/1" and (.error.message | test("not UTF-8"))' "$T/out" > /dev/null \
+        || fail "plan $opt: not one valid passthru.error/1 document: $(head -c 300 "$T/out")"
+done
+[[ ! -e $T/latin1.json ]] || fail "plan --out wrote a plan that cannot carry the bytes"
+run_rc "$P" --root "$R" apply --vm 101 --gpus all --yes
+[[ $RC -eq 0 ]] || fail "apply with a Latin-1 description: exit $RC"
+section_ok "bytes that are not UTF-8: the human plan shows them as \\xNN (exit 0, not recorded as pending); --json/--out print one passthru.error/1 document (exit 1)"
+
 # --- Medium 7: terminal escapes in host data --------------------------------
 # A VM description (any PVE user with VM.Config rights can set it) and a
 # driver name from sysfs carried ESC[2K and CR to the terminal raw: one could

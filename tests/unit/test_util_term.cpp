@@ -26,6 +26,20 @@ TEST_SUITE("util::term")
                  "fin \xc2\xb5");
     }
 
+    TEST_CASE("bytes that are not well-formed UTF-8 are shown as \\xNN, never passed raw")
+    {
+        // Latin-1 (a description written by another tool), a lone continuation byte, 0xff
+        CHECK(terminal_safe("caf\xe9 \x80 \xff", false) == "caf\\xe9 \\x80 \\xff");
+        // overlong forms, a surrogate, above U+10FFFF, a sequence cut short
+        CHECK(terminal_safe("\xc0\xaf", false) == "\\xc0\\xaf");
+        CHECK(terminal_safe("\xe0\x80\xaf", false) == "\\xe0\\x80\\xaf");
+        CHECK(terminal_safe("\xed\xa0\x80", false) == "\\xed\\xa0\\x80");
+        CHECK(terminal_safe("\xf4\x90\x80\x80", false) == "\\xf4\\x90\\x80\\x80");
+        CHECK(terminal_safe("\xe2\x82 end", false) == "\\xe2\\x82 end");
+        // well-formed 3- and 4-byte characters stay
+        CHECK(terminal_safe("\xe2\x82\xac \xf0\x9f\x98\x80", false) == "\xe2\x82\xac \xf0\x9f\x98\x80");
+    }
+
     TEST_CASE("only the tool's own colour passes, and only when colour is on")
     {
         const std::string red = styled("error:", Style::red, true);
@@ -43,6 +57,12 @@ TEST_SUITE("util::term")
         CHECK(terminal_safe_pending("text\x1b[1;31m") == 0);
         CHECK(terminal_safe_pending("text\x1b[2K") == 0);
         CHECK(terminal_safe_pending("text\xc2") == 1);
+        // a UTF-8 character cut in two waits for its rest; a complete one or a stray byte does not
+        CHECK(terminal_safe_pending("text\xe2\x82") == 2);
+        CHECK(terminal_safe_pending("text\xf0\x9f\x98") == 3);
+        CHECK(terminal_safe_pending("text\xe2\x82\xac") == 0);
+        CHECK(terminal_safe_pending("text\xff") == 0);
+        CHECK(terminal_safe_pending("text\x80\x80\x80") == 0);
         CHECK(terminal_safe_pending("\x1b[11111111111") == 0);
     }
 }
