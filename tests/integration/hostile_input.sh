@@ -344,6 +344,23 @@ run_rc "$P" --root "$R" apply --vm 101 --gpus all --yes
 [[ $RC -eq 0 ]] || fail "apply with a Latin-1 description: exit $RC"
 section_ok "bytes that are not UTF-8: the human plan shows them as \\xNN (exit 0, not recorded as pending); --json/--out print one passthru.error/1 document (exit 1)"
 
+# --- Low: a [PENDING] hostpci of the VM naming a selected card -------------
+# It was ignored: the plan put the card in hostpci0 as well, so it was passed
+# twice once Proxmox applied the pending change at the next VM start.
+section_start
+R=$T/pendcard
+copy_host epyc-4x2080ti "$R"
+own_copy "$R/etc/pve/qemu-server/101.conf"
+printf '\n[PENDING]\nhostpci3: 0000:41:00,pcie=1\n' >> "$R/etc/pve/qemu-server/101.conf"
+S0=$(tree_sum --with-journal "$R")
+run_rc "$P" --root "$R" plan --vm 101 --gpus all
+[[ $RC -eq 3 ]] || fail "a pending hostpci naming a selected card: plan exit $RC, expected 3"
+grep -q 'VM 101 has a pending change that passes .*hostpci3: 0000:41:00,pcie=1, in \[PENDING\]' "$T/err" || fail "not explained: $(head -2 "$T/err")"
+grep -q "qm set 101 --revert hostpci3" "$T/out" "$T/err" || fail "the way out (qm set --revert) is not named"
+run_rc "$P" --root "$R" apply --vm 101 --gpus all --yes
+[[ $RC -eq 3 && $(tree_sum --with-journal "$R") == "$S0" ]] || fail "apply exit $RC or wrote something"
+section_ok "a [PENDING] hostpci of the VM naming a selected card is refused (exit 3) with 'qm set --revert' as the way out"
+
 # --- Medium 7: terminal escapes in host data --------------------------------
 # A VM description (any PVE user with VM.Config rights can set it) and a
 # driver name from sysfs carried ESC[2K and CR to the terminal raw: one could

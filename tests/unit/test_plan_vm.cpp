@@ -275,6 +275,25 @@ TEST_SUITE("plan::vm")
             REQUIRE(p);
             CHECK(refused_with(*p, "already given to VM 250"));
         }
+        SUBCASE("the VM's own [PENDING] hostpci names a selected card")
+        {
+            // Proxmox applies it at the next start: a second slot would pass the card twice.
+            Host host("epyc-4x2080ti");
+            host.dir.write("etc/pve/qemu-server/101.conf", "cores: 4\n\n[PENDING]\nhostpci5: 0000:81:00.0;0000:81:00.1\n");
+            const auto p = host.plan(vm_request(101));
+            REQUIRE(p);
+            CHECK(refused_with(*p, "VM 101 has a pending change that passes"));
+            CHECK(refused_with(*p, "hostpci5: 0000:81:00.0;0000:81:00.1, in [PENDING]"));
+            CHECK(p->files.empty());
+        }
+        SUBCASE("a [PENDING] hostpci of another device does not count")
+        {
+            Host host("epyc-4x2080ti");
+            host.dir.write("etc/pve/qemu-server/101.conf", "cores: 4\n\n[PENDING]\nhostpci5: 0000:c1:00.0\n");
+            const auto p = host.plan(vm_request(101));
+            REQUIRE(p);
+            CHECK_FALSE(p->refused());
+        }
         SUBCASE("the same mapping on another node does not count")
         {
             Host host("epyc-4x2080ti");

@@ -700,6 +700,25 @@ void fill_slot(VmJob& job, const Card& card, const std::optional<std::string>& m
     }
 }
 
+// A [PENDING] hostpciN of the VM itself that passes CARD: Proxmox applies it
+// when the VM next starts, so a slot planned now would pass the card twice.
+// Refused: the admin's pending change is applied or reverted first
+// (docs/facts.md: vm-config).
+bool guard_pending_card(VmJob& job, const Card& card)
+{
+    const auto* mappings = job.mctx.file ? &*job.mctx.file : nullptr;
+    for (const auto& [key, value, ids] : format::pve::passed_ids(job.config, "PENDING", mappings, job.mctx.node)) {
+        if (covers_card(ids, card)) {
+            job.plan.refusals.push_back(
+                {"VM " + job.id + " has a pending change that passes " + card.label + " (" + key + ": " + value + ", in [PENDING])",
+                 {"apply it (it takes effect when the VM next starts; 'qm pending " + job.id + "' lists it) or revert it ('qm set " + job.id
+                  + " --revert " + key + "'), then plan again"}});
+            return false;
+        }
+    }
+    return true;
+}
+
 // hostpciN per card: the entry that already names it, else the lowest free one.
 bool assign_slots(VmJob& job)
 {
@@ -710,7 +729,7 @@ bool assign_slots(VmJob& job)
         const auto& mapping = job.ctx.request.mapping;
         const std::optional<std::string> map_id = mapping ? std::optional<std::string>(mapping_id_for(*mapping, k)) : std::nullopt;
         CardSlot slot;
-        if (!reuse_slot(job, card, claimed, slot)) {
+        if (!guard_pending_card(job, card) || !reuse_slot(job, card, claimed, slot)) {
             return false;
         }
         if (slot.key.empty() && !free_slot(job, card, used, slot)) {
