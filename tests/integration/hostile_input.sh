@@ -361,6 +361,27 @@ run_rc "$P" --root "$R" apply --vm 101 --gpus all --yes
 [[ $RC -eq 3 && $(tree_sum --with-journal "$R") == "$S0" ]] || fail "apply exit $RC or wrote something"
 section_ok "a [PENDING] hostpci of the VM naming a selected card is refused (exit 3) with 'qm set --revert' as the way out"
 
+# --- Low: nested source in /etc/network/interfaces -------------------------
+# A bridge defined in a file that a sourced file sources was not seen; a
+# cycle of sources must be refused, not followed for ever.
+section_start
+R=$T/nested
+copy_host epyc-4x2080ti "$R"
+net=(--vm 101 --gpus all --bond enp66s0f0,enp66s0f1 --address 192.168.1.252/24 --gateway 192.168.1.1)
+mkdir -p "$R/etc/network/interfaces.d" "$R/etc/network/more.d"
+echo 'source-directory /etc/network/more.d' > "$R/etc/network/interfaces.d/extra"
+printf 'auto vmbr0\niface vmbr0 inet manual\n' > "$R/etc/network/more.d/bridge"
+S0=$(tree_sum --with-journal "$R")
+run_rc "$P" --root "$R" plan "${net[@]}"
+[[ $RC -eq 3 ]] || fail "vmbr0 defined two sources deep: plan exit $RC, expected 3"
+grep -q 'vmbr0 is defined in /etc/network/more.d/bridge' "$T/err" || fail "nested source not followed: $(head -1 "$T/err")"
+[[ $(tree_sum --with-journal "$R") == "$S0" ]] || fail "the refused plan wrote something"
+echo 'source /etc/network/interfaces' > "$R/etc/network/more.d/bridge"
+run_rc timeout 20 "$P" --root "$R" plan "${net[@]}"
+[[ $RC -eq 3 ]] || fail "sources in a loop: plan exit $RC, expected 3"
+grep -q 'source each other in a loop' "$T/err" || fail "a loop of sources not explained: $(head -1 "$T/err")"
+section_ok "source/source-directory in sourced files are followed; a loop is refused (exit 3), never followed for ever"
+
 # --- Medium 7: terminal escapes in host data --------------------------------
 # A VM description (any PVE user with VM.Config rights can set it) and a
 # driver name from sysfs carried ESC[2K and CR to the terminal raw: one could

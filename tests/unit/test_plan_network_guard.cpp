@@ -168,6 +168,63 @@ TEST_SUITE("plan::plan_network")
         CHECK(p.files.empty());
     }
 
+    TEST_CASE("a bridge defined in a file a sourced file sources is refused (nested source, relative, source-directory)")
+    {
+        for (const char* how : {"source /etc/network/nested.d/*\n", "source nested.d/b*\n", "source-directory /etc/network/nested.d\n"}) {
+            CAPTURE(how);
+            Host host;
+            host.root.write("etc/network/interfaces.d/mid", std::string("# sourced by interfaces\n") + how);
+            host.root.write("etc/network/nested.d/bridge", "auto vmbr0\niface vmbr0 inet manual\n");
+            const auto p = run(host, seed_request());
+            REQUIRE(p.refused());
+            CHECK(p.refusals[0].message.find("/etc/network/nested.d/bridge") != std::string::npos);
+            CHECK(p.files.empty());
+        }
+    }
+
+    TEST_CASE("source-directory reads only the names ifupdown2 reads")
+    {
+        Host host;
+        host.root.write("etc/network/interfaces.d/mid", "source-directory /etc/network/nested.d\n");
+        host.root.write("etc/network/nested.d/vmbr0.bak", "auto vmbr0\niface vmbr0 inet manual\n");
+        host.root.write("etc/network/nested.d/.hidden", "auto vmbr0\niface vmbr0 inet manual\n");
+        CHECK_FALSE(run(host, seed_request()).refused());
+    }
+
+    TEST_CASE("sourced files in a loop, too deep or too many are refused, never followed for ever")
+    {
+        Host host;
+        host.root.write("etc/network/interfaces.d/a", "source /etc/network/interfaces.d/b\n");
+        host.root.write("etc/network/interfaces.d/b", "source /etc/network/interfaces\n");
+        auto p = run(host, seed_request());
+        REQUIRE(p.refused());
+        CHECK(p.refusals[0].message.find("in a loop") != std::string::npos);
+        CHECK(p.refusals[0].message.find("/etc/network/interfaces.d/b -> /etc/network/interfaces") != std::string::npos);
+
+        Host deep;
+        for (int i = 0; i < 12; ++i) {
+            deep.root.write("etc/network/deep/" + std::to_string(i), "source /etc/network/deep/" + std::to_string(i + 1) + "\n");
+        }
+        deep.root.write("etc/network/interfaces.d/start", "source /etc/network/deep/0\n");
+        p = run(deep, seed_request());
+        REQUIRE(p.refused());
+        CHECK(p.refusals[0].message.find("levels deep") != std::string::npos);
+
+        // a file that sources a directory of files that all source the next
+        // directory: no loop, but exponentially many reads
+        Host wide;
+        for (int d = 0; d < 4; ++d) {
+            for (int f = 0; f < 8; ++f) {
+                wide.root.write("etc/network/w" + std::to_string(d) + "/f" + std::to_string(f),
+                                "source /etc/network/w" + std::to_string(d + 1) + "/*\n");
+            }
+        }
+        wide.root.write("etc/network/interfaces.d/start", "source /etc/network/w0/*\n");
+        p = run(wide, seed_request());
+        REQUIRE(p.refused());
+        CHECK(p.refusals[0].message.find("256 files") != std::string::npos);
+    }
+
     TEST_CASE("--apply-network touching the default route needs --confirm-timeout")
     {
         Host host;

@@ -37,37 +37,127 @@ Error usage(const std::string& message, const std::string& hint = {})
     return e;
 }
 
-// Host paths a `source` argument names (a glob in the last component, as
-// ifupdown2's glob.glob reads it; relative paths are taken from /etc/network).
-std::vector<std::string> expand_source(const util::HostFs& fs, const std::string& pattern, bool directory)
+// How far passthru follows `source` lines: ifupdown2 itself has no limit
+// and dies of Python's recursion limit on a cycle (docs/facts.md: network),
+// so a cycle, a deeper nesting or more files are refused.
+constexpr std::size_t k_max_source_depth = 8;
+constexpr std::size_t k_max_sourced_files = 256;
+
+// The names ifupdown2 reads in a `source-directory` directory: letters,
+// digits, '_' and '-' only (so no "x.bak", "x.dpkg-old" or dot files).
+bool source_directory_name(std::string_view name)
 {
-    std::string path = pattern.empty() || pattern[0] == '/' ? pattern : "/etc/network/" + pattern;
+    return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    });
+}
+
+// Names in `dir` matching the glob `pattern` (dot files only when the
+// pattern names them, as Python's glob), sorted.
+std::vector<std::string> glob_dir(const util::HostFs& fs, const std::string& dir, const std::string& pattern)
+{
     std::vector<std::string> out;
-    if (directory) {
-        if (auto names = fs.list_dir(path)) {
-            for (const auto& n : *names) {
-                out.push_back(path + "/" + n);
-            }
-        }
-        return out;
-    }
-    if (path.find_first_of("*?[") == std::string::npos) {
-        if (fs.exists(path)) {
-            out.push_back(path);
-        }
-        return out;
-    }
-    const std::string dir = util::dir_name(path);
-    const std::string glob(util::base_name(path));
     if (auto names = fs.list_dir(dir)) {
         for (const auto& n : *names) {
-            if (::fnmatch(glob.c_str(), n.c_str(), FNM_PERIOD) == 0) {
+            if (::fnmatch(pattern.c_str(), n.c_str(), FNM_PERIOD) == 0) {
                 out.push_back((dir == "/" ? "" : dir) + "/" + n);
             }
         }
     }
     std::sort(out.begin(), out.end());
     return out;
+}
+
+// Host paths one `source` (or `source-directory`) argument names, as
+// ifupdown2 reads it: a glob (in the last component), files sorted; for a
+// directory, its files with ifupdown2's names. ifupdown2 takes a relative
+// path from its working directory: / when networking.service or Proxmox VE
+// runs it, /etc/network for an admin there; both are read.
+std::vector<std::string> expand_one_source(const util::HostFs& fs, const std::string& path, bool directory)
+{
+    std::vector<std::string> named;
+    if (path.find_first_of("*?[") == std::string::npos) {
+        if (fs.exists(path)) {
+            named.push_back(path);
+        }
+    } else {
+        named = glob_dir(fs, util::dir_name(path), std::string(util::base_name(path)));
+    }
+    if (!directory) {
+        return named;
+    }
+    std::vector<std::string> out;
+    for (const auto& dir : named) {
+        for (const auto& file : glob_dir(fs, dir, "*")) {
+            if (source_directory_name(util::base_name(file))) {
+                out.push_back(file);
+            }
+        }
+    }
+    return out;
+}
+
+std::vector<std::string> expand_source(const util::HostFs& fs, const std::string& pattern, bool directory)
+{
+    if (pattern.empty() || pattern[0] == '/') {
+        return expand_one_source(fs, pattern, directory);
+    }
+    std::vector<std::string> out = expand_one_source(fs, "/" + pattern, directory);
+    for (auto& p : expand_one_source(fs, "/etc/network/" + pattern, directory)) {
+        if (std::find(out.begin(), out.end(), p) == out.end()) {
+            out.push_back(std::move(p));
+        }
+    }
+    return out;
+}
+
+// A file sourced, directly or through other sourced files, by the base file.
+struct SourcedFile
+{
+    std::string path;
+    format::InterfacesFile file;
+};
+
+// Follows the `source` lines of `file` into the files they name and theirs
+// in turn; `chain` holds the resolved paths from the base file down to
+// `file`. A cycle or too deep or too many files: refused (and false).
+bool follow_sources(const util::HostFs& fs, const format::InterfacesFile& file, std::vector<std::string>& chain,
+                    std::vector<SourcedFile>& out, Plan& plan)
+{
+    for (const auto& line : file.lines()) {
+        if ((line.kind != format::IfLineKind::source && line.kind != format::IfLineKind::source_directory) || line.words.size() < 2) {
+            continue;
+        }
+        for (const auto& path : expand_source(fs, line.words[1], line.kind == format::IfLineKind::source_directory)) {
+            const std::string real = fs.resolve(path).value_or(path);
+            if (std::find(chain.begin(), chain.end(), real) != chain.end()) {
+                plan.refusals.push_back({"the interfaces files source each other in a loop (" + util::join(chain, " -> ") + " -> " + real
+                                             + "): ifupdown2 cannot read them",
+                                         {"remove the `source` line that closes the loop, and plan again"}});
+                return false;
+            }
+            if (chain.size() > k_max_source_depth || out.size() >= k_max_sourced_files) {
+                plan.refusals.push_back({"the interfaces files source more than " + std::to_string(k_max_source_depth) + " levels deep or "
+                                             + std::to_string(k_max_sourced_files) + " files (" + util::join(chain, " -> ") + " -> " + real
+                                             + "); passthru does not follow them",
+                                         {"flatten the `source` lines of " + chain.front() + ", and plan again"}});
+                return false;
+            }
+            auto text = fs.read_file(path);
+            if (!text) {
+                continue; // ifupdown2 warns and goes on
+            }
+            out.push_back({path, format::InterfacesFile::parse(*text)});
+            chain.push_back(real);
+            const format::InterfacesFile sourced = out.back().file;
+            const bool ok = follow_sources(fs, sourced, chain, out, plan);
+            chain.pop_back();
+            if (!ok) {
+                return false;
+            }
+        }
+    }
+    return true;
 }
 
 // PCI network interfaces of the host, for hints: "eno1, enp66s0f0".
@@ -242,22 +332,17 @@ void check_names_and_sources(const PlanContext& ctx, const format::InterfacesFil
             return;
         }
     }
-    for (const auto& line : file.lines()) {
-        if ((line.kind != format::IfLineKind::source && line.kind != format::IfLineKind::source_directory) || line.words.size() < 2) {
-            continue;
-        }
-        for (const auto& path : expand_source(ctx.fs, line.words[1], line.kind == format::IfLineKind::source_directory)) {
-            auto text = ctx.fs.read_file(path);
-            if (!text) {
-                continue;
-            }
-            const auto sourced = format::InterfacesFile::parse(*text);
-            for (const auto& st : sourced.stanzas()) {
-                if (std::find(ours.begin(), ours.end(), st.name) != ours.end()) {
-                    plan.refusals.push_back(
-                        {st.name + " is defined in " + path + " (sourced from " + base_path + "); passthru edits only " + base_path,
-                         {"move that stanza into " + base_path + " or remove it, and plan again"}});
-                }
+    std::vector<std::string> chain{ctx.fs.resolve(base_path).value_or(base_path)};
+    std::vector<SourcedFile> sourced;
+    if (!follow_sources(ctx.fs, file, chain, sourced, plan)) {
+        return;
+    }
+    for (const auto& [path, text] : sourced) {
+        for (const auto& st : text.stanzas()) {
+            if (std::find(ours.begin(), ours.end(), st.name) != ours.end()) {
+                plan.refusals.push_back(
+                    {st.name + " is defined in " + path + " (sourced from " + base_path + "); passthru edits only " + base_path,
+                     {"move that stanza into " + base_path + " or remove it, and plan again"}});
             }
         }
     }
