@@ -382,6 +382,23 @@ run_rc timeout 20 "$P" --root "$R" plan "${net[@]}"
 grep -q 'source each other in a loop' "$T/err" || fail "a loop of sources not explained: $(head -1 "$T/err")"
 section_ok "source/source-directory in sourced files are followed; a loop is refused (exit 3), never followed for ever"
 
+# --- Low: the saved plan is readable by its owner only ---------------------
+# It carries whole root-only files (a VM config's cipassword).
+section_start
+R=$T/secret
+copy_host epyc-4x2080ti "$R"
+own_copy "$R/etc/pve/qemu-server/101.conf"
+echo 'cipassword: $5$secret$hash' >> "$R/etc/pve/qemu-server/101.conf"
+install -m 0644 /dev/null "$T/secret.json"
+umask_saved=$(umask)
+umask 022
+run_rc "$P" --root "$R" plan --vm 101 --gpus all --out "$T/secret.json"
+umask "$umask_saved"
+[[ $RC -eq 0 ]] || fail "plan --out: exit $RC"
+grep -q 'cipassword' "$T/secret.json" || fail "the saved plan does not carry the VM config (the test proves nothing)"
+[[ $(stat -c %a "$T/secret.json") == 600 ]] || fail "plan --out over a 0644 file: mode $(stat -c %a "$T/secret.json"), expected 0600"
+section_ok "plan --out: the saved plan (with a VM config's cipassword) is mode 0600, also over an existing 0644 file"
+
 # --- Medium 7: terminal escapes in host data --------------------------------
 # A VM description (any PVE user with VM.Config rights can set it) and a
 # driver name from sysfs carried ESC[2K and CR to the terminal raw: one could
