@@ -5,6 +5,7 @@
 #include <random>
 #include <thread>
 
+#include "apply/journal.hpp"
 #include "plan/network/plan.hpp"
 #include "util/strings.hpp"
 
@@ -136,7 +137,11 @@ Result<void> confirm_network(const util::HostFs& fs, const std::optional<std::st
 {
     auto pending = fs.read_file(k_confirm_pending);
     if (!pending) {
-        return fail(Errc::not_found, "no network change is waiting for confirmation");
+        return fail(Errc::not_found, "nothing to confirm: no network change is waiting for confirmation");
+    }
+    if (!Journal(fs).locked_by_other()) {
+        return fail(Errc::not_found,
+                    "nothing to confirm: no apply is waiting (" + std::string(k_confirm_pending) + " is left from one that ended)");
     }
     const auto token = field(*pending, "token");
     if (!token || token->empty()) {
@@ -160,6 +165,11 @@ Result<void> confirm_network(const util::HostFs& fs, const std::optional<std::st
         return tl::unexpected(w.error());
     }
     return {};
+}
+
+void clear_stale_confirm(const util::HostFs& fs)
+{
+    cleanup(fs);
 }
 
 } // namespace passthru::apply

@@ -67,8 +67,13 @@ Result<GuardOutcome> run_network_guard(const util::HostFs& fs, util::CommandRunn
                                        std::chrono::seconds timeout, const GuardHooks& hooks = {});
 
 // What `passthru confirm` does: checks a guard waits and writes the token.
+// A guard waits while its apply holds the journal's lock; a handshake file
+// nobody holds the lock for is a leftover of an apply that ended (killed).
 // Errc::not_found when none waits; Errc::precondition when run from the
 // applying connection itself or after the deadline.
 Result<void> confirm_network(const util::HostFs& fs, const std::optional<std::string>& ssh_connection);
+// Removes a handshake no guard waits on any more (the caller holds the
+// journal's lock, so no guard runs), e.g. after a rollback.
+void clear_stale_confirm(const util::HostFs& fs);
 
 } // namespace passthru::apply

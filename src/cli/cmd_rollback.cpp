@@ -9,6 +9,8 @@
 #include <cstdio>
 
 #include "apply/journal.hpp"
+#include "apply/network_guard.hpp"
+#include "apply/pending.hpp"
 #include "apply/rollback.hpp"
 #include "apply/transaction.hpp"
 #include "cli/apply_common.hpp"
@@ -32,6 +34,16 @@ void rollback_options(po::options_description& options)
 
 namespace {
 
+// After a rollback (under the lock): what waited for the host as it was is
+// stale, a network handshake of an apply that ended and the pending plan.
+void forget_stale_records(const Context& ctx)
+{
+    apply::clear_stale_confirm(ctx.fs);
+    if (auto cleared = apply::clear_pending(ctx.fs); !cleared) {
+        print_warning(ctx, "could not remove the pending plan: " + std::string(cleared.error().what()));
+    }
+}
+
 // Crash recovery: an interrupted generation is undone by itself (no new
 // generation; it is marked rolled-back).
 int recover_interrupted(Context& ctx, const po::variables_map& vm, const apply::Journal& journal, apply::Manifest& m, bool dry_run)
@@ -54,6 +66,7 @@ int recover_interrupted(Context& ctx, const po::variables_map& vm, const apply::
     if (!report.failures.empty()) {
         throw apply::rollback_failed_error(m.id, "generation " + std::to_string(m.id) + " was interrupted", report);
     }
+    forget_stale_records(ctx);
     for (const auto& n : report.not_undone) {
         print_warning(ctx, "not undone automatically: " + n);
     }
@@ -116,6 +129,7 @@ int execute_rollback(Context& ctx, const apply::Journal& journal, const apply::R
         return exit_code::ok;
     }
     const auto report = apply::run_transaction(journal, ctx.runner, rb.spec, cli_progress(ctx), &libvirt_hooks());
+    forget_stale_records(ctx);
     print_recorded_commands(ctx);
     std::printf("Rolled back as generation %llu: %zu file(s) restored.\n", static_cast<unsigned long long>(report.generation),
                 report.written.size());

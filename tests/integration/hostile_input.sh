@@ -399,6 +399,35 @@ grep -q 'cipassword' "$T/secret.json" || fail "the saved plan does not carry the
 [[ $(stat -c %a "$T/secret.json") == 600 ]] || fail "plan --out over a 0644 file: mode $(stat -c %a "$T/secret.json"), expected 0600"
 section_ok "plan --out: the saved plan (with a VM config's cipassword) is mode 0600, also over an existing 0644 file"
 
+# --- Low: confirm after a rollback ------------------------------------------
+# An apply killed while its network guard waited left network-confirm.pending;
+# after rollback, confirm said "confirmed" to nobody. It must say there is
+# nothing to confirm (exit 1), and rollback removes the stale handshake.
+section_start
+R=$T/staleconfirm
+copy_host epyc-4x2080ti "$R"
+mkdir -p "$R/proc/net"
+printf 'Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\nvmbr0\t00000000\t0101A8C0\t0003\t0\t0\t0\t00000000\t0\t0\t0\n' > "$R/proc/net/route"
+"$P" --root "$R" apply --yes "${net[@]}" --apply-network --confirm-timeout 60 > "$T/guard.out" 2>&1 &
+guard_pid=$!
+for _ in $(seq 1 200); do
+    [[ -f $R/var/lib/passthru/network-confirm.pending ]] && break
+    sleep 0.1
+done
+[[ -f $R/var/lib/passthru/network-confirm.pending ]] || fail "the guard never waited: $(tail -3 "$T/guard.out")"
+kill -9 "$guard_pid" && wait "$guard_pid" 2> /dev/null || true
+run_rc "$P" --root "$R" rollback
+[[ $RC -eq 0 ]] || fail "rollback after the killed apply: exit $RC: $(head -2 "$T/err")"
+[[ ! -e $R/var/lib/passthru/network-confirm.pending ]] || fail "rollback left the stale network-confirm.pending"
+# and a handshake left by hand (or by an older passthru) is no confirmation either
+printf 'token=abc\ndeadline=99999999999\n' > "$R/var/lib/passthru/network-confirm.pending"
+run_rc "$P" --root "$R" confirm
+[[ $RC -eq 1 ]] || fail "confirm after rollback: exit $RC, expected 1 (nothing to confirm): $(cat "$T/out")"
+grep -q '^passthru: error: nothing to confirm' "$T/err" || fail "confirm after rollback: not explained: $(head -1 "$T/err")"
+grep -q 'confirmed' "$T/out" && fail "confirm after rollback reported success"
+[[ ! -e $R/var/lib/passthru/network-confirm.ok ]] || fail "confirm wrote network-confirm.ok for nobody"
+section_ok "after a rollback, confirm says there is nothing to confirm (exit 1); rollback removes the stale handshake"
+
 # --- Medium 7: terminal escapes in host data --------------------------------
 # A VM description (any PVE user with VM.Config rights can set it) and a
 # driver name from sysfs carried ESC[2K and CR to the terminal raw: one could

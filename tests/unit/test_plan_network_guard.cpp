@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "../support/temp_dir.hpp"
+#include "apply/journal.hpp"
 #include "apply/network_guard.hpp"
 #include "plan/network/plan.hpp"
 #include "plan/network/routes.hpp"
@@ -354,6 +355,9 @@ TEST_SUITE("apply::network_guard")
         TempDir root;
         root.write("etc/network/interfaces", "new config\n");
         auto fs = *util::HostFs::open(root.path());
+        // The applying passthru holds the journal's lock while its guard waits.
+        const auto lock = apply::Journal(fs).lock();
+        REQUIRE(lock);
         util::CommandRunner runner(util::RunMode::record);
         REQUIRE(runner.run({"ifreload", "-a"}));
         apply::NetworkGuardSpec spec;
@@ -384,6 +388,14 @@ TEST_SUITE("apply::network_guard")
         REQUIRE_FALSE(none);
         CHECK(none.error().code() == Errc::not_found);
         root.write("var/lib/passthru/network-confirm.pending", "token=abc\ndeadline=99999999999\nssh=10.0.0.9 40000 192.168.1.252 22\n");
+        // A handshake whose apply ended (nobody holds the lock): nothing to confirm.
+        auto stale = apply::confirm_network(fs, std::string("10.0.0.9 40001 192.168.1.252 22"));
+        REQUIRE_FALSE(stale);
+        CHECK(stale.error().code() == Errc::not_found);
+        CHECK(std::string(stale.error().what()).find("nothing to confirm") != std::string::npos);
+        CHECK_FALSE(fs.exists(apply::k_confirm_ok));
+        const auto lock = apply::Journal(fs).lock();
+        REQUIRE(lock);
         auto same = apply::confirm_network(fs, std::string("10.0.0.9 40000 192.168.1.252 22"));
         REQUIRE_FALSE(same);
         CHECK(same.error().code() == Errc::precondition);
