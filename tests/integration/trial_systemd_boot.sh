@@ -184,12 +184,14 @@ if command -v shellcheck > /dev/null; then
 fi
 sh -n "$HELPER" || fail "the helper does not parse (sh -n)"
 [[ -x $HELPER ]] || fail "the helper is not executable"
-# In a private mount namespace with an empty /run, /sys/firmware and (when
-# this machine has one) /etc/kernel of its own, so the helper sees no ESP and
-# no EFI and nothing of this machine's can be touched.
+# In a private mount namespace with an empty /run, /sys and (when this
+# machine has one) /etc/kernel of its own, so the helper sees no ESP and no
+# EFI and nothing of this machine's can be touched. All of /sys, not only
+# /sys/firmware: in the Debian 13 half this runs in a chroot whose /sys is
+# an empty directory, with no firmware directory to mount over.
 helper() {
     unshare --mount --propagation private sh -c '
-        mount -t tmpfs none /run && mount -t tmpfs none /sys/firmware || exit 99
+        mount -t tmpfs none /run && mount -t tmpfs none /sys || exit 99
         if [ -d /etc/kernel ]; then mount -t tmpfs none /etc/kernel || exit 99; fi
         exec "$@"' sh "$HELPER" "$@"
 }
