@@ -120,6 +120,12 @@ skips=(--skip=download/empty --skip=essential/unlink)
 
 echo "debian-root: building $release ($variant${packages:+ + $(paste -sd' ' <<<"$packages")}) in $out" >&2
 start=$SECONDS
+# Roots of one release built at once (scripts/test.sh runs the QEMU tests beside the
+# rest) take turns on their shared apt archive cache, so no sync-out writes a .deb
+# while another root's sync-in or sync-out reads or writes it.
+mkdir -p "$(dirname "$cache")"
+exec 8>"$cache.lock"
+flock 8
 # sync-in/sync-out share the .debs with every other root of this release. The
 # extract variant runs no customize hooks, so it syncs out after extracting.
 out_hook=--customize-hook
