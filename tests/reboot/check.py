@@ -177,11 +177,13 @@ def esp_kernel_entry(a, n):
     return ents[0] if len(ents) == 1 else ""
 
 
-def efivar(d, name):
+def efivar(d, name, recorded="efivars"):
     """A Boot Loader Interface variable as the guest's efivarfs showed it (guest/step
-    record_efi): 4 bytes of attributes, then the value, UTF-16LE strings ending in NUL.
-    Returns the list of strings (LoaderEntries holds several), or None when it was not set."""
-    p = os.path.join(d, "efivars", name)
+    record_efivars; "efivars" at the start of the step, "efivars-trial" after apply --trial,
+    "efivars-confirm" after confirm): 4 bytes of attributes, then the value, UTF-16LE strings
+    ending in NUL. Returns the list of strings (LoaderEntries holds several), or None when it
+    was not set."""
+    p = os.path.join(d, recorded, name)
     if not os.path.exists(p):
         return None
     text = open(p, "rb").read()[4:].decode("utf-16-le", errors="replace")
@@ -422,9 +424,19 @@ def check_boot3(ck, a, d, boot1, loader, iommu):
         print("       " + line)
 
 
-# --- the trial boots (GRUB): boot 3 ends with apply --trial; 4 fails, 5 falls back -------
+# --- the trial boots: boot 3 ends with apply --trial; 4 fails, 5 falls back, 6 confirms ----
 TRIAL_ID = "passthru-trial"
+# systemd-boot: the entry's id on every ESP (the file name, as LoaderEntrySelected names it)
+TRIAL_LOADER_ENTRY = "passthru-trial.conf"
+# the entry apply --trial stages under /etc, as guest/step record_etc names its copy
+TRIAL_STAGED = "passthru_trial-loader-entry.conf"
 TRIAL_MARKER = "passthru.trial"
+
+
+def trial_entry(loader):
+    """The trial entry's name as run.sh's entry.txt has it: GRUB's menu entry id, or the
+    systemd-boot entry's file name."""
+    return TRIAL_ID if loader == "grub" else TRIAL_LOADER_ENTRY
 # what decides the default boot: left exactly as they were by a trial
 DEFAULT_BOOT_FILES = ("/etc/default/grub", "/etc/default/grub.d/passthru.cfg", "/etc/kernel/cmdline")
 
@@ -453,10 +465,29 @@ def serial_end(a, n):
     return "?"
 
 
-def trial_args(d):
-    """The trial entry's arguments (as grub-mkconfig wrote them after apply --trial)."""
-    entry = grub_entry_by_id(read(d, "grub.cfg.trial") or "", TRIAL_ID)
-    return entry["linux"][1:] if entry and entry["linux"] else []
+def trial_args(d, loader):
+    """The trial entry's arguments: as grub-mkconfig wrote them after apply --trial, or the
+    options of the systemd-boot entry apply --trial staged."""
+    if loader == "grub":
+        entry = grub_entry_by_id(read(d, "grub.cfg.trial") or "", TRIAL_ID)
+        return entry["linux"][1:] if entry and entry["linux"] else []
+    try:
+        return loader_entry(read(d, "etc-trial/" + TRIAL_STAGED) or "")[2].split()
+    except SystemExit:
+        return []
+
+
+def esp_dir_entries(d, name):
+    """The loader entries the guest found on the ESP between two steps (guest/step
+    record_esp, in D/NAME/entries): {file name: text}."""
+    e = os.path.join(d, name, "entries")
+    return {os.path.basename(p): open(p, encoding="utf-8").read() for p in sorted(glob.glob(os.path.join(e, "*.conf")))}
+
+
+def proxmox_entry(entries):
+    """The one proxmox-<kver>.conf among ENTRIES, "" when not exactly one."""
+    ents = [t for name, t in entries.items() if name.startswith("proxmox-")]
+    return ents[0] if len(ents) == 1 else ""
 
 
 def revert_unit(d):
@@ -471,25 +502,45 @@ def revert_unit(d):
 REVERT_FILES = ("/etc/systemd/system/passthru-trial-revert.service", "/etc/systemd/system/multi-user.target.d/passthru-trial.conf")
 
 
-def check_trial_applied(ck, d, default_before):
-    """apply --trial: the trial entry exists, GRUB boots it once, the default is as before."""
+def check_trial_applied(ck, a, d, default_before):
+    """apply --trial: the trial entry exists, the boot loader boots it once, the default is as
+    before. DEFAULT_BEFORE: GRUB's default entry (linux, initrd, arguments) or the text of the
+    systemd-boot default entry on the ESP, before apply --trial."""
     ck.check(rc(d, "trial-apply") == 0, "passthru apply --trial exits 0", step_text(d, "trial-apply"))
     out = read(d, "trial-apply.out") or ""
     steps = out.partition("Next steps, in this order:")[2]
     order = [steps.find(w) for w in ("reboot", "verify", "confirm", "rollback")]
     ck.check(steps != "" and -1 not in order and order == sorted(order),
              "apply --trial ends with the next steps in order: reboot, verify, confirm, rollback", out[-800:])
-    args = trial_args(d)
-    ck.check(TRIAL_MARKER in args, "grub.cfg has the trial entry '%s' with the marker: %s" % (TRIAL_ID, " ".join(args)),
-             read(d, "grub.cfg.trial"))
-    env = grubenv_read(open(os.path.join(d, "grubenv.trial"), "rb").read()) if read(d, "grubenv.trial") is not None else {}
-    ck.check(env.get("next_entry") == TRIAL_ID, "grub-reboot set next_entry=%s in /boot/grub/grubenv" % TRIAL_ID, env)
-    try:
-        default_after = grub_default_entry(read(d, "grub.cfg.trial") or "")
-    except SystemExit as e:
-        default_after = str(e)
-    ck.check(default_after == default_before, "grub.cfg's default entry is exactly as before apply --trial",
-             "before: %s\nafter:  %s" % (default_before, default_after))
+    args = trial_args(d, a.loader)
+    if a.loader == "grub":
+        ck.check(TRIAL_MARKER in args, "grub.cfg has the trial entry '%s' with the marker: %s" % (TRIAL_ID, " ".join(args)),
+                 read(d, "grub.cfg.trial"))
+        env = grubenv_read(open(os.path.join(d, "grubenv.trial"), "rb").read()) if read(d, "grubenv.trial") is not None else {}
+        ck.check(env.get("next_entry") == TRIAL_ID, "grub-reboot set next_entry=%s in /boot/grub/grubenv" % TRIAL_ID, env)
+        try:
+            default_after = grub_default_entry(read(d, "grub.cfg.trial") or "")
+        except SystemExit as e:
+            default_after = str(e)
+        ck.check(default_after == default_before, "grub.cfg's default entry is exactly as before apply --trial",
+                 "before: %s\nafter:  %s" % (default_before, default_after))
+    else:
+        staged = read(d, "etc-trial/" + TRIAL_STAGED) or ""
+        ck.check(TRIAL_MARKER in args and "systemd.wants=passthru-trial.timer" in args,
+                 "apply --trial staged /etc/passthru/trial-loader-entry.conf with the marker and the watchdog: %s" % " ".join(args),
+                 staged)
+        on_esp = esp_dir_entries(d, "esp-trial")
+        ck.check(on_esp.get(TRIAL_LOADER_ENTRY) == staged and staged != "",
+                 "the helper put it on the ESP as loader/entries/%s, byte for byte" % TRIAL_LOADER_ENTRY,
+                 (read(d, "esp-trial/error") or "") + "ESP: %s" % " ".join(on_esp))
+        oneshot = efivar(d, "LoaderEntryOneShot", "efivars-trial")
+        ck.check(oneshot == [TRIAL_LOADER_ENTRY], "the helper selected it for the next boot only (LoaderEntryOneShot=%s)"
+                 % TRIAL_LOADER_ENTRY, oneshot)
+        ck.check(proxmox_entry(on_esp) == default_before and default_before != "",
+                 "the default entry on the ESP is byte for byte as before apply --trial",
+                 "before:\n%s\nafter:\n%s" % (default_before, proxmox_entry(on_esp)))
+        ck.check(read(d, "etc-trial/kernel_cmdline") == read(d, "etc/kernel_cmdline") and read(d, "etc/kernel_cmdline"),
+                 "/etc/kernel/cmdline is as before apply --trial", read(d, "etc-trial/kernel_cmdline"))
     unit = read(d, "etc-trial/systemd_system_passthru-trial-revert.service") or ""
     dropin = read(d, "etc-trial/systemd_system_multi-user.target.d_passthru-trial.conf") or ""
     ck.check("ConditionKernelCommandLine=!%s" % TRIAL_MARKER in unit.splitlines() and "ExecStart=passthru rollback --trial-fallback" in unit.splitlines()
@@ -501,7 +552,15 @@ def check_trial_applied(ck, d, default_before):
 
 def check_trial_boot(ck, a, d, n, args):
     """A trial boot: the one-time entry, the marker, the card on vfio-pci, scan says so."""
-    ck.check(booted_entry(a, n) == TRIAL_ID, "GRUB's one-time selection booted the trial entry", booted_entry(a, n))
+    if a.loader == "grub":
+        ck.check(booted_entry(a, n) == TRIAL_ID, "GRUB's one-time selection booted the trial entry", booted_entry(a, n))
+    else:
+        # check_systemd_boot: LoaderEntrySelected is the trial entry
+        ck.check(booted_entry(a, n) == TRIAL_LOADER_ENTRY, "systemd-boot's one-time selection booted the trial entry",
+                 booted_entry(a, n))
+        ck.check(efivar(d, "LoaderEntryOneShot") is None,
+                 "systemd-boot removed LoaderEntryOneShot when it used it (the selection counts for this boot only)",
+                 efivar(d, "LoaderEntryOneShot"))
     cmdline = (read(d, "cmdline.txt") or "").split()
     ck.check(TRIAL_MARKER in cmdline and all(x in cmdline for x in args if not x.startswith("BOOT_IMAGE")),
              "/proc/cmdline carries the trial's arguments and the marker %s" % TRIAL_MARKER, " ".join(cmdline))
@@ -513,17 +572,24 @@ def check_trial_boot(ck, a, d, n, args):
     ck.check("trial boot" in (read(d, "verify.out") or ""), "verify says this is a trial boot", step_text(d, "verify"))
 
 
+def default_before_trial(a, d, esp_view):
+    """The default entry before apply --trial: GRUB's (from grub.cfg), or the systemd-boot
+    entry's text on the ESP as the guest read it just before (ESP_VIEW)."""
+    if a.loader == "grub":
+        try:
+            return grub_default_entry(read(d, "grub.cfg") or "")
+        except SystemExit as e:
+            return str(e)
+    return proxmox_entry(esp_dir_entries(d, esp_view))
+
+
 def check_boot3_trial(ck, a, d):
-    try:
-        before = grub_default_entry(read(d, "grub.cfg") or "")
-    except SystemExit as e:
-        before = str(e)
-    check_trial_applied(ck, d, before)
+    check_trial_applied(ck, a, d, default_before_trial(a, d, "esp-before-trial"))
 
 
 def check_boot4(ck, a, d):
     b3 = os.path.join(a.dir, "boot3", "results")
-    check_trial_boot(ck, a, d, 4, trial_args(b3))
+    check_trial_boot(ck, a, d, 4, trial_args(b3, a.loader))
     inj = drivers_file(d, "drivers-injected.txt")
     ck.check(inj.get(CARD_AUDIO) == "snd_hda_intel", "the injected failure: the card's audio is on snd_hda_intel",
              read(d, "drivers-injected.txt"))
@@ -539,7 +605,8 @@ def check_boot4(ck, a, d):
 
 def check_boot5(ck, a, d):
     b3 = os.path.join(a.dir, "boot3", "results")
-    ck.check(booted_entry(a, 5) not in (None, TRIAL_ID), "GRUB booted the default entry again (%s)" % booted_entry(a, 5))
+    ck.check(booted_entry(a, 5) not in (None, trial_entry(a.loader)),
+             "%s booted the default entry again (%s)" % ("GRUB" if a.loader == "grub" else "systemd-boot", booted_entry(a, 5)))
     cmdline = (read(d, "cmdline.txt") or "").split()
     ck.check(cmdline == (read(b3, "cmdline.txt") or "").split(), "/proc/cmdline is exactly boot 3's (before apply --trial)",
              " ".join(cmdline))
@@ -547,13 +614,25 @@ def check_boot5(ck, a, d):
     ck.check(drv.get(CARD_VGA) == "bochs-drm" and drv.get(CARD_AUDIO) == "snd_hda_intel",
              "every card function is on its host driver (bochs-drm, snd_hda_intel)", read(d, "drivers.txt"))
     host_drivers_ok(ck, drv, a.iommu, "after the failed trial")
-    env = grubenv_read(open(os.path.join(d, "grubenv"), "rb").read()) if read(d, "grubenv") is not None else {}
-    ck.check(not env.get("next_entry"), "no one-time selection is left in grubenv", env)
-    try:
-        same = grub_default_entry(read(d, "grub.cfg") or "") == grub_default_entry(read(b3, "grub.cfg") or "")
-    except SystemExit:
-        same = False
-    ck.check(same, "grub.cfg's default entry is byte for byte boot 3's")
+    if a.loader == "grub":
+        env = grubenv_read(open(os.path.join(d, "grubenv"), "rb").read()) if read(d, "grubenv") is not None else {}
+        ck.check(not env.get("next_entry"), "no one-time selection is left in grubenv", env)
+        try:
+            same = grub_default_entry(read(d, "grub.cfg") or "") == grub_default_entry(read(b3, "grub.cfg") or "")
+        except SystemExit:
+            same = False
+        ck.check(same, "grub.cfg's default entry is byte for byte boot 3's")
+    else:
+        ck.check(efivar(d, "LoaderEntryOneShot") is None, "no one-time selection is left (LoaderEntryOneShot)",
+                 efivar(d, "LoaderEntryOneShot"))
+        esp = esp_dir_entries(d, "esp-fallback")
+        ck.check(esp != {} and TRIAL_LOADER_ENTRY not in esp,
+                 "the fallback removed the trial entry from the ESP (loader/entries: %s)" % " ".join(esp),
+                 read(d, "esp-fallback/error"))
+        before_esp = proxmox_entry(esp_dir_entries(b3, "esp-before-trial"))
+        ck.check(before_esp != "" and proxmox_entry(esp) == before_esp,
+                 "the default entry on the ESP is byte for byte boot 3's before apply --trial",
+                 "before:\n%s\nnow:\n%s" % (before_esp, proxmox_entry(esp)))
     before, fallback = hashes(b3, "before-trial.sha256"), hashes(d, "after-fallback.sha256")
     ck.check(len(before) > 5 and all(before.get(f) == fallback.get(f) for f in DEFAULT_BOOT_FILES),
              "the files of the default boot (%s) are byte-identical to before apply --trial" % ", ".join(DEFAULT_BOOT_FILES),
@@ -576,21 +655,31 @@ def check_boot5(ck, a, d):
              "passthru rollback finds nothing left to undo", step_text(d, "rollback-left"))
     print("     sha256 before apply --trial == after the fallback boot: %d files (%d absent)" % (len(before), sum(1 for h in before.values() if h == "absent")))
     # the good path starts here
-    try:
-        default_now = grub_default_entry(read(d, "grub.cfg") or "")
-    except SystemExit as e:
-        default_now = str(e)
-    check_trial_applied(ck, d, default_now)
+    check_trial_applied(ck, a, d, default_before_trial(a, d, "esp-fallback"))
 
 
 def check_boot6(ck, a, d):
-    check_trial_boot(ck, a, d, 6, trial_args(os.path.join(a.dir, "boot5", "results")))
+    check_trial_boot(ck, a, d, 6, trial_args(os.path.join(a.dir, "boot5", "results"), a.loader))
     ck.check(rc(d, "verify") == 0, "passthru verify exits 0 on the good trial boot", step_text(d, "verify"))
     ck.check(rc(d, "confirm") == 0, "passthru confirm exits 0", step_text(d, "confirm"))
-    cfg = read(d, "grub.cfg") or ""
-    ck.check(grub_entry_by_id(cfg, TRIAL_ID) is None, "after confirm grub.cfg has no trial entry")
-    ck.check(read(d, "etc/grub.d_42_passthru_trial") is None and read(d, "etc/systemd_system_passthru-trial.timer") is None,
-             "after confirm the trial's script and watchdog are gone")
+    if a.loader == "grub":
+        cfg = read(d, "grub.cfg") or ""
+        ck.check(grub_entry_by_id(cfg, TRIAL_ID) is None, "after confirm grub.cfg has no trial entry")
+        ck.check(read(d, "etc/grub.d_42_passthru_trial") is None and read(d, "etc/systemd_system_passthru-trial.timer") is None,
+                 "after confirm the trial's script and watchdog are gone")
+    else:
+        ck.check(read(d, "etc/" + TRIAL_STAGED) is None and read(d, "etc/systemd_system_passthru-trial.timer") is None,
+                 "after confirm the staged trial entry and the watchdog are gone")
+        esp = esp_entries(a, 6)
+        ck.check(esp != {} and TRIAL_LOADER_ENTRY not in esp,
+                 "after confirm the ESP has no trial entry (loader/entries: %s)" % " ".join(esp))
+        args = planned_args(a.loader, d, a.iommu)
+        ent = esp_kernel_entry(a, 6)
+        ck.check(len(args) > 0 and all(x in ent.split() for x in args) and TRIAL_MARKER not in ent.split(),
+                 "after confirm the default entry on the ESP carries the confirmed arguments %s (from /etc/kernel/cmdline) "
+                 "and no marker" % " ".join(args), ent)
+        ck.check(efivar(d, "LoaderEntryOneShot", "efivars-confirm") is None, "after confirm no one-time selection is set",
+                 efivar(d, "LoaderEntryOneShot", "efivars-confirm"))
     rv = revert_unit(d)
     ck.check(rv.get("ConditionResult") == "no" and rv.get("ExecMainStartTimestampMonotonic") == "0",
              "the revert unit did not run on the good trial boot (marker present)", read(d, "revert.txt"))
@@ -604,8 +693,9 @@ def check_boot6(ck, a, d):
 
 def check_boot7(ck, a, d):
     b6 = os.path.join(a.dir, "boot6", "results")
-    ck.check(booted_entry(a, 7) not in (None, TRIAL_ID), "GRUB booted the default entry (%s)" % booted_entry(a, 7))
-    args = planned_args("grub", b6, a.iommu)
+    ck.check(booted_entry(a, 7) not in (None, trial_entry(a.loader)),
+             "%s booted the default entry (%s)" % ("GRUB" if a.loader == "grub" else "systemd-boot", booted_entry(a, 7)))
+    args = planned_args(a.loader, b6, a.iommu)
     cmdline = (read(d, "cmdline.txt") or "").split()
     ck.check(len(args) > 0 and all(x in cmdline for x in args) and TRIAL_MARKER not in cmdline,
              "/proc/cmdline carries the confirmed arguments %s and no trial marker" % " ".join(args), " ".join(cmdline))
@@ -638,8 +728,7 @@ def cmd_boot(a):
         check_boot2(ck, a, d, boot1, a.loader, a.iommu)
     elif a.boot == 3:
         check_boot3(ck, a, d, boot1, a.loader, a.iommu)
-        if a.loader == "grub":
-            check_boot3_trial(ck, a, d)
+        check_boot3_trial(ck, a, d)
     else:
         {4: check_boot4, 5: check_boot5, 6: check_boot6, 7: check_boot7}[a.boot](ck, a, d)
     evidence(ck, d, a.boot)
