@@ -33,6 +33,8 @@ qemu_log=$build/qemu-tests.log
 echo "== the QEMU tests (ctest -L qemu), in the background: $qemu_log"
 (cd "$build" && ctest --output-on-failure -L qemu "$@") >"$qemu_log" 2>&1 &
 qemu_pid=$!
+# should this script stop early (a build error), the boots stop with it
+trap 'pkill -TERM -P "$qemu_pid" 2>/dev/null || true' EXIT
 # the rest yields the CPU to the boots
 renice -n 10 -p $$ >/dev/null
 
@@ -64,5 +66,6 @@ bash "$here/scripts/check-format.sh" || rc=1
 
 echo "== waiting for the QEMU tests ($qemu_log)"
 wait "$qemu_pid" || rc=1
+trap - EXIT
 cat "$qemu_log"
 exit "$rc"
