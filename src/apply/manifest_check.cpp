@@ -2,10 +2,10 @@
 #include "apply/manifest_check.hpp"
 
 #include <algorithm>
-#include <array>
 #include <string_view>
 
 #include "format/grammar.hpp"
+#include "plan/paths.hpp"
 #include "plan/trial.hpp"
 #include "scan/boot_loader.hpp"
 #include "util/command_runner.hpp"
@@ -19,45 +19,6 @@ namespace {
 // /etc/pve files are root:www-data (docs/facts.md: journal-owners).
 constexpr gid_t k_www_data_gid = 33;
 
-// The files the planners write by their full path (plan/host, plan/vm,
-// plan/network, plan/trial) and the one an after-step edits (grub-reboot).
-constexpr std::array<std::string_view, 10> k_files{
-    "/etc/default/grub",
-    "/etc/kernel/cmdline",
-    "/etc/modules",
-    "/etc/initramfs-tools/modules",
-    "/etc/network/interfaces",
-    "/etc/network/interfaces.new",
-    "/etc/pve/mapping/pci.cfg",
-    "/boot/grub/grubenv",
-    plan::k_trial_grub_script,
-    plan::k_trial_loader_entry,
-};
-
-// Directories whose files the planners write, by the shape of the name.
-struct DirRule
-{
-    std::string_view dir;
-    std::string_view prefix;
-    std::string_view suffix;
-};
-
-constexpr std::array<DirRule, 7> k_dirs{{
-    {"/etc/default/grub.d", "", ".cfg"},
-    {"/etc/modprobe.d", "", ".conf"},
-    {"/etc/modules-load.d", "", ".conf"},
-    {"/etc/pve/qemu-server", "", ".conf"},
-    {"/usr/local/lib/systemd/network", "50-p", ".link"}, // PVE 9's pinning (plan/network/pinning.hpp)
-    {"/etc/systemd/system", "passthru-", ""},            // the trial's units (plan/trial.hpp)
-    {"/etc/systemd/system/multi-user.target.d", "passthru-", ".conf"},
-}};
-
-bool plain_name(std::string_view name)
-{
-    return !name.empty() && name.front() != '.'
-           && name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._@+-") == std::string_view::npos;
-}
-
 // Absolute, no empty, "." or ".." component, no trailing slash.
 bool normalised(std::string_view path)
 {
@@ -70,16 +31,6 @@ bool normalised(std::string_view path)
         }
     }
     return true;
-}
-
-bool in_dir_rule(const std::string& path)
-{
-    const std::string dir = util::dir_name(path);
-    const std::string_view name = util::base_name(path);
-    return std::any_of(k_dirs.begin(), k_dirs.end(), [&](const DirRule& r) {
-        return r.dir == dir && plain_name(name) && name.starts_with(r.prefix) && name.ends_with(r.suffix)
-               && name.size() > r.prefix.size() + r.suffix.size();
-    });
 }
 
 bool safe_word(const std::string& word)
@@ -189,10 +140,7 @@ AllowedOwners allowed_owners(uid_t root_uid, gid_t root_gid)
 
 bool is_passthru_path(const std::string& path)
 {
-    if (!normalised(path)) {
-        return false;
-    }
-    return std::find(k_files.begin(), k_files.end(), path) != k_files.end() || in_dir_rule(path);
+    return normalised(path) && plan::is_written_path(path);
 }
 
 bool is_planned_after_step(const std::vector<std::string>& argv)
@@ -217,7 +165,7 @@ bool is_planned_after_step(const std::vector<std::string>& argv)
         return (argv.size() == 3 && at(1) == "install" && at(2) == plan::k_trial_loader_entry) || (argv.size() == 2 && at(1) == "remove");
     }
     if (tool == "grub-editenv") {
-        return argv == std::vector<std::string>{"grub-editenv", "/boot/grub/grubenv", "unset", "next_entry"};
+        return argv == std::vector<std::string>{"grub-editenv", std::string(plan::k_grubenv), "unset", "next_entry"};
     }
     return tool == "pvesm" && argv.size() == 3 && at(1) == "free" && volume_id(at(2));
 }
@@ -238,7 +186,7 @@ Result<void> check_manifest(const Manifest& m, const AllowedOwners& owners)
         }
     }
     for (const auto& d : m.domains) {
-        if (!plain_name(d.name) || !safe_word(d.uri)) {
+        if (!plan::is_plain_file_name(d.name) || !safe_word(d.uri)) {
             return tl::unexpected(refused(m, "it names a libvirt domain passthru cannot have defined ('" + d.name + "')"));
         }
     }

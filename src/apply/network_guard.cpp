@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "apply/journal.hpp"
-#include "plan/network/plan.hpp"
+#include "plan/paths.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::apply {

@@ -6,6 +6,7 @@
 
 #include "format/pve_config.hpp"
 #include "format/pve_mapping.hpp"
+#include "plan/after_step.hpp"
 #include "scan/boot_loader.hpp"
 #include "util/strings.hpp"
 
@@ -17,7 +18,7 @@ constexpr std::string_view k_vfio = "vfio-pci";
 
 std::string config_path(std::uint64_t vmid)
 {
-    return "/etc/pve/qemu-server/" + std::to_string(vmid) + ".conf";
+    return plan::qm_config_path(std::to_string(vmid));
 }
 
 // Every PCI id the current config of a VM passes (raw hostpci ids and this

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "plan/paths.hpp"
 #include "plan/trial.hpp"
 #include "scan/boot_loader.hpp"
 #include "util/command_runner.hpp"
@@ -112,7 +113,7 @@ const std::vector<Row>& table()
          [](const auto& a) {
              StepEffects e;
              e.undo = StepUndo::command;
-             e.undo_argv = {"grub-editenv", "/boot/grub/grubenv", "unset", "next_entry"};
+             e.undo_argv = {"grub-editenv", std::string(k_grubenv), "unset", "next_entry"};
              e.what = "selects GRUB menu entry " + arg(a, 1) + " for the next boot only";
              return e;
          }},
@@ -157,7 +158,7 @@ std::string_view to_string(StepUndo undo)
 
 std::string qm_config_path(std::string_view vmid)
 {
-    return "/etc/pve/qemu-server/" + std::string(vmid) + ".conf";
+    return k_qemu_server_d.file(std::string(vmid) + ".conf");
 }
 
 std::vector<std::string> free_volume_argv(const std::string& volume)

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "plan/paths.hpp" // the rooms' paths: they include plan/paths.hpp through here
 #include "plan/planner.hpp"
 #include "util/strings.hpp"
 

@@ -3,6 +3,8 @@
 #include "plan/trial.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <string>
 #include <tuple>
 
 #include "format/grammar.hpp"
@@ -14,9 +16,6 @@
 namespace passthru::plan {
 
 namespace {
-
-constexpr std::string_view k_modprobe_d = "/etc/modprobe.d/";
-constexpr std::string_view k_own_modprobe = "/etc/modprobe.d/passthru-vfio.conf";
 
 // A kernel argument or release the trial writes into a shell script and a
 // grub.cfg line: plain words only, so nothing needs quoting in either.
@@ -31,7 +30,7 @@ bool plain_word(std::string_view w)
 bool is_cmdline_file(const scan::BootLoaderSpec& loader, std::string_view path)
 {
     if (loader.edit == scan::CmdlineEdit::grub_default) {
-        return path == loader.cmdline_file || path.starts_with("/etc/default/grub.d/");
+        return path == loader.cmdline_file || k_default_grub_d.contains(path);
     }
     return path == loader.cmdline_file;
 }
@@ -39,6 +38,17 @@ bool is_cmdline_file(const scan::BootLoaderSpec& loader, std::string_view path)
 void refuse(Plan& plan, std::string message, std::string hint)
 {
     plan.refusals.push_back({std::move(message), {std::move(hint)}});
+}
+
+// The template rendered; nullopt, with the plan refused, when it cannot be.
+std::optional<std::string> render_or_refuse(const PlanContext& ctx, Plan& plan, std::string_view name, const nlohmann::json& values)
+{
+    auto text = render_template(ctx.data, name, values);
+    if (!text) {
+        plan.refusals.push_back({text.error().what(), text.error().hints()});
+        return std::nullopt;
+    }
+    return std::move(*text);
 }
 
 // One row per boot loader a trial can use: the trial entry it stages, how
@@ -82,7 +92,7 @@ bool trial_possible(const PlanContext& ctx, Plan& plan)
         return false;
     }
     for (const auto& f : plan.files) {
-        if (f.path.starts_with(k_modprobe_d) && f.path != k_own_modprobe) {
+        if (k_modprobe_d.contains(f.path) && f.path != k_modprobe_conf) {
             refuse(plan, "--trial cannot keep the edit of " + f.path + " to one boot: modprobe reads it on every boot",
                    "fix that file by hand (the plan shows how), then plan the trial again; or " + instead);
             return false;
@@ -113,9 +123,8 @@ bool stage_grub_script(const PlanContext& ctx, Plan& plan, const std::vector<std
                                 {"entry_id", k_trial_entry_id},
                                 {"remove", remove},
                                 {"args", util::join(args, " ")}};
-    auto text = render_template(ctx.data, "grub-trial.mustache", values);
+    const auto text = render_or_refuse(ctx, plan, "grub-trial.mustache", values);
     if (!text) {
-        plan.refusals.push_back({text.error().what(), text.error().hints()});
         return false;
     }
     std::vector<std::string> reasons{"adds the GRUB menu entry '" + std::string(k_trial_entry_id) + "' for kernel "
@@ -144,7 +153,7 @@ void grub_confirm_commands(Plan& plan)
 {
     // GRUB clears the one-time selection when it uses it, except where it
     // cannot write /boot/grub/grubenv (docs/facts.md: trial-boot).
-    plan.commands.push_back({{"grub-editenv", "/boot/grub/grubenv", "unset", "next_entry"},
+    plan.commands.push_back({{"grub-editenv", std::string(k_grubenv), "unset", "next_entry"},
                              "clears GRUB's one-time selection of the trial entry, in case GRUB could not (a /boot on LVM, RAID, "
                              "btrfs or ZFS)"});
 }
@@ -202,9 +211,8 @@ bool stage_loader_entry(const PlanContext& ctx, Plan& plan, const std::vector<st
                                 {"entry_id", k_trial_loader_entry_id},
                                 {"kernel", kernel},
                                 {"options", util::join(options, " ")}};
-    auto text = render_template(ctx.data, "trial-loader-entry.conf.mustache", values);
+    const auto text = render_or_refuse(ctx, plan, "trial-loader-entry.conf.mustache", values);
     if (!text) {
-        plan.refusals.push_back({text.error().what(), text.error().hints()});
         return false;
     }
     std::vector<std::string> reasons{
@@ -272,9 +280,8 @@ bool stage_watchdog(const PlanContext& ctx, Plan& plan, const TrialLoader& loade
                                                     "the trial entry, so the reboot boots the default entry."}};
     for (const auto& [path, name] :
          {std::pair{k_trial_timer, "passthru-trial.timer.mustache"}, std::pair{k_trial_service, "passthru-trial.service.mustache"}}) {
-        auto text = render_template(ctx.data, name, values);
+        const auto text = render_or_refuse(ctx, plan, name, values);
         if (!text) {
-            plan.refusals.push_back({text.error().what(), text.error().hints()});
             return false;
         }
         detail::stage_file(ctx, plan, path, *text,
@@ -298,9 +305,8 @@ bool stage_revert(const PlanContext& ctx, Plan& plan)
          {std::tuple{k_trial_revert, "passthru-trial-revert.service.mustache", why},
           std::tuple{k_trial_dropin, "passthru-trial-target.conf.mustache",
                      "makes multi-user.target start " + std::string(k_trial_revert_unit) + " on every boot (removed with the trial)"}}) {
-        auto text = render_template(ctx.data, name, values);
+        const auto text = render_or_refuse(ctx, plan, name, values);
         if (!text) {
-            plan.refusals.push_back({text.error().what(), text.error().hints()});
             return false;
         }
         detail::stage_file(ctx, plan, path, *text, {reason});

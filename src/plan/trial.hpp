@@ -33,23 +33,19 @@
 #include <string_view>
 #include <vector>
 
+#include "plan/paths.hpp"
 #include "plan/planner.hpp"
 #include "scan/boot_loader.hpp"
 
 namespace passthru::plan {
 
-inline constexpr std::string_view k_trial_grub_script = "/etc/grub.d/42_passthru_trial";
 inline constexpr std::string_view k_trial_entry_id = "passthru-trial";
-// systemd-boot: the staged entry, the id it has on every ESP, and the helper
-// (installed with passthru) that puts it there and selects it once.
-inline constexpr std::string_view k_trial_loader_entry = "/etc/passthru/trial-loader-entry.conf";
+// The trial's files are in plan/paths.hpp (k_trial_*). systemd-boot: the id
+// the staged entry has on every ESP, and the helper (installed with passthru)
+// that puts it there and selects it once.
 inline constexpr std::string_view k_trial_loader_entry_id = "passthru-trial.conf";
 inline constexpr std::string_view k_trial_loader_helper_name = "trial-loader-entry";
-inline constexpr std::string_view k_trial_timer = "/etc/systemd/system/passthru-trial.timer";
-inline constexpr std::string_view k_trial_service = "/etc/systemd/system/passthru-trial.service";
-inline constexpr std::string_view k_trial_revert = "/etc/systemd/system/passthru-trial-revert.service";
 inline constexpr std::string_view k_trial_revert_unit = "passthru-trial-revert.service";
-inline constexpr std::string_view k_trial_dropin = "/etc/systemd/system/multi-user.target.d/passthru-trial.conf";
 inline constexpr int k_trial_default_minutes = 10;
 
 // The files a trial adds on any boot loader (confirm takes them out again).

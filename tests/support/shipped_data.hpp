@@ -4,12 +4,15 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <utility>
 
 #include "plan/planner.hpp"
 #include "scan/kernel_cutoffs.hpp"
+#include "scan/scanner.hpp"
+#include "util/command_runner.hpp"
 #include "util/host_fs.hpp"
 
 namespace passthru::test {
@@ -30,6 +33,27 @@ inline plan::Request vm_request(std::uint64_t vmid = 101, std::string gpus = "al
     request.vmid = vmid;
     request.gpus = std::move(gpus);
     return request;
+}
+
+// A host of tests/fixtures/hosts opened and scanned as the commands scan it
+// under --root; nullopt when it cannot be opened or scanned.
+struct ScannedFixture
+{
+    util::HostFs fs;
+    scan::Inventory inventory;
+};
+inline std::optional<ScannedFixture> scan_fixture(const std::string& name)
+{
+    auto fs = util::HostFs::open(std::filesystem::path(PASSTHRU_FIXTURES_DIR) / "hosts" / name);
+    if (!fs) {
+        return std::nullopt;
+    }
+    util::CommandRunner runner(util::RunMode::record);
+    auto inv = scan::scan_host(*fs, runner, shipped_cutoffs(*fs));
+    if (!inv) {
+        return std::nullopt;
+    }
+    return ScannedFixture{std::move(*fs), std::move(*inv)};
 }
 
 } // namespace passthru::test

@@ -98,7 +98,7 @@ Planned run_modprobe(const FakeHost& host)
     Planned out;
     plan::detail::plan_modprobe(ctx, out.plan, in);
     for (const auto& f : out.plan.files) {
-        if (f.path == plan::detail::k_modprobe_conf) {
+        if (f.path == plan::k_modprobe_conf) {
             out.ours = f.after.value_or("");
         }
     }

@@ -5,33 +5,21 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <filesystem>
 
 #include "../support/shipped_data.hpp"
 #include "plan/planner.hpp"
 #include "plan/trial.hpp"
-#include "scan/scanner.hpp"
-#include "util/command_runner.hpp"
 #include "util/strings.hpp"
 
 using namespace passthru;
 
 namespace {
 
-struct Fixture
+test::ScannedFixture fixture(const std::string& name)
 {
-    util::HostFs fs;
-    scan::Inventory inventory;
-};
-
-Fixture fixture(const std::string& name)
-{
-    auto fs = util::HostFs::open(std::filesystem::path(PASSTHRU_FIXTURES_DIR) / "hosts" / name);
-    REQUIRE(fs);
-    util::CommandRunner runner(util::RunMode::record);
-    auto inv = scan::scan_host(*fs, runner, test::shipped_cutoffs(*fs));
-    REQUIRE(inv);
-    return {std::move(*fs), std::move(*inv)};
+    auto f = test::scan_fixture(name);
+    REQUIRE(f);
+    return std::move(*f);
 }
 
 plan::Request trial_request(const std::string& gpus, std::optional<int> minutes = 10)

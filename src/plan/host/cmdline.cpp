@@ -232,11 +232,11 @@ std::vector<GrubFile> read_grub_files(const PlanContext& ctx, Plan& plan, const 
     if (auto text = read_current(ctx, plan, main_file)) {
         files.push_back(parse_grub_file(main_file, std::move(*text)));
     }
-    if (auto names = ctx.fs.list_dir("/etc/default/grub.d")) {
+    if (auto names = ctx.fs.list_dir(k_default_grub_d.dir)) {
         std::vector<std::string> sorted = *names;
         std::sort(sorted.begin(), sorted.end());
         for (const auto& name : sorted) {
-            const std::string path = "/etc/default/grub.d/" + name;
+            const std::string path = k_default_grub_d.file(name);
             if (!name.ends_with(".cfg") || path == k_grub_dropin) {
                 continue;
             }

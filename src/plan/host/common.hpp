@@ -13,12 +13,6 @@
 
 namespace passthru::plan::detail {
 
-// The generated files passthru owns (documented in docs/plan.md).
-inline constexpr std::string_view k_grub_dropin = "/etc/default/grub.d/passthru.cfg";
-inline constexpr std::string_view k_modprobe_conf = "/etc/modprobe.d/passthru-vfio.conf";
-inline constexpr std::string_view k_modules_load_conf = "/etc/modules-load.d/vfio.conf";
-inline constexpr std::string_view k_initramfs_modules = "/etc/initramfs-tools/modules";
-
 // What every host generator needs to know, computed once by plan_host.
 struct HostInputs
 {

@@ -284,7 +284,7 @@ void choose_blacklist(ModprobeJob& job)
 std::string not_ours_why(const std::string& path)
 {
     const std::string name(util::base_name(path));
-    if (path.starts_with("/etc/modprobe.d/")) {
+    if (k_modprobe_d.contains(path)) {
         return name == "pve-blacklist.conf" ? "Proxmox VE owns it (pve-manager)" : "";
     }
     if (name.find("proxmox") != std::string::npos) {

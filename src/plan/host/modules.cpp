@@ -145,14 +145,14 @@ bool plan_initramfs_modules(const PlanContext& ctx, Plan& plan, HostInputs& in, 
 // Old guides put vfio_virqfd into /etc/modules or another modules-load.d file.
 void drop_stale_virqfd(const PlanContext& ctx, Plan& plan, HostInputs& in, const VirqfdDecision& virqfd)
 {
-    if (ctx.fs.stat("/etc/modules").type == util::FileType::regular) {
-        drop_virqfd(ctx, plan, in, "/etc/modules", virqfd, false);
+    if (ctx.fs.stat(k_modules).type == util::FileType::regular) {
+        drop_virqfd(ctx, plan, in, std::string(k_modules), virqfd, false);
     }
-    if (auto names = ctx.fs.list_dir("/etc/modules-load.d")) {
+    if (auto names = ctx.fs.list_dir(k_modules_load_d.dir)) {
         std::vector<std::string> sorted = *names;
         std::sort(sorted.begin(), sorted.end());
         for (const auto& name : sorted) {
-            const std::string path = "/etc/modules-load.d/" + name;
+            const std::string path = k_modules_load_d.file(name);
             if (name.ends_with(".conf") && path != k_modules_load_conf && ctx.fs.stat(path).type == util::FileType::regular) {
                 drop_virqfd(ctx, plan, in, path, virqfd, false);
             }

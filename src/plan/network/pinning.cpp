@@ -131,7 +131,7 @@ std::string renamed(const std::string& word, const std::map<std::string, std::st
 std::vector<PinnedNic> read_pinned_nics(const util::HostFs& fs, std::vector<std::string>& warnings)
 {
     std::vector<PinnedNic> out;
-    const std::string dir(k_pinning_dir);
+    const std::string dir(k_systemd_network_d.dir);
     auto names = fs.list_dir(dir);
     if (!names) {
         return out;
@@ -180,7 +180,7 @@ PinChange plan_pins(const scan::Inventory& inventory, const std::vector<PinnedNi
         } while (taken.count(name) != 0U);
         taken.insert(name);
         change.rename[nic.name] = name;
-        const std::string path = std::string(k_pinning_dir) + "/50-pmx-" + name + ".link";
+        const std::string path = k_systemd_network_d.file("50-pmx-" + name + ".link");
         change.files[path] = link_file_text(nic.perm_mac, name);
         change.why[path] = "--pin-nics: pins " + nic.name + " (" + nic.address.str() + ", permanent MAC " + nic.perm_mac + ") as " + name
                            + ", the file pve-network-interface-pinning writes: systemd names the NIC by its MAC from the next boot "

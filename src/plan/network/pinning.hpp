@@ -21,9 +21,8 @@ struct PinnedNic
     std::string file; // the .link file that pins it
 };
 
-// The directory Proxmox's tool and installer write to, and the prefix and
-// name stem of the files they write (the tool also reads the older 50-pve-).
-inline constexpr std::string_view k_pinning_dir = "/usr/local/lib/systemd/network";
+// The name stem of the files Proxmox's tool and installer write to
+// k_systemd_network_d (plan/paths.hpp); the tool also reads the older 50-pve-.
 inline constexpr std::string_view k_pin_prefix = "nic";
 
 // Every 50-pmx-*.link / 50-pve-*.link file under the root. A file that is not a

@@ -2,16 +2,11 @@
 // The network side of a plan (issue 6); plan_network itself is declared in planner.hpp.
 #pragma once
 
-#include <string_view>
-
 #include "plan/plan.hpp"
 #include "scan/inventory.hpp"
 #include "util/host_fs.hpp"
 
 namespace passthru::plan {
-
-inline constexpr std::string_view k_interfaces = "/etc/network/interfaces";
-inline constexpr std::string_view k_interfaces_new = "/etc/network/interfaces.new";
 
 // Checks a bond/bridge request against the host: the NICs exist in
 // /sys/class/net on PCI network functions, names do not collide, the

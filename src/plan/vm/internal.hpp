@@ -12,8 +12,6 @@
 
 namespace passthru::plan::detail {
 
-inline constexpr std::string_view k_qemu_server_dir = "/etc/pve/qemu-server";
-inline constexpr std::string_view k_pci_mapping_file = "/etc/pve/mapping/pci.cfg";
 inline constexpr int k_max_hostpci = 16; // hostpci0..hostpci15 (qemu-server PCI.pm)
 
 // The Proxmox VE backend: VM config, mappings, qm commands.

@@ -65,7 +65,7 @@ struct Card
 
 std::string vm_conf_path(std::uint64_t vmid)
 {
-    return std::string(k_qemu_server_dir) + "/" + std::to_string(vmid) + ".conf";
+    return k_qemu_server_d.file(std::to_string(vmid) + ".conf");
 }
 
 std::vector<Card> describe_cards(const PlanContext& ctx, const Plan& plan)
@@ -358,7 +358,7 @@ struct MappingContext
 // snapshots are not started.
 void check_other_vms(const PlanContext& ctx, std::uint64_t vmid, const std::vector<Card>& cards, const MappingContext& mctx, Plan& plan)
 {
-    auto names = ctx.fs.list_dir(k_qemu_server_dir);
+    auto names = ctx.fs.list_dir(k_qemu_server_d.dir);
     if (!names) {
         return;
     }
@@ -369,7 +369,7 @@ void check_other_vms(const PlanContext& ctx, std::uint64_t vmid, const std::vect
         if (!id || *id == std::to_string(vmid)) {
             continue;
         }
-        const std::string path = std::string(k_qemu_server_dir) + "/" + name;
+        const std::string path = k_qemu_server_d.file(name);
         const auto text = ctx.fs.read_file(path);
         if (!text) {
             plan.refusals.push_back({"cannot read " + path + " to check which GPUs it uses: " + text.error().what(), {}});
