@@ -21,8 +21,9 @@
 #   --iommu     the emulated IOMMU (default intel)
 #   --release   the Debian release of the host: bookworm (12, PVE 8; the default) or
 #               trixie (13, PVE 9)
-#   --trial     after the three boots, the trial's four (4: failing trial, watchdog;
-#               5: fallback; 6: good trial, confirm; 7: after confirm)
+#   --trial     boot 3 ends with apply --trial, and the trial's four boots follow (4:
+#               failing trial, watchdog; 5: fallback; 6: good trial, confirm; 7: after
+#               confirm)
 #   --keep      keep the images, serial logs and results in DIR
 #   --silence   a boot that prints nothing on its serial console for this long is hung
 #               (default 300; PASSTHRU_REBOOT_SILENCE)
@@ -106,7 +107,7 @@ while [ $# -gt 0 ]; do
     --keep) [ $# -ge 2 ] || die "--keep needs a directory"; KEEP=$2; shift 2 ;;
     --silence) [ $# -ge 2 ] || die "--silence needs seconds"; SILENCE=$2; shift 2 ;;
     --deb) [ $# -ge 2 ] || die "--deb needs a file"; DEB=$(readlink -f "$2"); shift 2 ;;
-    -h | --help) sed -n '17,41p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '17,37p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
     esac
 done
@@ -254,6 +255,7 @@ stage() {
     ln -sfn ../passthru-reboot-heartbeat.service "$r/etc/systemd/system/sysinit.target.wants/passthru-reboot-heartbeat.service"
     mkdir -p "$r/var/lib/passthru-test"
     echo "$loader" >"$r/var/lib/passthru-test/loader"
+    echo "$TRIAL" >"$r/var/lib/passthru-test/trial"
     echo 0 >"$r/var/lib/passthru-test/boot"
 
     local base="root=UUID=$ROOT_UUID ro $HOST_ARGS"
@@ -573,8 +575,10 @@ for loader in "${LOADERS[@]}"; do
             break
         fi
         times+=("${BOOT_SECS}s")
+        trial_arg=()
+        [ "$TRIAL" = 1 ] && trial_arg=(--trial)
         if ! python3 "$HERE/check.py" boot --loader "$loader" --iommu "$IOMMU" --boot "$n" \
-            --dir "$WORK/$loader"; then
+            --dir "$WORK/$loader" "${trial_arg[@]}"; then
             summary+=("$loader boot $n: FAIL (evidence in $WORK/$loader/boot$n)")
             ok=0
             break
