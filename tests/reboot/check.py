@@ -21,7 +21,7 @@ CARD_VGA = "0000:04:00.0"
 CARD_AUDIO = "0000:04:00.1"
 HOST_HDA = "0000:00:1b.0"
 # the test host's command line before passthru (tests/reboot/run.sh: ROOT_UUID, HOST_ARGS)
-BASE_CMDLINE = "root=UUID=5e1f0c4a-7d2b-4c39-9a51-3b0d2e6f8a17 ro console=ttyS0 no_timer_check panic=-1"
+BASE_CMDLINE = "root=UUID=5e1f0c4a-7d2b-4c39-9a51-3b0d2e6f8a17 ro console=ttyS0 no_timer_check panic=-1 mitigations=off"
 
 
 def base_cmdline(iommu):

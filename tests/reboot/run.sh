@@ -75,10 +75,14 @@ TRIAL=0
 # The test host's own kernel arguments: the serial console; no_timer_check, because under
 # TCG on a busy machine the kernel's IO-APIC timer check can fail and panic the boot
 # ("timer doesn't work through Interrupt-remapped IO-APIC"); panic=-1, so that a panic
-# ends the machine at once instead of waiting to be judged hung. On the Intel machine also
+# ends the machine at once instead of waiting to be judged hung; mitigations=off, because
+# the emulated Intel CPU is not known to be immune to Meltdown, so the kernel isolates its
+# page tables, and under TCG every switch of them (two per system call) empties the
+# emulator's TLB (passthru keeps the argument, like any other of the host's own). On the
+# Intel machine also
 # intel_iommu=on: Debian 12's kernel leaves VT-d off by default, and passthru plans only
 # for a host whose IOMMU is on (it refuses without IOMMU groups).
-HOST_ARGS="console=ttyS0 no_timer_check panic=-1"
+HOST_ARGS="console=ttyS0 no_timer_check panic=-1 mitigations=off"
 
 die() {
     echo "tests/reboot/run.sh: error: $*" >&2
@@ -417,14 +421,18 @@ esp_read() {
 }
 
 # The machine of tests/vm/run.sh (the same "card": display + HDA in one slot, a host HDA
-# with the same id elsewhere), plus the root disk on virtio-blk at 00:09.0.
+# with the same id elsewhere), plus the root disk on virtio-blk at 00:09.0, without
+# tests/vm's NVMe controller: on the AMD-Vi machine its first admin command timed out
+# behind the emulated IOMMU (60 s, then "probe with driver nvme failed"), a minute of
+# every boot not in passthrough mode, and no check here looks at it.
 qemu_args() {
     local img=$1 vga=0x1 cpu=qemu64,vendor=GenuineIntel,-svm
-    # thread=single: QEMU runs both vCPUs on one host thread. With a thread per vCPU
-    # (multi-threaded TCG, the default) a guest kernel under systemd was seen to die of
-    # "Oops: int3" at a static-key patch site (get_random_u32): one vCPU still ran the
-    # int3 its sibling had already patched away, a race of the emulator, not of the guest.
-    Q=(-accel tcg,thread=single -M q35 -m 1536 -smp 2 -nodefaults -display none -serial stdio -no-reboot
+    # One vCPU, on one host thread (thread=single). Two vCPUs gained nothing: with both on
+    # one thread they take turns, and with a thread each (multi-threaded TCG, the default)
+    # a guest kernel under systemd was seen to die of "Oops: int3" at a static-key patch
+    # site (get_random_u32): one vCPU still ran the int3 its sibling had already patched
+    # away, a race of the emulator, not of the guest.
+    Q=(-accel tcg,thread=single -M q35 -m 1536 -smp 1 -nodefaults -display none -serial stdio -no-reboot
         -audiodev none,id=snd0)
     case $IOMMU in
     intel) Q+=(-cpu "$cpu" -device intel-iommu,intremap=on,caching-mode=on) ;;
@@ -437,8 +445,6 @@ qemu_args() {
         -device pcie-root-port,id=rp2,bus=pcie.0,addr=0x3,chassis=2,port=2
         -device virtio-net-pci,bus=rp2,addr=0x0,disable-legacy=on
         -device pcie-root-port,id=rp3,bus=pcie.0,addr=0x4,chassis=3,port=3
-        -blockdev driver=null-co,node-name=nvme0,read-zeroes=on,size=1073741824
-        -device nvme,bus=rp3,addr=0x0,drive=nvme0,serial=passthru0
         -device pcie-root-port,id=rp4,bus=pcie.0,addr=0x5,chassis=4,port=4
         -device secondary-vga,bus=rp4,addr=0x0.0,multifunction=on
         -device ich9-intel-hda,id=cardhda,bus=rp4,addr=0x0.1
