@@ -16,6 +16,7 @@
 # debian-roots/RELEASE-dev, shared with scripts/test-debian13.sh), through
 # scripts/in-root.sh: the source read-only, no network, nothing of this machine
 # touched. That needs root, mmdebstrap and Debian's archive for the first build.
+# Concurrent calls for one BUILD_DIR take turns (a lock in it).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 release=""
@@ -48,6 +49,12 @@ if [[ -n $release ]]; then
     echo "$out/$(basename "$deb")"
     exit 0
 fi
+
+# One build at a time in BUILD_DIR: the package tests and the reboot test share theirs
+# and may run at once (scripts/test.sh). With --release this is the call inside the
+# root, on the same directory bound at /build, so the lock is the same file.
+exec 9>"$build/.build-deb.lock"
+flock 9
 
 # The release this machine runs, for the version suffix (+deb12, +deb13).
 deb_revision=1

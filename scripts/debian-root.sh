@@ -120,6 +120,13 @@ skips=(--skip=download/empty --skip=essential/unlink)
 
 echo "debian-root: building $release ($variant${packages:+ + $(paste -sd' ' <<<"$packages")}) in $out" >&2
 start=$SECONDS
+# Roots of one release built at once (scripts/test.sh runs the QEMU tests beside the
+# rest) take turns on their shared apt archive cache, so no sync-out writes a .deb
+# while another root's sync-in or sync-out reads or writes it. mmdebstrap does not get
+# this descriptor (8>&- below): its hooks reach it through a socket on the lowest free
+# descriptor, which dash, running the hooks, can name only while it is a single digit.
+exec 8>"$cache.lock"
+flock 8
 # sync-in/sync-out share the .debs with every other root of this release. The
 # extract variant runs no customize hooks, so it syncs out after extracting.
 out_hook=--customize-hook
@@ -129,7 +136,7 @@ if ! mmdebstrap --mode=auto --variant="$variant" --format=directory "${include[@
         --setup-hook="sync-in '$cache' /var/cache/apt/archives/" \
         "$out_hook=sync-out /var/cache/apt/archives '$cache'" \
         "${extra[@]+"${extra[@]}"}" \
-        "$release" "$new" - <<<"$sources" >&2; then
+        "$release" "$new" - <<<"$sources" >&2 8>&-; then
     rm -rf "$new"
     echo "debian-root: mmdebstrap failed for $release" >&2
     exit 1
