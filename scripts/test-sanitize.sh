@@ -6,8 +6,9 @@
 # tree, <build>/sanitize (PASSTHRU_BUILD_DIR picks <build>, default build/;
 # PASSTHRU_SANITIZE_BUILD_DIR overrides the whole path), and runs the unit and
 # integration tests there with CTest: the integration tests run that
-# directory's sanitized binary. scripts/test.sh runs it after the Debian 13 half
-# (PASSTHRU_SKIP_SANITIZE=1 leaves it out there).
+# directory's sanitized binary. scripts/test.sh runs it inside the Debian 13 root
+# as the Debian 13 half (scripts/test-debian13.sh), and on this machine only when
+# PASSTHRU_SKIP_DEBIAN13=1 leaves that half out.
 #   bash scripts/test-sanitize.sh [CTEST ARGS...]
 # Any sanitizer report fails: the process stops at the first one (halt_on_error,
 # abort_on_error), every report is also written under <dir>/sanitizer-reports/,
