@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # A package per Debian release (PVE 8 runs on Debian 12, PVE 9 on Debian 13):
-# for bookworm and trixie (or PASSTHRU_PACKAGE_RELEASES), packaging/build-deb.sh
+# for each supported release other than the one this machine runs (whose package
+# integration.package_deb builds, checks with lintian and installs here, and the
+# reboot test installs into that release's own root), or for the releases
+# PASSTHRU_PACKAGE_RELEASES names (`bookworm trixie`: both), packaging/build-deb.sh
 # --release builds the .deb inside a root of that release, and then:
 #  - its version ends in +deb12 / +deb13 and its Depends are that release's
 #    libraries (bookworm: libboost-program-options1.74.0, libssl3; trixie:
@@ -110,7 +113,15 @@ check_release() {
     ok "$release: package built, lintian clean, installed, used, removed and purged in $((SECONDS - start)) s"
 }
 
-for release in ${PASSTHRU_PACKAGE_RELEASES:-bookworm trixie}; do
+# The supported releases but this machine's own, unless PASSTHRU_PACKAGE_RELEASES says.
+this_release=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+releases=${PASSTHRU_PACKAGE_RELEASES-}
+if [[ -z $releases ]]; then
+    for release in bookworm trixie; do
+        [[ $release == "$this_release" ]] || releases+=" $release"
+    done
+fi
+for release in $releases; do
     case $release in
         bookworm) check_release bookworm 12 libboost-program-options1.74.0 libssl3 ;;
         trixie) check_release trixie 13 libboost-program-options1.83.0 libssl3t64 ;;
