@@ -8,16 +8,18 @@
 #  - fail@N and enospc@N (an injected EIO/ENOSPC at step N): apply exits 1,
 #    the tree is byte-identical and no generation is left pending;
 #  - kill@M during that recovery itself: a second rollback finishes the job.
-# Which fault points: every one on the two PVE 8 boot-loader variants
-# (GRUB and ZFS/systemd-boot), which walk every path of the journal code. The
-# PVE 9 hosts take the same code paths with other files, so on them each
-# trace (apply, recovery, rollback) is cut to a representative subset, picked
-# from the trace itself: the first point of each kind (journal pre-image,
-# journal write, pending and committed manifest, host write, mkdir, remove,
-# rmdir), every command (each after-step of that host's boot loader) and the
-# last point. This keeps the whole
-# matrix of five hosts within a few minutes of the two-host run; plan, apply,
-# rollback and verify still run on all hosts in the other tests.
+# Which fault points: every one on the PVE 8 GRUB host, whose apply, recovery
+# and rollback walk every path of the journal code. The other hosts (PVE 8 on
+# ZFS with systemd-boot, the PVE 9 ones) take the same code paths with other
+# files, so on them each trace (apply, recovery, rollback) is cut to a
+# representative subset, picked from the trace itself: the first point of each
+# kind (journal pre-image, journal write, pending and committed manifest, host
+# write, mkdir, remove, rmdir), every command (each after-step of that host's
+# boot loader: on ZFS, proxmox-boot-tool's refresh) and the last point. Every
+# point on the ZFS host too (what this test did until CI's 90 minutes had to hold
+# the reboot test's boots): PASSTHRU_FAULT_FULL_HOSTS="epyc-4x2080ti
+# epyc-4x2080ti-zfs". Plan, apply, rollback and verify still run on all hosts in
+# the other tests.
 FAIL_FAST=1
 source "$(dirname "$0")/lib.inc"
 need_binary
@@ -28,7 +30,7 @@ P=$PF # every command of this test runs the build that honours the fault hook
 # every fault point instead: scripts/test-sanitize.sh sets it empty, so under
 # the sanitizers every host runs the representative subset (each kind of fault
 # point and every command, so each code path of the journal still runs there).
-read -r -a FULL_FAULT_HOSTS <<< "${PASSTHRU_FAULT_FULL_HOSTS-epyc-4x2080ti epyc-4x2080ti-zfs}"
+read -r -a FULL_FAULT_HOSTS <<< "${PASSTHRU_FAULT_FULL_HOSTS-epyc-4x2080ti}"
 
 # fault_points HOST TRACE: the indexes (1-based) of TRACE's fault points to inject at.
 fault_points() {
