@@ -1,47 +1,105 @@
 #!/usr/bin/env bash
 # Installs the dependencies, builds passthru with warnings as errors, and runs
 # the whole test suite: unit tests, integration tests on fixture hosts, the
-# real-kernel boots under QEMU and the package builds on this machine; then the
-# Debian 13 half (scripts/test-debian13.sh): the same build and the unit and
-# integration tests inside a Debian 13 root. Arguments go to both ctest runs.
-# Then the unit and integration tests again on a build with AddressSanitizer and
-# UndefinedBehaviorSanitizer (scripts/test-sanitize.sh), clang-tidy over every
-# first-party .cpp (scripts/check-tidy.sh) and the formatting of the C++ files
-# (scripts/check-format.sh), and a short run of every fuzz target
-# (scripts/test-fuzz.sh, tests/fuzz/README.md).
-# PASSTHRU_SKIP_DEBIAN13=1 leaves the Debian 13 half out, PASSTHRU_SKIP_SANITIZE=1
-# the sanitizer run, PASSTHRU_SKIP_FUZZ=1 the fuzz targets.
+# package builds, the real-kernel boots and the real reboot test under QEMU;
+# then the Debian 13 half (scripts/test-debian13.sh): the same build with
+# AddressSanitizer and UndefinedBehaviorSanitizer, and the unit and integration
+# tests, inside a Debian 13 root (the suite's sanitizer run); a short run of
+# every fuzz target (scripts/test-fuzz.sh, tests/fuzz/README.md); clang-tidy
+# over every first-party .cpp (scripts/check-tidy.sh) and the formatting of the
+# C++ files (scripts/check-format.sh). Arguments go to every ctest run.
+# PASSTHRU_SKIP_DEBIAN13=1 leaves the Debian 13 half out (the sanitizer run then
+# runs on this machine, scripts/test-sanitize.sh), PASSTHRU_SKIP_SANITIZE=1 the
+# sanitizers (the Debian 13 half then builds without them), PASSTHRU_SKIP_FUZZ=1
+# the fuzz targets.
+#
+# Two lanes. A QEMU guest under TCG keeps one core busy (QEMU runs the guest on
+# one host thread), and the QEMU tests take about as long as everything else
+# together, so on a machine with two or more CPUs they run in a lane of their
+# own, pinned to the first CPU (taskset), one after the other (CTest label qemu,
+# RUN_SERIAL), while the rest runs pinned to the other CPUs: each step of it
+# there while the QEMU lane runs, on every CPU once it is done. Pinned, the
+# boots keep their core to themselves (unpinned, at a lower priority beside the
+# rest, they took about 1.8 times as long). The package tests run first in the
+# other lane (label package): the reboot test installs the packages they build
+# (packaging/build-deb.sh takes turns on a lock in the shared build directory;
+# whichever runs second only repackages). The QEMU lane's output is kept in
+# <build>/qemu-tests.log and printed when it is done. PASSTHRU_LANES=0 runs
+# everything in one lane, one step after the other, as on one CPU.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${PASSTHRU_BUILD_DIR:-$here/build}
+start=$SECONDS
+stamp() { echo "== [$(((SECONDS - start) / 60)) min] $*"; }
 
 bash "$here/scripts/deps.sh"
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DPASSTHRU_WARNINGS_AS_ERRORS=ON >/dev/null
 cmake --build "$build" -j"$(nproc)"
 rc=0
-(cd "$build" && ctest --output-on-failure -j"$(nproc)" "$@") || rc=$?
 
-if [[ ${PASSTHRU_SKIP_DEBIAN13:-} != 1 ]]; then
-    echo "== the Debian 13 half (scripts/test-debian13.sh)"
-    PASSTHRU_BUILD_DIR=$build bash "$here/scripts/test-debian13.sh" "$@" || rc=1
+mapfile -t cpus < <(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)), sep="\n")')
+lanes=${PASSTHRU_LANES:-1}
+[[ $lanes == [01] ]] || { echo "test.sh: PASSTHRU_LANES is 0 or 1, not '$lanes'" >&2; exit 2; }
+((${#cpus[@]} >= 2)) && command -v taskset >/dev/null || lanes=0
+
+qemu_pid=
+if [[ $lanes == 1 ]]; then
+    qemu_log=$build/qemu-tests.log
+    rest=$(IFS=,; echo "${cpus[*]:1}")
+    stamp "the QEMU tests (ctest -L qemu) on CPU ${cpus[0]}, the rest on CPU $rest; QEMU log: $qemu_log"
+    # -j2 so that CTest orders them by COST (tests/CMakeLists.txt); RUN_SERIAL keeps them
+    # one at a time
+    (cd "$build" && taskset -c "${cpus[0]}" ctest --output-on-failure -j2 -L qemu "$@") >"$qemu_log" 2>&1 &
+    qemu_pid=$!
+fi
+# on_cpus CMD...: a step of the rest, on the CPUs the QEMU lane leaves free while it
+# runs, on every CPU once it is done (nproc inside says which)
+on_cpus() {
+    if [[ -n $qemu_pid ]] && kill -0 "$qemu_pid" 2>/dev/null; then
+        taskset -c "$rest" "$@"
+    else
+        "$@"
+    fi
+}
+
+if [[ $lanes == 1 ]]; then
+    stamp "the package tests (ctest -L package)"
+    (cd "$build" && on_cpus ctest --output-on-failure -L package "$@") || rc=$?
+    stamp "the unit and integration tests (ctest -LE 'qemu|package')"
+    (cd "$build" && on_cpus bash -c 'ctest --output-on-failure -j"$(($(nproc) + 1))" -LE "qemu|package" "$@"' ctest "$@") || rc=$?
+else
+    stamp "the whole suite (ctest)"
+    (cd "$build" && ctest --output-on-failure -j"$(nproc)" "$@") || rc=$?
 fi
 
-if [[ ${PASSTHRU_SKIP_SANITIZE:-} != 1 ]]; then
-    echo "== the sanitizer run (scripts/test-sanitize.sh)"
-    PASSTHRU_BUILD_DIR=$build bash "$here/scripts/test-sanitize.sh" "$@" || rc=1
+if [[ ${PASSTHRU_SKIP_DEBIAN13:-} != 1 ]]; then
+    sanitize=1
+    [[ ${PASSTHRU_SKIP_SANITIZE:-} != 1 ]] || sanitize=0
+    stamp "the Debian 13 half (scripts/test-debian13.sh, sanitizers: $sanitize)"
+    PASSTHRU_DEBIAN13_SANITIZE=$sanitize PASSTHRU_BUILD_DIR=$build on_cpus bash "$here/scripts/test-debian13.sh" "$@" || rc=1
+elif [[ ${PASSTHRU_SKIP_SANITIZE:-} != 1 ]]; then
+    stamp "the sanitizer run on this machine (scripts/test-sanitize.sh)"
+    PASSTHRU_BUILD_DIR=$build on_cpus bash "$here/scripts/test-sanitize.sh" "$@" || rc=1
 fi
 
 if [[ ${PASSTHRU_SKIP_FUZZ:-} != 1 ]]; then
     # each target's corpus in full, then 5 s of new inputs (PASSTHRU_FUZZ_SECONDS)
-    echo "== the fuzz targets (scripts/test-fuzz.sh)"
-    PASSTHRU_BUILD_DIR=$build PASSTHRU_FUZZ_SECONDS=${PASSTHRU_FUZZ_SECONDS:-5} bash "$here/scripts/test-fuzz.sh" || rc=1
+    stamp "the fuzz targets (scripts/test-fuzz.sh)"
+    PASSTHRU_BUILD_DIR=$build PASSTHRU_FUZZ_SECONDS=${PASSTHRU_FUZZ_SECONDS:-5} on_cpus bash "$here/scripts/test-fuzz.sh" || rc=1
 fi
 
-echo "== clang-tidy (scripts/check-tidy.sh)"
+stamp "clang-tidy (scripts/check-tidy.sh)"
 fuzz_build=()
 [[ -f $build/fuzz/compile_commands.json ]] && fuzz_build=("$build/fuzz")
-bash "$here/scripts/check-tidy.sh" "$build" "${fuzz_build[@]}" || rc=1
+on_cpus bash "$here/scripts/check-tidy.sh" "$build" "${fuzz_build[@]}" || rc=1
 
-echo "== clang-format (scripts/check-format.sh)"
+stamp "clang-format (scripts/check-format.sh)"
 bash "$here/scripts/check-format.sh" || rc=1
+
+if [[ -n $qemu_pid ]]; then
+    stamp "waiting for the QEMU tests ($qemu_log)"
+    wait "$qemu_pid" || rc=1
+    cat "$qemu_log"
+fi
+stamp "done: exit $rc"
 exit "$rc"
