@@ -21,9 +21,10 @@
 # there while the QEMU lane runs, on every CPU once it is done. Pinned, the
 # boots keep their core to themselves (unpinned, at a lower priority beside the
 # rest, they took about 1.8 times as long). The package tests run first in the
-# other lane (label package): the reboot test installs the packages they build
-# (packaging/build-deb.sh takes turns on a lock in the shared build directory;
-# whichever runs second only repackages). The QEMU lane's output is kept in
+# other lane (label package), the Debian 13 one first, while the QEMU lane's
+# first reboot host builds the Debian 12 package: the reboot test installs the
+# packages they build (packaging/build-deb.sh takes turns on a lock in the shared
+# build directory; whichever runs second only repackages). The QEMU lane's output is kept in
 # <build>/qemu-tests.log and printed when it is done. PASSTHRU_LANES=0 runs
 # everything in one lane, one step after the other, as on one CPU.
 set -euo pipefail
@@ -64,7 +65,8 @@ on_cpus() {
 
 if [[ $lanes == 1 ]]; then
     stamp "the package tests (ctest -L package)"
-    (cd "$build" && on_cpus ctest --output-on-failure -L package "$@") || rc=$?
+    # -j2 so that CTest orders them by COST; a resource lock keeps them one at a time
+    (cd "$build" && on_cpus ctest --output-on-failure -j2 -L package "$@") || rc=$?
     stamp "the unit and integration tests (ctest -LE 'qemu|package')"
     (cd "$build" && on_cpus bash -c 'ctest --output-on-failure -j"$(($(nproc) + 1))" -LE "qemu|package" "$@"' ctest "$@") || rc=$?
 else
