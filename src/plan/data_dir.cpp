@@ -238,4 +238,14 @@ Result<std::string> render_template(const DataDir& data, std::string_view name, 
     return tidy;
 }
 
+std::optional<std::string> render_or_refuse(const PlanContext& ctx, Plan& plan, std::string_view name, const nlohmann::json& values)
+{
+    auto text = render_template(ctx.data, name, values);
+    if (!text) {
+        plan.refusals.push_back({text.error().what(), text.error().hints()});
+        return std::nullopt;
+    }
+    return std::move(*text);
+}
+
 } // namespace passthru::plan

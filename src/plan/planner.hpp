@@ -66,6 +66,10 @@ struct PlanContext
     const std::vector<detail::GpuProfile>* gpu_profiles;
 };
 
+// render_template, or nullopt with the plan refused (the template's error and its hints):
+// how every room renders the files it stages.
+std::optional<std::string> render_or_refuse(const PlanContext& ctx, Plan& plan, std::string_view name, const nlohmann::json& values);
+
 // --gpus: all | N[,N] | SLOT[,SLOT] | FUNCTION[,FUNCTION] ("0000:01:00.0" names
 // its card). The one grammar of plan, apply and verify. Returns the cards in
 // inventory order; Errc::usage naming the token that selects nothing.

@@ -40,17 +40,6 @@ void refuse(Plan& plan, std::string message, std::string hint)
     plan.refusals.push_back({std::move(message), {std::move(hint)}});
 }
 
-// The template rendered; nullopt, with the plan refused, when it cannot be.
-std::optional<std::string> render_or_refuse(const PlanContext& ctx, Plan& plan, std::string_view name, const nlohmann::json& values)
-{
-    auto text = render_template(ctx.data, name, values);
-    if (!text) {
-        plan.refusals.push_back({text.error().what(), text.error().hints()});
-        return std::nullopt;
-    }
-    return std::move(*text);
-}
-
 // One row per boot loader a trial can use: the trial entry it stages, how
 // that entry is put in place and selected for one boot, and what confirm
 // runs when the trial is over (docs/facts.md: trial-boot).

@@ -339,10 +339,9 @@ void stage_grub_dropin(const PlanContext& ctx, Plan& plan, HostInputs& in, const
             args.push_back({{"token", token}, {"reason", reason}});
             reasons.push_back("adds " + token + ": " + reason);
         }
-        auto text = render_template(ctx.data, "grub-passthru.cfg.mustache",
-                                    {{"vm", ctx.request.vm}, {"args", args}, {"cmdline", util::join(d.add, " ")}});
+        auto text = render_or_refuse(ctx, plan, "grub-passthru.cfg.mustache",
+                                     {{"vm", ctx.request.vm}, {"args", args}, {"cmdline", util::join(d.add, " ")}});
         if (!text) {
-            plan.refusals.push_back({text.error().what(), text.error().hints()});
             return;
         }
         dropin = std::move(*text);

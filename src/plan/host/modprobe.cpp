@@ -693,9 +693,8 @@ void render_modprobe_conf(ModprobeJob& job)
         {"trial", trial},
         {"marker", scan::k_trial_marker},
     };
-    auto text = render_template(job.ctx.data, "modprobe-vfio.conf.mustache", values);
+    auto text = render_or_refuse(job.ctx, job.plan, "modprobe-vfio.conf.mustache", values);
     if (!text) {
-        job.plan.refusals.push_back({text.error().what(), text.error().hints()});
         return;
     }
     if (stage_file(job.ctx, job.plan, k_modprobe_conf, *text, reasons)) {

@@ -123,9 +123,8 @@ bool plan_initramfs_modules(const PlanContext& ctx, Plan& plan, HostInputs& in, 
         init_reasons.push_back("removes vfio_virqfd: " + virqfd.reason);
     }
     if (!missing.empty()) {
-        auto block = render_template(ctx.data, "initramfs-modules.mustache", {{"vm", ctx.request.vm}, {"modules", missing}});
+        auto block = render_or_refuse(ctx, plan, "initramfs-modules.mustache", {{"vm", ctx.request.vm}, {"modules", missing}});
         if (!block) {
-            plan.refusals.push_back({block.error().what(), block.error().hints()});
             return false;
         }
         if (!after.empty() && after.back() != '\n') {
@@ -172,9 +171,8 @@ void plan_modules(const PlanContext& ctx, Plan& plan, HostInputs& in)
 
     // /etc/modules-load.d/vfio.conf
     nlohmann::json values{{"vm", ctx.request.vm}, {"modules", modules}, {"virqfd", virqfd.needed}, {"virqfd_reason", virqfd.reason}};
-    auto text = render_template(ctx.data, "modules-load-vfio.conf.mustache", values);
+    auto text = render_or_refuse(ctx, plan, "modules-load-vfio.conf.mustache", values);
     if (!text) {
-        plan.refusals.push_back({text.error().what(), text.error().hints()});
         return;
     }
     std::vector<std::string> reasons{"loads " + util::join(modules, ", ")
