@@ -25,7 +25,10 @@
 # first reboot host builds the Debian 12 package: the reboot test installs the
 # packages they build (packaging/build-deb.sh takes turns on a lock in the shared
 # build directory; whichever runs second only repackages). The QEMU lane's output is kept in
-# <build>/qemu-tests.log and printed when it is done. PASSTHRU_LANES=0 runs
+# <build>/qemu-tests.log and printed when it is done: every QEMU test's in full (ctest -V),
+# so the log shows each boot's evidence (its command line, the card's drivers, verify's exit
+# code), not only a failure's; the two lanes' ctest runs share the build tree's
+# Testing/Temporary/LastTest.log, which keeps only one of them. PASSTHRU_LANES=0 runs
 # everything in one lane, one step after the other, as on one CPU.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -74,7 +77,7 @@ if [[ $lanes == 1 ]]; then
     stamp "the QEMU tests (ctest -L qemu) on CPU ${cpus[0]}, the rest on CPU $rest; QEMU log: $qemu_log"
     # -j2 so that CTest orders them by COST (tests/CMakeLists.txt); RUN_SERIAL keeps them
     # one at a time
-    (cd "$build" && taskset -c "${cpus[0]}" ctest --output-on-failure -j2 -L qemu "$@") >"$qemu_log" 2>&1 &
+    (cd "$build" && taskset -c "${cpus[0]}" ctest --output-on-failure -V -j2 -L qemu "$@") >"$qemu_log" 2>&1 &
     qemu_pid=$!
 fi
 # on_cpus CMD...: a step of the rest, on the CPUs the QEMU lane leaves free while it
@@ -97,7 +100,7 @@ else
     stamp "the suite but the QEMU tests (ctest -LE qemu)"
     (cd "$build" && in_tmp ctest --output-on-failure -j"$(nproc)" -LE qemu "$@") || rc=$?
     stamp "the QEMU tests (ctest -L qemu)"
-    (cd "$build" && ctest --output-on-failure -j"$(nproc)" -L qemu "$@") || rc=$?
+    (cd "$build" && ctest --output-on-failure -V -j"$(nproc)" -L qemu "$@") || rc=$?
 fi
 
 if [[ ${PASSTHRU_SKIP_DEBIAN13:-} != 1 ]]; then
