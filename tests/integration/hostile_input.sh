@@ -528,4 +528,25 @@ done
 grep -q ' rename /etc/' "$T/trace" || fail "no rename fault point among the writes under /etc"
 section_ok "a kill -9 between a temporary file and its rename: rollback removes it and the directory apply made, byte-identical"
 
+# --- An admin's template override that does not parse ----------------------
+# Every template a host room renders (plan/planner.hpp: render_or_refuse) can be
+# overridden in /etc/passthru/templates; one that does not parse refuses the
+# plan (exit 3) with the template's name and the parser's word, and apply
+# writes nothing.
+section_start
+for t in modprobe-vfio.conf modules-load-vfio.conf grub-passthru.cfg initramfs-modules; do
+    copy_host epyc-4x2080ti "$R"
+    mkdir -p "$R/etc/passthru/templates"
+    printf '{{#unclosed}}\n' > "$R/etc/passthru/templates/$t.mustache"
+    S0=$(tree_sum --with-journal "$R")
+    run_rc "$P" --root "$R" plan --vm 101 --gpus all
+    [[ $RC -eq 3 ]] || fail "$t: a broken override: plan exit $RC, expected 3"
+    grep -q "^passthru: error: refused: template /etc/passthru/templates/$t.mustache .*Unclosed section" "$T/err" ||
+        fail "$t: a broken override: no refusal naming it: $(head -3 "$T/err")"
+    run_rc "$P" --root "$R" apply --vm 101 --gpus all --yes
+    [[ $RC -eq 3 ]] || fail "$t: a broken override: apply exit $RC, expected 3"
+    [[ $(tree_sum --with-journal "$R") == "$S0" ]] || fail "$t: a broken override: apply changed the tree"
+done
+section_ok "a template override that does not parse (each host room's): plan and apply refuse with its name (exit 3), nothing written"
+
 finish "hostile input"
