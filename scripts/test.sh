@@ -50,6 +50,7 @@ rc=0
 tests_tmp=
 if [[ -n ${PASSTHRU_TEST_TMPDIR+set} ]]; then
     tests_tmp=$PASSTHRU_TEST_TMPDIR
+    [[ -z $tests_tmp ]] || mkdir -p "$tests_tmp"
 elif [[ -d /dev/shm && $(stat -f -c %T /dev/shm) == tmpfs ]] &&
     (($(df --output=avail -k /dev/shm | tail -n 1) >= 4 * 1024 * 1024)); then
     tests_tmp=$(mktemp -d /dev/shm/passthru-tests.XXXXXX)
