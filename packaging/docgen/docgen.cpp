@@ -488,6 +488,10 @@ std::string bash_command_cases(const std::vector<OptionInfo>& globals, const std
     for (const auto& c : commands()) {
         out << "        " << c.name << ")\n";
         out << "            options=\"" << option_words(command_options(c)) << " " << option_words(after_command) << "\"\n";
+        if (!c.operand.empty()) {
+            // The one word the command takes besides its options (apply's FILE).
+            out << "            [[ $cur == -* ]] || { _filedir; return; }\n";
+        }
         out << "            ;;\n";
     }
     return out.str();
@@ -666,6 +670,9 @@ std::string zsh_command_cases(const std::vector<OptionInfo>& after_command)
         out += "                    _arguments \\\n";
         out += zsh_specs(command_options(c), "                        ");
         out += zsh_specs(after_command, "                        ");
+        if (!c.operand.empty()) {
+            out += "                        " + zsh_quote("1:" + std::string(c.operand) + ":_files") + " \\\n";
+        }
         out += "                        && ret=0\n                    ;;\n";
     }
     return out;

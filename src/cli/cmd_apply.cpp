@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // passthru apply: make the planned changes as one journaled transaction
 // (apply/transaction.hpp). --dry-run prints exactly what `plan` prints and
-// writes nothing at all (no journal, no lock). With --plan FILE it applies a
-// plan saved by `plan --out`, refusing (exit 1, "replan") when any target
-// file changed since; without it, it plans afresh from the request options.
+// writes nothing at all (no journal, no lock). With --plan FILE (or the one
+// word FILE, the same) it applies a plan saved by `plan --out`, refusing
+// (exit 1, "replan") when any target file changed since; with the request
+// options it plans afresh; with neither it applies the pending plan.
 #include <unistd.h>
 
 #include <chrono>
@@ -11,7 +12,10 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "apply/journal.hpp"
 #include "apply/network_guard.hpp"
@@ -20,6 +24,7 @@
 #include "apply/transaction.hpp"
 #include "cli/apply_common.hpp"
 #include "cli/commands.hpp"
+#include "cli/help.hpp"
 #include "cli/plan_render.hpp"
 #include "cli/request_options.hpp"
 #include "plan/after_step.hpp"
@@ -215,12 +220,31 @@ PlanToApply fresh_plan(Context& ctx, const po::variables_map& vm, const Result<s
     return out;
 }
 
-// The plan from --plan FILE, from the request options, or the pending one.
-PlanToApply plan_to_apply(Context& ctx, const po::variables_map& vm)
+// The saved plan named on the command line: --plan FILE, or the one word
+// FILE, which means exactly the same (and is checked the same); never both.
+std::optional<std::string> saved_plan_file(const po::variables_map& vm)
+{
+    const bool has_word = vm.count(k_operand_key) != 0U;
+    if (has_word && vm.count("plan") != 0U) {
+        throw Error(Errc::usage,
+                    "apply: '" + vm[k_operand_key].as<std::vector<std::string>>().front()
+                        + "' and --plan both name a saved plan (apply FILE is apply --plan FILE); usage: " + usage_line("apply"));
+    }
+    if (has_word) {
+        return vm[k_operand_key].as<std::vector<std::string>>().front();
+    }
+    if (vm.count("plan") != 0U) {
+        return vm["plan"].as<std::string>();
+    }
+    return std::nullopt;
+}
+
+// The plan from the saved plan FILE, from the request options, or the pending one.
+PlanToApply plan_to_apply(Context& ctx, const po::variables_map& vm, const std::optional<std::string>& saved_file)
 {
     auto pending = apply::load_pending(ctx.fs);
-    if (vm.count("plan") != 0U) {
-        const std::string plan_file = vm["plan"].as<std::string>();
+    if (saved_file) {
+        const std::string& plan_file = *saved_file;
         PlanToApply out;
         out.plan = load_saved_plan(plan_file);
         out.from_saved = true;
@@ -338,9 +362,12 @@ void apply_options(po::options_description& options)
 int run_apply(Context& ctx, const po::variables_map& vm)
 {
     const bool dry_run = vm.count("dry-run") != 0U;
-    if (vm.count("plan") != 0U && has_request_options(vm)) {
-        throw Error(Errc::usage, "--plan FILE and the request options (--vm, --gpus, ...) exclude each other")
-            .with_hint("the saved plan already holds its request");
+    const std::optional<std::string> saved_file = saved_plan_file(vm);
+    if (saved_file && has_request_options(vm)) {
+        throw Error(Errc::usage, "apply: the saved plan '" + *saved_file
+                                     + "' and the request options (--vm, --gpus, ...) exclude each other, the saved plan holds its "
+                                       "request; usage: "
+                                     + usage_line("apply"));
     }
     if (!dry_run) {
         require_root(ctx, "apply");
@@ -363,7 +390,7 @@ int run_apply(Context& ctx, const po::variables_map& vm)
         print_warning(ctx, err.what());
     }
 
-    const PlanToApply chosen = plan_to_apply(ctx, vm);
+    const PlanToApply chosen = plan_to_apply(ctx, vm, saved_file);
     const plan::Plan& p = chosen.plan;
     // Exactly what `plan` prints.
     std::fputs(render_plan(p, RenderOptions{ctx.color_out, true}).c_str(), stdout);

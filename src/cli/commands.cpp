@@ -11,7 +11,7 @@ const std::vector<Command>& commands()
     static const std::vector<Command> k_commands{
         {"scan", "list GPUs, IOMMU groups, drivers and what is wrong with the host", scan_options, run_scan},
         {"plan", "show every change passthrough needs on this host, each with its reason", plan_options, run_plan},
-        {"apply", "make the planned changes (journaled, atomic); --dry-run shows the diffs", apply_options, run_apply},
+        {"apply", "make the planned changes (journaled, atomic); --dry-run shows the diffs", apply_options, run_apply, "FILE"},
         {"verify", "check after the reboot that the GPUs are ready for their VM", verify_options, run_verify},
         {"history", "list the recorded generations of changes", history_options, run_history},
         {"rollback", "restore the files of an earlier generation", rollback_options, run_rollback},

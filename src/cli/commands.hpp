@@ -41,7 +41,14 @@ struct Command
     void (*add_options)(po::options_description& options);
     // Returns the exit code; throws Error for failures (mapped in main).
     int (*run)(Context& ctx, const po::variables_map& vm);
+    // The one word, not an option, that the command takes (apply's "FILE"),
+    // stored under k_operand_key; empty: it takes none. Any other word is a
+    // usage error.
+    std::string_view operand{};
 };
+
+// Where the command's operand is in its variables_map.
+inline constexpr const char* k_operand_key = "operand";
 
 const std::vector<Command>& commands();
 

@@ -37,11 +37,15 @@ endpoint is refused with exit status 3, naming the devices and the ways out.
 The kernel command line goes where the detected boot loader reads it: a GRUB
 drop-in /etc/default/grub.d/passthru.cfg (then update-grub), or
 /etc/kernel/cmdline for systemd-boot (then proxmox-boot-tool refresh).)"},
-    {"apply", "[--dry-run] [--yes] [--trial [--trial-minutes N]] [--plan FILE | --vm VMID --gpus SEL ...]",
+    {"apply", "[--dry-run] [--yes] [--trial [--trial-minutes N]] [--plan FILE | FILE | --vm VMID --gpus SEL ...]",
      R"(Makes the planned changes as one transaction. Without a request or --plan
 it applies the pending plan that plan recorded, and refuses it (exit 1) if a
 file it was made from changed since: plan again. With --dry-run it prints the
 same diffs and commands as plan and writes nothing at all.
+
+apply FILE is apply --plan FILE: it applies the plan saved in FILE with all
+the checks of --plan, never the pending plan. FILE together with --plan, with
+the request options or with a second word is a usage error (exit 2).
 
 Otherwise it takes the lock /var/lib/passthru/lock, records a new generation
 (the pre-image of every file it will touch and a manifest) and syncs it to
@@ -189,15 +193,21 @@ std::string main_help(const po::options_description& global)
     return out.str();
 }
 
+std::string usage_line(std::string_view command)
+{
+    std::string out = "passthru [--root DIR] " + std::string(command);
+    const CommandDoc* doc = command_doc(command);
+    if (doc != nullptr && !doc->synopsis.empty()) {
+        out += " " + std::string(doc->synopsis);
+    }
+    return out;
+}
+
 std::string command_help(const Command& command, const po::options_description& options, const po::options_description& global)
 {
     std::ostringstream out;
     const CommandDoc* doc = command_doc(command.name);
-    out << "usage: passthru [--root DIR] " << command.name;
-    if (doc != nullptr && !doc->synopsis.empty()) {
-        out << ' ' << doc->synopsis;
-    }
-    out << "\n\n" << command.summary << "\n\n";
+    out << "usage: " << usage_line(command.name) << "\n\n" << command.summary << "\n\n";
     if (doc != nullptr) {
         out << doc->description << "\n\n";
     }

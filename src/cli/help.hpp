@@ -39,6 +39,10 @@ struct CommandDoc
 // build fails in passthru_docgen when a command lacks one).
 const CommandDoc* command_doc(std::string_view name);
 
+// "passthru [--root DIR] COMMAND SYNOPSIS": the first line of the command's
+// help, also in the one-line usage errors.
+std::string usage_line(std::string_view command);
+
 // `passthru --help` and `passthru COMMAND --help`.
 std::string main_help(const po::options_description& global);
 std::string command_help(const Command& command, const po::options_description& options, const po::options_description& global);

@@ -5,6 +5,9 @@
 #include <cstring>
 #include <iostream>
 #include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -94,12 +97,53 @@ const Command* find_command(const std::string& name)
     throw Error(Errc::usage, "unknown command '" + name + "'").with_hint("run 'passthru --help' for the commands");
 }
 
-// Everything after the command name goes to the command's own options;
-// global options may also follow the command.
-po::variables_map parse_command_options(const Command& command, const po::parsed_options& parsed, po::options_description& cmd_options)
+// No abbreviations: an admin tool that writes /etc takes only the options'
+// full names (--ro is not --root, --gp is not --gpus).
+constexpr int k_style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+
+// The index in argv of the command's name: the first word that is neither an
+// option nor the value of a global option that takes one (argc: none).
+int command_index(int argc, char** argv, const po::options_description& global)
 {
-    std::vector<std::string> rest = po::collect_unrecognized(parsed.options, po::include_positional);
-    rest.erase(rest.begin()); // the command name itself
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view word = argv[i];
+        if (word.size() < 2 || word[0] != '-') {
+            return i;
+        }
+        if (word.find('=') != std::string_view::npos) {
+            continue;
+        }
+        const bool is_long = word[1] == '-';
+        const std::string name(is_long ? word.substr(2) : word.substr(0, 2));
+        const auto* option = global.find_nothrow(name, false);
+        // A short option with its value attached (-xVALUE) takes no next word.
+        if (option != nullptr && option->semantic()->max_tokens() > 0 && (is_long || word.size() == 2)) {
+            ++i;
+        }
+    }
+    return argc;
+}
+
+// The global options before the command; anything else there is a usage error.
+po::variables_map parse_global_options(const std::vector<std::string>& words, const po::options_description& global)
+{
+    po::variables_map gvm;
+    try {
+        po::store(po::command_line_parser(words).options(global).style(k_style).run(), gvm);
+    } catch (const po::error& err) {
+        throw Error(Errc::usage, std::string(err.what())
+                                     + " before the command; usage: passthru [--root DIR] COMMAND [OPTIONS] (a command's options go "
+                                       "after its name)");
+    }
+    po::notify(gvm);
+    return gvm;
+}
+
+// The words after the command name: its own options, the global options
+// again, and at most its operand (apply's FILE). Any other word is a usage
+// error on one line that names it and the command's usage.
+po::variables_map parse_command_options(const Command& command, const std::vector<std::string>& words, po::options_description& cmd_options)
+{
     command.add_options(cmd_options);
     cmd_options.add_options()("help,h", "show help for this command");
     po::options_description cmd_all;
@@ -108,8 +152,33 @@ po::variables_map parse_command_options(const Command& command, const po::parsed
     global_again.add_options()("root", po::value<std::string>(), "")("data-dir", po::value<std::string>(),
                                                                      "")("color", po::value<std::string>(), "");
     cmd_all.add(global_again);
+    po::options_description hidden;
+    hidden.add_options()(k_operand_key, po::value<std::vector<std::string>>(), "");
+    cmd_all.add(hidden);
+    po::positional_options_description positional;
+    positional.add(k_operand_key, -1);
+    const auto refuse = [&command](const std::string& what) {
+        return Error(Errc::usage, std::string(command.name) + ": " + what + "; usage: " + usage_line(command.name));
+    };
     po::variables_map vm;
-    po::store(po::command_line_parser(rest).options(cmd_all).run(), vm);
+    try {
+        const po::parsed_options parsed = po::command_line_parser(words).options(cmd_all).positional(positional).style(k_style).run();
+        for (const auto& option : parsed.options) {
+            if (option.string_key == k_operand_key && option.position_key < 0) { // the hidden name typed as an option
+                throw po::unknown_option(option.original_tokens.front());
+            }
+        }
+        po::store(parsed, vm);
+    } catch (const po::error& err) {
+        throw refuse(err.what());
+    }
+    if (vm.count(k_operand_key) != 0U) {
+        const auto& operands = vm[k_operand_key].as<std::vector<std::string>>();
+        const std::size_t allowed = command.operand.empty() ? 0 : 1;
+        if (operands.size() > allowed) {
+            throw refuse("unexpected word '" + operands[allowed] + "'");
+        }
+    }
     po::notify(vm);
     return vm;
 }
@@ -155,17 +224,8 @@ int run(int argc, char** argv, bool& error_color)
 {
     po::options_description global("Global options");
     add_global_options(global);
-    po::options_description hidden;
-    hidden.add_options()("command", po::value<std::string>(), "")("args", po::value<std::vector<std::string>>(), "");
-    po::positional_options_description positional;
-    positional.add("command", 1).add("args", -1);
-    po::options_description all;
-    all.add(global).add(hidden);
-
-    po::variables_map gvm;
-    po::parsed_options parsed = po::command_line_parser(argc, argv).options(all).positional(positional).allow_unregistered().run();
-    po::store(parsed, gvm);
-    po::notify(gvm);
+    const int at = command_index(argc, argv, global);
+    const po::variables_map gvm = parse_global_options(std::vector<std::string>(argv + 1, argv + at), global);
 
     const auto color_mode = parse_color(gvm["color"].as<std::string>());
     error_color = util::use_color(stderr, color_mode);
@@ -173,16 +233,16 @@ int run(int argc, char** argv, bool& error_color)
         std::printf("passthru %s\n", PASSTHRU_VERSION);
         return exit_code::ok;
     }
-    if (gvm.count("command") == 0U) {
+    if (at == argc) {
         if (gvm.count("help") != 0U) {
             std::fputs(main_help(global).c_str(), stdout);
             return exit_code::ok;
         }
         throw Error(Errc::usage, "no command given").with_hint("run 'passthru --help' for the commands");
     }
-    const Command& command = *find_command(gvm["command"].as<std::string>());
+    const Command& command = *find_command(argv[at]);
     po::options_description cmd_options(std::string(command.name) + " options");
-    const po::variables_map vm = parse_command_options(command, parsed, cmd_options);
+    const po::variables_map vm = parse_command_options(command, std::vector<std::string>(argv + at + 1, argv + argc), cmd_options);
     if (gvm.count("help") != 0U || vm.count("help") != 0U) {
         std::fputs(command_help(command, cmd_options, global).c_str(), stdout);
         return exit_code::ok;
