@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // passthru plan: every change passthrough needs on this host, each with its
 // reason. Writes nothing to the host; --out writes the JSON plan to a file on
-// this machine (not under --root).
+// this machine (not under --root), or to stdout for --out -.
 #include <cstdio>
 #include <optional>
 
@@ -33,6 +33,12 @@ void write_plan_file(const std::string& path, const std::string& text)
     }
 }
 
+// `--out -`: the plan goes to standard output, not to a file named "-".
+bool out_is_stdout(const po::variables_map& vm)
+{
+    return vm.count("out") != 0U && vm["out"].as<std::string>() == "-";
+}
+
 // Records the plan as the host's pending plan, for `apply --dry-run` and
 // `apply` without a request. Never fails the plan: a plan that cannot be
 // recorded is still a plan, and the note says why.
@@ -57,8 +63,10 @@ void plan_options(po::options_description& options)
 {
     add_request_options(options);
     options.add_options()("json", "print the plan as one JSON document (schema passthru.plan/1) and nothing else")(
-        "out", po::value<std::string>(), "also save the JSON plan to FILE on this machine (for 'passthru apply --plan FILE')")(
-        "exit-code", "exit 10 when changes are pending (0 when nothing is to do)");
+        "out", po::value<std::string>(),
+        "also save the JSON plan to FILE on this machine (for 'passthru apply --plan FILE'); only a regular file is replaced; "
+        "- writes it to standard output instead of the human plan")("exit-code",
+                                                                    "exit 10 when changes are pending (0 when nothing is to do)");
 }
 
 // The plan as JSON text; nullopt when a string in it is not UTF-8.
@@ -90,24 +98,28 @@ int run_plan(Context& ctx, const po::variables_map& vm)
     // other bytes; the human plan shows such bytes escaped and is not
     // recorded as the pending plan.
     const std::optional<std::string> text = plan_json_text(doc);
-    if (!text && (vm.count("json") != 0U || vm.count("out") != 0U)) {
+    const bool to_stdout = out_is_stdout(vm); // --out -: the JSON plan on stdout, as --json
+    const bool json = vm.count("json") != 0U || to_stdout;
+    if (!text && (json || vm.count("out") != 0U)) {
         throw Error(Errc::parse, "cannot write the plan as JSON: a file holds bytes that are not UTF-8")
             .with_hint("use the human plan (without --json/--out), or convert that file to UTF-8");
     }
-    if (vm.count("out") != 0U) {
+    // With --out (also --out -) the plan is not recorded as the pending plan.
+    const bool out = vm.count("out") != 0U;
+    if (out && !to_stdout) {
         if (p.refused()) {
             print_note(ctx, "the plan is refused: --out " + vm["out"].as<std::string>() + " was not written");
         } else {
             write_plan_file(vm["out"].as<std::string>(), *text);
         }
-    } else if (!p.refused() && !p.empty()) {
+    } else if (!out && !p.refused() && !p.empty()) {
         if (text) {
             record_pending(ctx, doc);
         } else {
             print_note(ctx, "not recorded as the pending plan: a file holds bytes that are not UTF-8 (JSON cannot carry them)");
         }
     }
-    if (vm.count("json") != 0U) {
+    if (json) {
         std::fputs(text->c_str(), stdout);
     } else {
         std::fputs(render_plan(p, RenderOptions{ctx.color_out, true}).c_str(), stdout);

@@ -253,7 +253,8 @@ int run(int argc, char** argv, bool& error_color)
     // characters on their way out (cli/terminal_guard.hpp); JSON stays exact.
     guard_stream(stderr, error_color);
     const bool stdout_color = util::use_color(stdout, options.color); // before the guard hides the TTY
-    if (vm.count("json") == 0U) {
+    const bool json_out = vm.count("json") != 0U || (vm.count("out") != 0U && vm["out"].as<std::string>() == "-");
+    if (!json_out) {
         guard_stream(stdout, stdout_color);
     }
     return run_command(command, options, vm, stdout_color, error_color);

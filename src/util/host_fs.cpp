@@ -150,6 +150,33 @@ int write_all(int fd, std::string_view content)
     return 0;
 }
 
+// What is at FILE may be replaced only when it is a regular file (or
+// nothing): a rename onto a device (/dev/null), a FIFO, a socket or a
+// symlink would replace that node, not write to it.
+Result<void> local_target_refusal(int dfd, const std::string& name, const std::filesystem::path& path)
+{
+    struct stat st
+    {};
+    if (::fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno == ENOENT) {
+            return {};
+        }
+        return tl::unexpected(io_error("cannot inspect", path.string(), errno));
+    }
+    if (S_ISREG(st.st_mode)) {
+        return {};
+    }
+    if (S_ISDIR(st.st_mode)) {
+        return fail(Errc::usage, path.string() + " is a directory");
+    }
+    const char* kind = S_ISLNK(st.st_mode)    ? "a symbolic link"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                              : "a socket";
+    return fail(Errc::precondition, path.string() + " is " + kind + ", not a regular file: refusing to replace it");
+}
+
 } // namespace
 
 Result<void> save_local_file(const std::filesystem::path& path, std::string_view content, mode_t mode)
@@ -163,11 +190,9 @@ Result<void> save_local_file(const std::filesystem::path& path, std::string_view
     if (dfd < 0) {
         return tl::unexpected(io_error("cannot open the directory of", path.string(), errno));
     }
-    struct stat st
-    {};
-    if (::fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+    if (auto kind = local_target_refusal(dfd, name, path); !kind) {
         ::close(dfd);
-        return fail(Errc::usage, path.string() + " is a directory");
+        return kind;
     }
     std::string tmp;
     int fd = -1;
@@ -192,6 +217,14 @@ Result<void> save_local_file(const std::filesystem::path& path, std::string_view
     }
     if (::close(fd) != 0 && err == 0) {
         err = errno;
+    }
+    if (err == 0) {
+        // Checked again: FILE may have become a device or a link meanwhile.
+        if (auto kind = local_target_refusal(dfd, name, path); !kind) {
+            ::unlinkat(dfd, tmp.c_str(), 0);
+            ::close(dfd);
+            return kind;
+        }
     }
     if (err == 0 && ::renameat(dfd, tmp.c_str(), dfd, name.c_str()) != 0) {
         err = errno;

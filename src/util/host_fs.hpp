@@ -209,7 +209,10 @@ private:
 // O_CREAT|O_EXCL|O_NOFOLLOW in an open descriptor of FILE's directory, mode
 // `mode`, and is renamed onto FILE in that same directory descriptor: a
 // symlink planted at any name can neither redirect nor clobber the write.
-// A symlink at FILE itself is replaced, never followed.
+// Only a regular file at FILE is replaced: a symlink, a device, a FIFO or a
+// socket there is refused (Errc::precondition), checked before the
+// temporary file is made and again just before the rename; a directory is
+// a usage error.
 Result<void> save_local_file(const std::filesystem::path& path, std::string_view content, mode_t mode);
 
 // Joins a host directory path and a relative or absolute link target the way

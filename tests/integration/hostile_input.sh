@@ -71,13 +71,14 @@ umask "$umask_saved"
 [[ $(stat -c %a "$T/save/plan.json") == 600 ]] || fail "plan --out: mode $(stat -c %a "$T/save/plan.json"), expected 0600"
 [[ $(ls -A "$T/save" | grep -v '^plan.json$' | tr '\n' ' ') == "$(echo "$save_before" | tr '\n' ' ')" ]] \
     || fail "plan --out left a temporary file: $(ls -A "$T/save")"
-# a symlink at FILE itself is replaced, never followed
+# a symlink at FILE itself is refused (exit 3), neither followed nor replaced
 rm "$T/save/plan.json"
 ln -s "$T/victim/file" "$T/save/plan.json"
 run_rc "$P" --root "$R" plan --vm 101 --gpus all --out "$T/save/plan.json"
+[[ $RC -eq 3 ]] || fail "plan --out onto a symlink: exit $RC, not 3"
 [[ $(tree_sum "$T/victim") == "$victim_before" ]] || fail "plan --out wrote through a symlink at FILE"
-[[ -f $T/save/plan.json && ! -L $T/save/plan.json ]] || fail "plan --out did not replace the symlink at FILE"
-ok "plan --out: unique temporary name, O_EXCL|O_NOFOLLOW, mode 0600, symlinks never followed"
+[[ -L $T/save/plan.json ]] || fail "plan --out replaced the symlink at FILE"
+ok "plan --out: unique temporary name, O_EXCL|O_NOFOLLOW, mode 0600, a symlink at FILE refused"
 
 # --- Medium 5: the passthru binary ignores the test-only fault hook ---------
 # It honoured PASSTHRU_TEST_FAULT unless the package build turned the hook off;

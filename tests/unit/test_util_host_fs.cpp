@@ -340,6 +340,36 @@ TEST_SUITE("util::host_fs")
         CHECK(entries_of(outside.path()) == "victim ");
     }
 
+    TEST_CASE("save_local_file replaces only a regular file")
+    {
+        TempDir dir;
+        const auto at = [&dir](const char* name) { return dir.path() / name; };
+        dir.write("old.json", "old\n");
+        REQUIRE(save_local_file(at("old.json"), "new\n", 0600));
+        CHECK(dir.read("old.json") == "new\n");
+        REQUIRE(save_local_file(at("fresh.json"), "fresh\n", 0600));
+        CHECK(dir.read("fresh.json") == "fresh\n");
+
+        // A FIFO, a symlink and a dangling symlink stay what they are.
+        REQUIRE(::mkfifo(at("fifo").c_str(), 0600) == 0);
+        dir.symlink("link", "old.json");
+        dir.symlink("dangling", "nowhere");
+        const std::string before = entries_of(dir.path());
+        for (const char* name : {"fifo", "link", "dangling"}) {
+            CAPTURE(name);
+            auto refused = save_local_file(at(name), "plan\n", 0600);
+            REQUIRE_FALSE(refused);
+            CHECK(refused.error().code() == passthru::Errc::precondition);
+            CHECK(std::string(refused.error().what()).find("not a regular file") != std::string::npos);
+        }
+        CHECK(entries_of(dir.path()) == before); // no temporary file left beside them
+        CHECK(std::filesystem::is_fifo(std::filesystem::symlink_status(at("fifo"))));
+        CHECK(std::filesystem::is_symlink(std::filesystem::symlink_status(at("link"))));
+        CHECK(std::filesystem::is_symlink(std::filesystem::symlink_status(at("dangling"))));
+        CHECK(dir.read("old.json") == "new\n");
+        CHECK_FALSE(std::filesystem::exists(at("nowhere")));
+    }
+
     TEST_CASE("join_host_path works like the kernel's relative links")
     {
         CHECK(join_host_path("/sys/devices/pci0000:00/0000:00:01.0", "../../../bus/pci/drivers/x") == "/sys/bus/pci/drivers/x");
