@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -264,6 +265,11 @@ int run(int argc, char** argv, bool& error_color)
 
 int main(int argc, char** argv)
 {
+    // A closed output (passthru apply | head) must never kill passthru
+    // between two writes of a transaction: a write to it fails with EPIPE
+    // instead, which no command takes as a reason to stop. The commands it
+    // runs get the default action back (util/command_runner.cpp).
+    std::signal(SIGPIPE, SIG_IGN);
     bool color = util::use_color(stderr, util::ColorMode::auto_detect);
     const bool json = json_requested(argc, argv);
     try {

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 
@@ -156,6 +157,23 @@ Result<CommandResult> CommandRunner::query(const std::vector<std::string>& argv)
     return spawn(argv, {});
 }
 
+namespace {
+
+// passthru ignores SIGPIPE (cli/main.cpp); an ignored signal stays ignored
+// across exec, and a shell cannot undo that: the command gets the default
+// action back. The caller destroys attr.
+void default_sigpipe(posix_spawnattr_t& attr)
+{
+    posix_spawnattr_init(&attr);
+    sigset_t default_signals;
+    sigemptyset(&default_signals);
+    sigaddset(&default_signals, SIGPIPE);
+    posix_spawnattr_setsigdefault(&attr, &default_signals);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+}
+
+} // namespace
+
 Result<CommandResult> CommandRunner::spawn(const std::vector<std::string>& argv, const LineSink& sink) const
 {
     auto program = resolve_command(argv.front());
@@ -177,8 +195,11 @@ Result<CommandResult> CommandRunner::spawn(const std::vector<std::string>& argv,
     std::vector<char*> c_argv = c_strings(args);
     std::vector<char*> c_env = c_strings(env);
 
+    posix_spawnattr_t attr;
+    default_sigpipe(attr);
     pid_t pid = 0;
-    const int rc = ::posix_spawn(&pid, program->c_str(), &actions, nullptr, c_argv.data(), c_env.data());
+    const int rc = ::posix_spawn(&pid, program->c_str(), &actions, &attr, c_argv.data(), c_env.data());
+    posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&actions);
     ::close(pipe_fds[1]);
     if (rc != 0) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include <doctest/doctest.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <string>
 
@@ -39,6 +40,22 @@ TEST_SUITE("util::command_runner")
         CHECK(result->exit_code == 0);
         CHECK(split_lines(result->output)
               == std::vector<std::string>{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", command_lang(std::getenv("LANG"))});
+    }
+
+    TEST_CASE("a command gets SIGPIPE's default action although passthru ignores it")
+    {
+        // passthru ignores SIGPIPE (cli/main.cpp); an ignored signal would
+        // stay ignored across exec. grep reports its own ignored signals.
+        const auto old_handler = std::signal(SIGPIPE, SIG_IGN);
+        CommandRunner runner(RunMode::execute);
+        auto result = runner.run({"grep", "^SigIgn:", "/proc/self/status"});
+        std::signal(SIGPIPE, old_handler);
+        REQUIRE(result);
+        REQUIRE(result->exit_code == 0);
+        const std::string mask = std::string(trim(result->output.substr(result->output.find(':') + 1)));
+        CAPTURE(mask);
+        const unsigned long long ignored = std::stoull(mask, nullptr, 16);
+        CHECK((ignored & (1ULL << (SIGPIPE - 1))) == 0);
     }
 
     TEST_CASE("the caller's LANG is kept only when it is a locale name")
