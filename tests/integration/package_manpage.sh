@@ -130,6 +130,12 @@ if [[ -f /usr/share/bash-completion/bash_completion ]]; then
     [[ $got == --json ]] || fail "bash: 'passthru scan --j<TAB>' gave '$got'"
     got=$(complete_line passthru --color "")
     [[ $got == "auto always never" ]] || fail "bash: '--color <TAB>' gave '$got'"
+    # apply's one word is a file (apply FILE is apply --plan FILE).
+    mkdir "$T/files" && touch "$T/files/saved-plan.json"
+    got=$(cd "$T/files" && complete_line passthru apply sav)
+    [[ $got == saved-plan.json ]] || fail "bash: 'passthru apply sav<TAB>' gave '$got'"
+    got=$(cd "$T/files" && complete_line passthru scan sav)
+    [[ -z $got ]] || fail "bash: 'passthru scan sav<TAB>' gave '$got' (scan takes no word)"
     if [[ $(basename "$PASSTHRU") == passthru ]]; then
         got=$(complete_line passthru --root "$sample" plan --gpus "")
         for want in all 0 3 0000:01:00 0000:82:00; do
