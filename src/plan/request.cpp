@@ -20,7 +20,7 @@ bool valid_ifname(std::string_view name)
 
 namespace {
 
-tl::unexpected<Error> usage(const std::string& message)
+tl::unexpected<Error> usage_error(const std::string& message)
 {
     return tl::unexpected(Error(Errc::usage, message));
 }
@@ -28,24 +28,24 @@ tl::unexpected<Error> usage(const std::string& message)
 Result<void> validate_network(const NetworkRequest& net)
 {
     if (net.bond_slaves.empty()) {
-        return usage("--bond needs at least one NIC name");
+        return usage_error("--bond needs at least one NIC name");
     }
     for (const auto& nic : net.bond_slaves) {
         if (!valid_ifname(nic)) {
-            return usage("--bond: '" + nic + "' is not a valid interface name");
+            return usage_error("--bond: '" + nic + "' is not a valid interface name");
         }
     }
     if (std::find(k_bond_modes.begin(), k_bond_modes.end(), net.bond_mode) == k_bond_modes.end()) {
-        return usage("--bond-mode '" + net.bond_mode + "' is not one of " + util::join(k_bond_modes, ", "));
+        return usage_error("--bond-mode '" + net.bond_mode + "' is not one of " + util::join(k_bond_modes, ", "));
     }
     if (!valid_ifname(net.bond_name)) {
-        return usage("--bond-name: '" + net.bond_name + "' is not a valid interface name");
+        return usage_error("--bond-name: '" + net.bond_name + "' is not a valid interface name");
     }
     if (!valid_ifname(net.bridge)) {
-        return usage("--bridge: '" + net.bridge + "' is not a valid interface name");
+        return usage_error("--bridge: '" + net.bridge + "' is not a valid interface name");
     }
     if (net.confirm_timeout_seconds && (*net.confirm_timeout_seconds < 10 || *net.confirm_timeout_seconds > 3600)) {
-        return usage("--confirm-timeout must be 10 to 3600 seconds");
+        return usage_error("--confirm-timeout must be 10 to 3600 seconds");
     }
     return {};
 }
@@ -60,23 +60,23 @@ Result<void> validate_request(const Request& request)
             const auto id = numeric ? util::parse_int(request.vm) : std::nullopt;
             const std::string range = "--vm " + request.vm + ": VMID is outside 100-999999999 (Proxmox VE's VMID range)";
             if (numeric && !request.vm.empty() && !id) {
-                return usage(range); // more digits than any VMID
+                return usage_error(range); // more digits than any VMID
             }
             if (!id || !request.vmid || static_cast<std::uint64_t>(*id) != *request.vmid) {
-                return usage("--vm must be a numeric VMID for Proxmox VE, not '" + request.vm + "'");
+                return usage_error("--vm must be a numeric VMID for Proxmox VE, not '" + request.vm + "'");
             }
             if (std::to_string(*id) != request.vm) {
-                return usage("--vm " + request.vm + ": write the VMID without leading zeros (" + std::to_string(*id) + ")");
+                return usage_error("--vm " + request.vm + ": write the VMID without leading zeros (" + std::to_string(*id) + ")");
             }
             if (*request.vmid < k_min_vmid || *request.vmid > k_max_vmid) {
-                return usage(range);
+                return usage_error(range);
             }
         }
     } else if (request.vmid) {
-        return usage("a VMID without --vm");
+        return usage_error("a VMID without --vm");
     }
     if (request.trial_minutes && (*request.trial_minutes < 2 || *request.trial_minutes > 1440)) {
-        return usage("--trial-minutes must be between 2 and 1440, not " + std::to_string(*request.trial_minutes));
+        return usage_error("--trial-minutes must be between 2 and 1440, not " + std::to_string(*request.trial_minutes));
     }
     if (request.network) {
         return validate_network(*request.network);

@@ -72,13 +72,13 @@ void nvidia_host(FakeHost& host)
     host.dir.write("proc/sys/kernel/osrelease", "6.8.12-4-pve\n");
 }
 
-struct Planned
+struct ModprobePlanned
 {
     plan::Plan plan;
     std::string ours; // passthru-vfio.conf as planned
 };
 
-Planned run_modprobe(const FakeHost& host)
+ModprobePlanned run_modprobe(const FakeHost& host)
 {
     auto fs = util::HostFs::open(host.dir.path());
     REQUIRE(fs);
@@ -95,7 +95,7 @@ Planned run_modprobe(const FakeHost& host)
     in.kernel_release = inv->host.kernel;
     in.functions = {scan::PciAddress::parse("0000:01:00.0").value(), scan::PciAddress::parse("0000:01:00.1").value()};
     in.vfio_ids = {"10de:1aef", "10de:2204"};
-    Planned out;
+    ModprobePlanned out;
     plan::detail::plan_modprobe(ctx, out.plan, in);
     for (const auto& f : out.plan.files) {
         if (f.path == plan::k_modprobe_conf) {
@@ -105,7 +105,7 @@ Planned run_modprobe(const FakeHost& host)
     return out;
 }
 
-const plan::FileChange* change_of(const plan::Plan& p, const std::string& path)
+const plan::FileChange* modprobe_change_of(const plan::Plan& p, const std::string& path)
 {
     auto it = std::find_if(p.files.begin(), p.files.end(), [&](const plan::FileChange& f) { return f.path == path; });
     return it == p.files.end() ? nullptr : &*it;
@@ -116,7 +116,7 @@ bool warns_about(const plan::Plan& p, const std::string& text)
     return std::any_of(p.warnings.begin(), p.warnings.end(), [&](const std::string& w) { return w.find(text) != std::string::npos; });
 }
 
-bool has_line(const std::string& text, const std::string& line)
+bool has_modprobe_line(const std::string& text, const std::string& line)
 {
     const auto lines = util::split_lines(text);
     return std::find(lines.begin(), lines.end(), line) != lines.end();
@@ -219,10 +219,10 @@ TEST_SUITE("plan::host::modprobe")
         host.dir.write("etc/modprobe.d/vfio.conf", "# mine\noptions vfio-pci ids=10de:2204 disable_vga=1\noptions zfs zfs_arc_max=1\n");
         host.dir.write("usr/lib/modprobe.d/gpu.conf", "options vfio_pci ids=10de:2204,10de:1aef\n");
         const auto p = run_modprobe(host).plan;
-        const auto* c = change_of(p, "/etc/modprobe.d/vfio.conf");
+        const auto* c = modprobe_change_of(p, "/etc/modprobe.d/vfio.conf");
         REQUIRE(c != nullptr);
         CHECK(c->after == std::optional<std::string>("# mine\noptions vfio-pci disable_vga=1\noptions zfs zfs_arc_max=1\n"));
-        CHECK(change_of(p, "/usr/lib/modprobe.d/gpu.conf") == nullptr);
+        CHECK(modprobe_change_of(p, "/usr/lib/modprobe.d/gpu.conf") == nullptr);
         CHECK(warns_about(p, "/usr/lib/modprobe.d/gpu.conf is left alone (it belongs to a package"));
     }
 
@@ -233,8 +233,8 @@ TEST_SUITE("plan::host::modprobe")
         host.dir.write("etc/modprobe.d/audio.conf", "softdep snd_hda_intel pre: snd_foo post: snd_bar\n");
         host.dir.write("lib/modprobe.d/audio.conf", "softdep snd_hda_intel pre: never_read\n");
         const auto planned = run_modprobe(host);
-        CHECK(has_line(planned.ours, "softdep snd_hda_intel pre: vfio-pci snd_foo post: snd_bar"));
-        const auto* c = change_of(planned.plan, "/etc/modprobe.d/audio.conf");
+        CHECK(has_modprobe_line(planned.ours, "softdep snd_hda_intel pre: vfio-pci snd_foo post: snd_bar"));
+        const auto* c = modprobe_change_of(planned.plan, "/etc/modprobe.d/audio.conf");
         REQUIRE(c != nullptr);
         CHECK(!c->after.has_value());
         CHECK(planned.ours.find("never_read") == std::string::npos);
@@ -245,11 +245,11 @@ TEST_SUITE("plan::host::modprobe")
         FakeHost host;
         nvidia_host(host);
         const auto before = run_modprobe(host);
-        CHECK(has_line(before.ours, "blacklist nouveau"));
+        CHECK(has_modprobe_line(before.ours, "blacklist nouveau"));
         host.dir.write("lib/modprobe.d/nvidia-blacklists-nouveau.conf", "blacklist nouveau\n");
         const auto after = run_modprobe(host);
-        CHECK(!has_line(after.ours, "blacklist nouveau"));
-        CHECK(change_of(after.plan, "/lib/modprobe.d/nvidia-blacklists-nouveau.conf") == nullptr);
+        CHECK(!has_modprobe_line(after.ours, "blacklist nouveau"));
+        CHECK(modprobe_change_of(after.plan, "/lib/modprobe.d/nvidia-blacklists-nouveau.conf") == nullptr);
     }
 
     TEST_CASE("files Proxmox VE owns are never edited")
@@ -259,8 +259,8 @@ TEST_SUITE("plan::host::modprobe")
         host.dir.write("etc/modprobe.d/pve-blacklist.conf", "blacklist nvidiafb\noptions vfio-pci ids=10de:2204\n");
         host.dir.write("usr/lib/modprobe.d/blacklist_proxmox-kernel-6.8.conf", "install vfio_pci /bin/true\n");
         const auto p = run_modprobe(host).plan;
-        CHECK(change_of(p, "/etc/modprobe.d/pve-blacklist.conf") == nullptr);
-        CHECK(change_of(p, "/usr/lib/modprobe.d/blacklist_proxmox-kernel-6.8.conf") == nullptr);
+        CHECK(modprobe_change_of(p, "/etc/modprobe.d/pve-blacklist.conf") == nullptr);
+        CHECK(modprobe_change_of(p, "/usr/lib/modprobe.d/blacklist_proxmox-kernel-6.8.conf") == nullptr);
         CHECK(warns_about(p, "/etc/modprobe.d/pve-blacklist.conf is left alone (Proxmox VE owns it"));
         CHECK(warns_about(p, "/usr/lib/modprobe.d/blacklist_proxmox-kernel-6.8.conf is left alone (Proxmox VE's kernel package"));
     }
@@ -270,8 +270,8 @@ TEST_SUITE("plan::host::modprobe")
         FakeHost host;
         nvidia_host(host);
         const auto plain = run_modprobe(host);
-        CHECK(has_line(plain.ours, "softdep nvidia pre: vfio-pci"));
-        CHECK(has_line(plain.ours, "blacklist nvidia"));
+        CHECK(has_modprobe_line(plain.ours, "softdep nvidia pre: vfio-pci"));
+        CHECK(has_modprobe_line(plain.ours, "blacklist nvidia"));
         CHECK(plain.plan.binding == "ids");
         host.dir.write("usr/lib/systemd/system/nvidia-vgpu-mgr.service", "[Unit]\n");
         const auto vgpu = run_modprobe(host);
@@ -280,7 +280,7 @@ TEST_SUITE("plan::host::modprobe")
             CHECK(line.find("nvidia") == std::string::npos);
             CHECK(line.find("NVIDIA GPU stays") == std::string::npos);
         }
-        CHECK(has_line(vgpu.ours, "softdep nouveau pre: vfio-pci"));
+        CHECK(has_modprobe_line(vgpu.ours, "softdep nouveau pre: vfio-pci"));
         CHECK(vgpu.plan.binding == "address");
         CHECK(vgpu.ours.find("echo vfio-pci > $p/driver_override") != std::string::npos);
         REQUIRE(std::any_of(vgpu.plan.notes.begin(), vgpu.plan.notes.end(), [](const std::string& n) {

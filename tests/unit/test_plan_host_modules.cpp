@@ -18,13 +18,13 @@ using passthru::test::FakeHost;
 
 namespace {
 
-struct Planned
+struct ModulesPlanned
 {
     plan::Plan plan;
     plan::detail::HostInputs in;
 };
 
-Planned run_modules(const FakeHost& host, const std::function<void(scan::Inventory&)>& tweak = {})
+ModulesPlanned run_modules(const FakeHost& host, const std::function<void(scan::Inventory&)>& tweak = {})
 {
     auto fs = util::HostFs::open(host.dir.path());
     REQUIRE(fs);
@@ -37,7 +37,7 @@ Planned run_modules(const FakeHost& host, const std::function<void(scan::Invento
     const plan::DataDir data(*fs, std::nullopt);
     const plan::Request request = test::vm_request();
     plan::PlanContext ctx{*inv, *fs, data, request, {}, nullptr};
-    Planned out;
+    ModulesPlanned out;
     out.in.kernel_release = inv->host.kernel;
     out.in.kernel_version = util::major_minor(inv->host.kernel.value_or(""));
     plan::detail::plan_modules(ctx, out.plan, out.in);

@@ -14,7 +14,7 @@ using format::InterfacesFile;
 
 namespace {
 
-std::string fixture(const std::string& name)
+std::string edit_fixture(const std::string& name)
 {
     std::ifstream in(std::filesystem::path(PASSTHRU_FIXTURES_DIR) / "network" / name, std::ios::binary);
     REQUIRE(in.good());
@@ -53,7 +53,7 @@ TEST_SUITE("format::InterfacesFile")
         for (const char* name : {"pve-fresh.interfaces", "pve-vlans.interfaces", "pve-comments.interfaces", "pve-source.interfaces",
                                  "crlf-dhcp.interfaces", "seed-bond.expected"}) {
             CAPTURE(name);
-            const std::string text = fixture(name);
+            const std::string text = edit_fixture(name);
             CHECK(InterfacesFile::parse(text).text() == text);
         }
     }
@@ -70,7 +70,7 @@ TEST_SUITE("format::InterfacesFile")
 
     TEST_CASE("stanzas, options, comments and continuation lines")
     {
-        const auto file = InterfacesFile::parse(fixture("pve-comments.interfaces"));
+        const auto file = InterfacesFile::parse(edit_fixture("pve-comments.interfaces"));
         const auto vmbr0 = file.find("vmbr0", "inet");
         REQUIRE(vmbr0);
         CHECK(vmbr0->method == "static");
@@ -90,7 +90,7 @@ TEST_SUITE("format::InterfacesFile")
 
     TEST_CASE("source, source-directory and mapping are kept as keywords")
     {
-        const auto file = InterfacesFile::parse(fixture("pve-source.interfaces"));
+        const auto file = InterfacesFile::parse(edit_fixture("pve-source.interfaces"));
         CHECK(file.sources()
               == std::vector<std::string>{"/etc/network/interfaces.d", "/etc/network/interfaces.d/*.cfg", "/etc/network/interfaces.d/*"});
         CHECK(file.stray_lines().empty());
@@ -122,10 +122,10 @@ TEST_SUITE("plan::edit_bond_bridge")
 {
     TEST_CASE("the seed's bond under vmbr0 from a fresh PVE file matches the hand-written golden file")
     {
-        const auto out = edit(fixture("pve-fresh.interfaces"), seed_spec());
+        const auto out = edit(edit_fixture("pve-fresh.interfaces"), seed_spec());
         CHECK(out.refusals.empty());
         CHECK(out.changed);
-        CHECK(out.text == fixture("seed-bond.expected"));
+        CHECK(out.text == edit_fixture("seed-bond.expected"));
         // The seed puts layer2+3 on balance-alb; PVE writes it only for balance-xor/802.3ad.
         REQUIRE(out.warnings.size() == 1);
         CHECK(out.warnings[0].find("ignored") != std::string::npos);
@@ -136,10 +136,10 @@ TEST_SUITE("plan::edit_bond_bridge")
 
     TEST_CASE("applying the same request to the result changes nothing")
     {
-        const auto out = edit(fixture("seed-bond.expected"), seed_spec());
+        const auto out = edit(edit_fixture("seed-bond.expected"), seed_spec());
         CHECK(out.refusals.empty());
         CHECK_FALSE(out.changed);
-        CHECK(out.text == fixture("seed-bond.expected"));
+        CHECK(out.text == edit_fixture("seed-bond.expected"));
     }
 
     TEST_CASE("the seed's own file is corrected: bond inet static without address, vmbr0 inet dhcp with an address")
@@ -164,7 +164,7 @@ TEST_SUITE("plan::edit_bond_bridge")
         auto spec = seed_spec();
         spec.mode = "802.3ad";
         spec.vlan_aware = true;
-        const auto out = edit(fixture("pve-fresh.interfaces"), spec);
+        const auto out = edit(edit_fixture("pve-fresh.interfaces"), spec);
         REQUIRE(out.refusals.empty());
         CHECK(out.warnings.empty());
         CHECK(has_line(out.text, "\tbond-mode 802.3ad"));
@@ -175,7 +175,7 @@ TEST_SUITE("plan::edit_bond_bridge")
 
     TEST_CASE("bridge-vlan-aware no is removed, never written")
     {
-        std::string text = fixture("pve-fresh.interfaces");
+        std::string text = edit_fixture("pve-fresh.interfaces");
         text.replace(text.find("\tbridge-fd 0\n"), 13, "\tbridge-fd 0\n\tbridge-vlan-aware no\n");
         const auto out = edit(text, seed_spec());
         REQUIRE(out.refusals.empty());
@@ -190,7 +190,7 @@ TEST_SUITE("plan::edit_bond_bridge")
         spec.xmit_hash_policy.reset();
         spec.address.reset();
         spec.gateway.reset();
-        const std::string before = fixture("pve-vlans.interfaces");
+        const std::string before = edit_fixture("pve-vlans.interfaces");
         const auto out = edit(before, spec);
         REQUIRE(out.refusals.empty());
         CHECK(has_line(out.text, "\tbridge-ports bond0"));
@@ -210,7 +210,7 @@ TEST_SUITE("plan::edit_bond_bridge")
         spec.gateway.reset();
         spec.mode = "balance-rr";
         spec.xmit_hash_policy.reset();
-        const auto out = edit(fixture("pve-source.interfaces"), spec);
+        const auto out = edit(edit_fixture("pve-source.interfaces"), spec);
         REQUIRE(out.refusals.empty());
         CHECK(has_line(out.text, "iface enp66s0f0 inet manual"));
         CHECK(has_line(out.text, "iface vmbr0 inet static"));
@@ -229,7 +229,7 @@ TEST_SUITE("plan::edit_bond_bridge")
         auto spec = seed_spec();
         spec.address = "192.168.1.10/24";
         spec.gateway.reset();
-        const auto out = edit(fixture("pve-source.interfaces"), spec);
+        const auto out = edit(edit_fixture("pve-source.interfaces"), spec);
         REQUIRE(out.refusals.empty());
         CHECK(has_line(out.text, "\taddress 192.168.1.10/24"));
         CHECK(has_line(out.text, "\tgateway 192.168.1.1")); // the port's gateway is inside the new subnet
@@ -242,7 +242,7 @@ TEST_SUITE("plan::edit_bond_bridge")
 
     TEST_CASE("conflicts are refused and the text is unchanged")
     {
-        const std::string vlans = fixture("pve-vlans.interfaces");
+        const std::string vlans = edit_fixture("pve-vlans.interfaces");
         auto spec = seed_spec();
         spec.address.reset();
         spec.gateway.reset();
@@ -294,7 +294,7 @@ TEST_SUITE("plan::edit_bond_bridge")
         spec.slaves = {"eno1", "eno2"};
         spec.address.reset();
         spec.gateway.reset();
-        const auto out = edit(fixture("crlf-dhcp.interfaces"), spec);
+        const auto out = edit(edit_fixture("crlf-dhcp.interfaces"), spec);
         REQUIRE(out.refusals.empty());
         CHECK(out.text.find("auto bond0\r\niface bond0 inet manual\r\n") != std::string::npos);
         CHECK(out.text.find("iface eno2 inet manual\r\n") != std::string::npos);

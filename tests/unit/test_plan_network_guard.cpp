@@ -26,12 +26,12 @@ const char* k_route_vmbr0 = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tM
 const char* k_route_other = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
                             "eno9\t00000000\t01000A0A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n";
 
-struct Host
+struct GuardHost
 {
     TempDir root;
     scan::Inventory inventory;
 
-    Host()
+    GuardHost()
     {
         root.write("etc/network/interfaces", k_fresh);
         int fn = 0;
@@ -68,7 +68,7 @@ plan::Request seed_request()
     return req;
 }
 
-plan::Plan run(const Host& host, const plan::Request& req)
+plan::Plan run(const GuardHost& host, const plan::Request& req)
 {
     const auto fs = host.fs();
     plan::DataDir data(fs, std::nullopt);
@@ -79,7 +79,7 @@ plan::Plan run(const Host& host, const plan::Request& req)
     return p;
 }
 
-Errc usage_code(const Host& host, const plan::Request& req)
+Errc usage_code(const GuardHost& host, const plan::Request& req)
 {
     try {
         run(host, req);
@@ -95,7 +95,7 @@ TEST_SUITE("plan::plan_network")
 {
     TEST_CASE("bad input is a usage error and nothing is planned")
     {
-        Host host;
+        GuardHost host;
         auto req = seed_request();
         req.network->bond_slaves = {"enp66s0f0", "eth7"};
         CHECK(usage_code(host, req) == Errc::usage);
@@ -129,7 +129,7 @@ TEST_SUITE("plan::plan_network")
 
     TEST_CASE("staged in interfaces.new, read from interfaces")
     {
-        Host host;
+        GuardHost host;
         const auto p = run(host, seed_request());
         REQUIRE_FALSE(p.refused());
         REQUIRE(p.files.size() == 1);
@@ -144,7 +144,7 @@ TEST_SUITE("plan::plan_network")
 
     TEST_CASE("an existing interfaces.new is the base, as in PVE")
     {
-        Host host;
+        GuardHost host;
         const std::string pending = std::string(k_fresh) + "\n# pending edit from the GUI\n";
         host.root.write("etc/network/interfaces.new", pending);
         const auto p = run(host, seed_request());
@@ -161,7 +161,7 @@ TEST_SUITE("plan::plan_network")
 
     TEST_CASE("a bridge defined in a sourced file is refused")
     {
-        Host host;
+        GuardHost host;
         host.root.write("etc/network/interfaces.d/vmbr0", "auto vmbr0\niface vmbr0 inet manual\n");
         const auto p = run(host, seed_request());
         REQUIRE(p.refused());
@@ -173,7 +173,7 @@ TEST_SUITE("plan::plan_network")
     {
         for (const char* how : {"source /etc/network/nested.d/*\n", "source nested.d/b*\n", "source-directory /etc/network/nested.d\n"}) {
             CAPTURE(how);
-            Host host;
+            GuardHost host;
             host.root.write("etc/network/interfaces.d/mid", std::string("# sourced by interfaces\n") + how);
             host.root.write("etc/network/nested.d/bridge", "auto vmbr0\niface vmbr0 inet manual\n");
             const auto p = run(host, seed_request());
@@ -185,7 +185,7 @@ TEST_SUITE("plan::plan_network")
 
     TEST_CASE("source-directory reads only the names ifupdown2 reads")
     {
-        Host host;
+        GuardHost host;
         host.root.write("etc/network/interfaces.d/mid", "source-directory /etc/network/nested.d\n");
         host.root.write("etc/network/nested.d/vmbr0.bak", "auto vmbr0\niface vmbr0 inet manual\n");
         host.root.write("etc/network/nested.d/.hidden", "auto vmbr0\niface vmbr0 inet manual\n");
@@ -194,7 +194,7 @@ TEST_SUITE("plan::plan_network")
 
     TEST_CASE("sourced files in a loop, too deep or too many are refused, never followed for ever")
     {
-        Host host;
+        GuardHost host;
         host.root.write("etc/network/interfaces.d/a", "source /etc/network/interfaces.d/b\n");
         host.root.write("etc/network/interfaces.d/b", "source /etc/network/interfaces\n");
         auto p = run(host, seed_request());
@@ -202,7 +202,7 @@ TEST_SUITE("plan::plan_network")
         CHECK(p.refusals[0].message.find("in a loop") != std::string::npos);
         CHECK(p.refusals[0].message.find("/etc/network/interfaces.d/b -> /etc/network/interfaces") != std::string::npos);
 
-        Host deep;
+        GuardHost deep;
         for (int i = 0; i < 12; ++i) {
             deep.root.write("etc/network/deep/" + std::to_string(i), "source /etc/network/deep/" + std::to_string(i + 1) + "\n");
         }
@@ -213,7 +213,7 @@ TEST_SUITE("plan::plan_network")
 
         // a file that sources a directory of files that all source the next
         // directory: no loop, but exponentially many reads
-        Host wide;
+        GuardHost wide;
         for (int d = 0; d < 4; ++d) {
             for (int f = 0; f < 8; ++f) {
                 wide.root.write("etc/network/w" + std::to_string(d) + "/f" + std::to_string(f),
@@ -228,7 +228,7 @@ TEST_SUITE("plan::plan_network")
 
     TEST_CASE("--apply-network touching the default route needs --confirm-timeout")
     {
-        Host host;
+        GuardHost host;
         host.root.write("proc/net/route", k_route_vmbr0);
         auto req = seed_request();
         req.network->apply = plan::ApplyNetwork::now;
@@ -250,7 +250,7 @@ TEST_SUITE("plan::plan_network")
 
     TEST_CASE("--apply-network away from the default route needs no guard; unreadable routes do (fail closed)")
     {
-        Host host;
+        GuardHost host;
         host.root.write("proc/net/route", k_route_other);
         auto req = seed_request();
         req.network->apply = plan::ApplyNetwork::now;
@@ -261,7 +261,7 @@ TEST_SUITE("plan::plan_network")
 
     TEST_CASE("--apply-network with a pending interfaces.new removes it")
     {
-        Host host;
+        GuardHost host;
         host.root.write("proc/net/route", k_route_other);
         host.root.write("etc/network/interfaces.new", k_fresh);
         auto req = seed_request();
@@ -278,7 +278,7 @@ TEST_SUITE("plan::assess_lockout")
 {
     TEST_CASE("the SSH session's server address on a touched interface")
     {
-        Host host;
+        GuardHost host;
         host.root.write("proc/net/route", k_route_other);
         const auto fs = host.fs();
         const auto file = format::InterfacesFile::parse(k_fresh);

@@ -16,7 +16,7 @@ using namespace passthru;
 
 namespace {
 
-util::HostFs fixture_fs(const std::string& name)
+util::HostFs pinning_fixture_fs(const std::string& name)
 {
     auto fs = util::HostFs::open(std::filesystem::path(PASSTHRU_FIXTURES_DIR) / "hosts" / name);
     REQUIRE(fs);
@@ -37,7 +37,7 @@ scan::Inventory inventory_of(const util::HostFs& fs)
 
 TEST_CASE("the 9.1 installer's pins are read with their MACs")
 {
-    const auto fs = fixture_fs("pve91-epyc-4x2080ti-zfs");
+    const auto fs = pinning_fixture_fs("pve91-epyc-4x2080ti-zfs");
     std::vector<std::string> warnings;
     const auto pins = plan::read_pinned_nics(fs, warnings);
     CHECK(warnings.empty());
@@ -54,7 +54,7 @@ TEST_CASE("the 9.1 installer's pins are read with their MACs")
 
 TEST_CASE("--pin-nics names the 9.2 host's NICs nic0, nic1 in PCI order, matched by MAC")
 {
-    const auto fs = fixture_fs("pve92-epyc-4x2080ti");
+    const auto fs = pinning_fixture_fs("pve92-epyc-4x2080ti");
     const auto inv = inventory_of(fs);
     const auto change = plan::plan_pins(inv, {});
     CHECK(change.rename == std::map<std::string, std::string>{{"enp66s0f0", "nic0"}, {"enp66s0f1", "nic1"}});

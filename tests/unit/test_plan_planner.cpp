@@ -15,7 +15,7 @@ using namespace passthru;
 
 namespace {
 
-scan::Inventory fixture(const std::string& name)
+scan::Inventory planner_fixture(const std::string& name)
 {
     auto fs = util::HostFs::open(std::filesystem::path(PASSTHRU_FIXTURES_DIR) / "hosts" / name);
     REQUIRE(fs);
@@ -50,7 +50,7 @@ TEST_SUITE("plan::planner")
 {
     TEST_CASE("--gpus selects by all, index, slot or function, in inventory order")
     {
-        const auto inv = fixture("epyc-4x2080ti");
+        const auto inv = planner_fixture("epyc-4x2080ti");
         const std::vector<std::string> all{"0000:01:00", "0000:41:00", "0000:81:00", "0000:82:00"};
         CHECK(slots(inv, "all") == all);
         CHECK(slots(inv, "2,0") == std::vector<std::string>{"0000:01:00", "0000:81:00"});
@@ -62,7 +62,7 @@ TEST_SUITE("plan::planner")
 
     TEST_CASE("--gpus that selects nothing names the token and the way out")
     {
-        const auto inv = fixture("epyc-4x2080ti");
+        const auto inv = planner_fixture("epyc-4x2080ti");
         CHECK(refusal(inv, "7").find("there is no GPU 7") != std::string::npos);
         CHECK(refusal(inv, "all,0").find("cannot be combined") != std::string::npos);
         CHECK(refusal(inv, "gpu0").find("neither an index, a slot address nor 'all'") != std::string::npos);
@@ -73,7 +73,7 @@ TEST_SUITE("plan::planner")
 
     TEST_CASE("--gpus all takes NVIDIA cards only; other display cards go by slot")
     {
-        const auto inv = fixture("qemu-intel");
+        const auto inv = planner_fixture("qemu-intel");
         CHECK(refusal(inv, "all").find("no NVIDIA GPU") != std::string::npos);
         CHECK(slots(inv, "0000:04:00") == std::vector<std::string>{"0000:04:00"});
         CHECK(slots(inv, "1") == std::vector<std::string>{"0000:04:00"});
@@ -84,7 +84,7 @@ TEST_SUITE("plan::planner")
         const auto root = std::filesystem::path(PASSTHRU_FIXTURES_DIR) / "hosts" / "epyc-4x2080ti";
         auto fs = util::HostFs::open(root);
         REQUIRE(fs);
-        const auto inv = fixture("epyc-4x2080ti");
+        const auto inv = planner_fixture("epyc-4x2080ti");
         const plan::DataDir data(*fs, std::nullopt);
         plan::Request request;
         request.vm = "101";
@@ -104,7 +104,7 @@ TEST_SUITE("plan::planner")
         const auto root = std::filesystem::path(PASSTHRU_FIXTURES_DIR) / "hosts" / "vgpu-epyc";
         auto fs = util::HostFs::open(root);
         REQUIRE(fs);
-        const auto inv = fixture("vgpu-epyc");
+        const auto inv = planner_fixture("vgpu-epyc");
         REQUIRE(inv.host.vgpu_host());
         CHECK(slots(inv, "all") == std::vector<std::string>{"0000:01:00", "0000:41:00"}); // VFs are no cards
         const plan::DataDir data(*fs, std::nullopt);

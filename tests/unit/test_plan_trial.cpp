@@ -15,7 +15,7 @@ using namespace passthru;
 
 namespace {
 
-test::ScannedFixture fixture(const std::string& name)
+test::ScannedFixture trial_fixture(const std::string& name)
 {
     auto f = test::scan_fixture(name);
     REQUIRE(f);
@@ -32,7 +32,7 @@ plan::Request trial_request(const std::string& gpus, std::optional<int> minutes 
     return r;
 }
 
-const plan::FileChange* file(const plan::Plan& p, std::string_view path)
+const plan::FileChange* trial_file(const plan::Plan& p, std::string_view path)
 {
     auto it = std::find_if(p.files.begin(), p.files.end(), [&](const plan::FileChange& f) { return f.path == path; });
     return it == p.files.end() ? nullptr : &*it;
@@ -58,14 +58,14 @@ TEST_SUITE("plan/trial")
 {
     TEST_CASE("by id: the binding goes on the trial entry, the default entry's files stay, grub-reboot selects it once")
     {
-        auto f = fixture("epyc-4x2080ti");
+        auto f = trial_fixture("epyc-4x2080ti");
         const plan::DataDir data(f.fs, std::nullopt);
         const auto p = plan::make_plan(f.inventory, f.fs, data, trial_request("all", 7));
         REQUIRE(p);
         REQUIRE_FALSE(p->refused());
-        CHECK(file(*p, "/etc/default/grub.d/passthru.cfg") == nullptr);
-        CHECK(file(*p, "/etc/default/grub") == nullptr);
-        const auto* script = file(*p, plan::k_trial_grub_script);
+        CHECK(trial_file(*p, "/etc/default/grub.d/passthru.cfg") == nullptr);
+        CHECK(trial_file(*p, "/etc/default/grub") == nullptr);
+        const auto* script = trial_file(*p, plan::k_trial_grub_script);
         REQUIRE(script != nullptr);
         CHECK(script->mode == 0755);
         CHECK(contains(script->after, "passthru.trial systemd.wants=passthru-trial.timer"));
@@ -73,16 +73,16 @@ TEST_SUITE("plan/trial")
         CHECK(contains(script->after, "modprobe.blacklist=nouveau,nvidia"));
         CHECK(contains(script->after, "'amd_iommu=on') ;;")); // removed from the trial entry only
         CHECK(contains(script->after, "vmlinuz-6.2.16-3-pve"));
-        const auto* conf = file(*p, "/etc/modprobe.d/passthru-vfio.conf");
+        const auto* conf = trial_file(*p, "/etc/modprobe.d/passthru-vfio.conf");
         REQUIRE(conf != nullptr);
         CHECK_FALSE(contains(conf->after, "\noptions vfio-pci ids="));
         CHECK_FALSE(contains(conf->after, "\nblacklist "));
         CHECK(contains(conf->after, "\nsoftdep nouveau pre: vfio-pci"));
-        const auto* timer = file(*p, plan::k_trial_timer);
+        const auto* timer = trial_file(*p, plan::k_trial_timer);
         REQUIRE(timer != nullptr);
         CHECK(contains(timer->after, "OnBootSec=7min"));
         CHECK(contains(timer->after, "ConditionKernelCommandLine=passthru.trial"));
-        const auto* service = file(*p, plan::k_trial_service);
+        const auto* service = trial_file(*p, plan::k_trial_service);
         REQUIRE(service != nullptr);
         CHECK(contains(service->after, "ConditionPathExists=/etc/grub.d/42_passthru_trial"));
         const auto cmds = argvs(*p);
@@ -96,18 +96,18 @@ TEST_SUITE("plan/trial")
 
     TEST_CASE("the fallback: a revert unit that every boot starts and that acts only without the marker")
     {
-        auto f = fixture("epyc-4x2080ti");
+        auto f = trial_fixture("epyc-4x2080ti");
         const plan::DataDir data(f.fs, std::nullopt);
         const auto p = plan::make_plan(f.inventory, f.fs, data, trial_request("all"));
         REQUIRE(p);
         REQUIRE_FALSE(p->refused());
-        const auto* revert = file(*p, plan::k_trial_revert);
+        const auto* revert = trial_file(*p, plan::k_trial_revert);
         REQUIRE(revert != nullptr);
         CHECK(revert->mode == 0644);
         CHECK(contains(revert->after, "\nConditionKernelCommandLine=!passthru.trial\n"));
         CHECK(contains(revert->after, "\nType=oneshot\n"));
         CHECK(contains(revert->after, "\nExecStart=passthru rollback --trial-fallback\n"));
-        const auto* dropin = file(*p, plan::k_trial_dropin);
+        const auto* dropin = trial_file(*p, plan::k_trial_dropin);
         REQUIRE(dropin != nullptr);
         CHECK(contains(dropin->after, "\n[Unit]\nWants=passthru-trial-revert.service\nAfter=passthru-trial-revert.service\n"));
         const auto files = plan::trial_files();
@@ -117,13 +117,13 @@ TEST_SUITE("plan/trial")
 
     TEST_CASE("by address: the install hook binds only with the marker on /proc/cmdline")
     {
-        auto f = fixture("qemu-intel");
+        auto f = trial_fixture("qemu-intel");
         const plan::DataDir data(f.fs, std::nullopt);
         const auto p = plan::make_plan(f.inventory, f.fs, data, trial_request("0000:04:00"));
         REQUIRE(p);
         REQUIRE_FALSE(p->refused());
         CHECK(p->binding == "address");
-        const auto* conf = file(*p, "/etc/modprobe.d/passthru-vfio.conf");
+        const auto* conf = trial_file(*p, "/etc/modprobe.d/passthru-vfio.conf");
         REQUIRE(conf != nullptr);
         const std::string guard = "install vfio-pci \\\n  case \" $(cat /proc/cmdline) \" in *\" passthru.trial \"*) ;; *) exec "
                                   "/sbin/modprobe --ignore-install vfio-pci $CMDLINE_OPTS ;; esac; \\\n";
@@ -133,14 +133,14 @@ TEST_SUITE("plan/trial")
 
     TEST_CASE("systemd-boot: an own loader entry staged under /etc, /etc/kernel/cmdline untouched, the helper selects it once")
     {
-        auto zfs = fixture("epyc-4x2080ti-zfs");
+        auto zfs = trial_fixture("epyc-4x2080ti-zfs");
         const plan::DataDir data(zfs.fs, std::nullopt);
         const auto p = plan::make_plan(zfs.inventory, zfs.fs, data, trial_request("all", 7));
         REQUIRE(p);
         REQUIRE_FALSE(p->refused());
-        CHECK(file(*p, "/etc/kernel/cmdline") == nullptr);
-        CHECK(file(*p, plan::k_trial_grub_script) == nullptr);
-        const auto* entry = file(*p, plan::k_trial_loader_entry);
+        CHECK(trial_file(*p, "/etc/kernel/cmdline") == nullptr);
+        CHECK(trial_file(*p, plan::k_trial_grub_script) == nullptr);
+        const auto* entry = trial_file(*p, plan::k_trial_loader_entry);
         REQUIRE(entry != nullptr);
         CHECK(entry->mode == 0644);
         CHECK(contains(entry->after, "\ntitle passthru trial\nversion 6.8.12-4-pve\noptions root=ZFS=rpool/ROOT/pve-1 boot=zfs "));
@@ -155,12 +155,12 @@ TEST_SUITE("plan/trial")
         CHECK(options->find(" modprobe.blacklist=nouveau,nvidia ") != std::string::npos);
         CHECK(options->ends_with(" passthru.trial systemd.wants=passthru-trial.timer"));
         CHECK(std::count(lines.begin(), lines.end(), std::string("title passthru trial")) == 1);
-        const auto* service = file(*p, plan::k_trial_service);
+        const auto* service = trial_file(*p, plan::k_trial_service);
         REQUIRE(service != nullptr);
         CHECK(contains(service->after, "\nConditionPathExists=/etc/passthru/trial-loader-entry.conf\n"));
         CHECK_FALSE(contains(service->after, "grub-editenv"));
-        CHECK(file(*p, plan::k_trial_revert) != nullptr);
-        CHECK(file(*p, plan::k_trial_dropin) != nullptr);
+        CHECK(trial_file(*p, plan::k_trial_revert) != nullptr);
+        CHECK(trial_file(*p, plan::k_trial_dropin) != nullptr);
         const auto cmds = argvs(*p);
         REQUIRE(cmds.size() >= 3);
         CHECK(cmds[cmds.size() - 3].starts_with("update-initramfs "));
@@ -177,13 +177,13 @@ TEST_SUITE("plan/trial")
 
     TEST_CASE("GRUB: the watchdog names the GRUB script and clears next_entry")
     {
-        auto f = fixture("epyc-4x2080ti");
+        auto f = trial_fixture("epyc-4x2080ti");
         const plan::DataDir data(f.fs, std::nullopt);
         const auto p = plan::make_plan(f.inventory, f.fs, data, trial_request("all"));
         REQUIRE(p);
         REQUIRE_FALSE(p->refused());
-        CHECK(file(*p, plan::k_trial_loader_entry) == nullptr);
-        const auto* service = file(*p, plan::k_trial_service);
+        CHECK(trial_file(*p, plan::k_trial_loader_entry) == nullptr);
+        const auto* service = trial_file(*p, plan::k_trial_service);
         REQUIRE(service != nullptr);
         CHECK(contains(service->after, "\nExecStartPre=-/usr/bin/grub-editenv /boot/grub/grubenv unset next_entry\n"));
         CHECK(plan::trial_reboot_step(*p).starts_with("GRUB boots the trial entry 'passthru-trial' once"));
@@ -191,7 +191,7 @@ TEST_SUITE("plan/trial")
 
     TEST_CASE("refused: network changes")
     {
-        auto grub = fixture("epyc-4x2080ti");
+        auto grub = trial_fixture("epyc-4x2080ti");
         const plan::DataDir data2(grub.fs, std::nullopt);
         auto r = trial_request("all");
         r.network = plan::NetworkRequest{};
@@ -205,14 +205,14 @@ TEST_SUITE("plan/trial")
 
     TEST_CASE("a plan without --trial is the normal plan")
     {
-        auto f = fixture("epyc-4x2080ti");
+        auto f = trial_fixture("epyc-4x2080ti");
         const plan::DataDir data(f.fs, std::nullopt);
         const auto p = plan::make_plan(f.inventory, f.fs, data, trial_request("all", std::nullopt));
         REQUIRE(p);
-        CHECK(file(*p, plan::k_trial_grub_script) == nullptr);
-        CHECK(file(*p, "/etc/default/grub.d/passthru.cfg") != nullptr);
+        CHECK(trial_file(*p, plan::k_trial_grub_script) == nullptr);
+        CHECK(trial_file(*p, "/etc/default/grub.d/passthru.cfg") != nullptr);
         CHECK(p->trial_args.empty());
-        const auto* conf = file(*p, "/etc/modprobe.d/passthru-vfio.conf");
+        const auto* conf = trial_file(*p, "/etc/modprobe.d/passthru-vfio.conf");
         REQUIRE(conf != nullptr);
         CHECK(contains(conf->after, "\noptions vfio-pci ids=10de:10f7,10de:1ad6,10de:1ad7,10de:1e07"));
         CHECK_FALSE(contains(conf->after, "passthru.trial"));
@@ -220,33 +220,33 @@ TEST_SUITE("plan/trial")
 
     TEST_CASE("confirm plans the normal configuration for the trial's request")
     {
-        auto f = fixture("epyc-4x2080ti");
+        auto f = trial_fixture("epyc-4x2080ti");
         const plan::DataDir data(f.fs, std::nullopt);
         const auto p = plan::make_confirm_plan(f.inventory, f.fs, data, trial_request("all"));
         REQUIRE(p);
         REQUIRE_FALSE(p->refused());
         CHECK_FALSE(p->request.trial_minutes.has_value());
-        CHECK(file(*p, "/etc/default/grub.d/passthru.cfg") != nullptr);
-        CHECK(file(*p, plan::k_trial_grub_script) == nullptr); // nothing to remove on a host without a trial
+        CHECK(trial_file(*p, "/etc/default/grub.d/passthru.cfg") != nullptr);
+        CHECK(trial_file(*p, plan::k_trial_grub_script) == nullptr); // nothing to remove on a host without a trial
         const auto cmds = argvs(*p);
         CHECK(std::find(cmds.begin(), cmds.end(), "grub-reboot passthru-trial") == cmds.end());
     }
 
     TEST_CASE("confirm on systemd-boot: the arguments go into /etc/kernel/cmdline and the refresh runs")
     {
-        auto zfs = fixture("epyc-4x2080ti-zfs");
+        auto zfs = trial_fixture("epyc-4x2080ti-zfs");
         const plan::DataDir data(zfs.fs, std::nullopt);
         const auto p = plan::make_confirm_plan(zfs.inventory, zfs.fs, data, trial_request("all"));
         REQUIRE(p);
         REQUIRE_FALSE(p->refused());
-        const auto* cmdline = file(*p, "/etc/kernel/cmdline");
+        const auto* cmdline = trial_file(*p, "/etc/kernel/cmdline");
         REQUIRE(cmdline != nullptr);
         CHECK(contains(cmdline->after, "iommu=pt"));
         CHECK_FALSE(contains(cmdline->after, "passthru.trial"));
         const auto cmds = argvs(*p);
         CHECK(std::find(cmds.begin(), cmds.end(), "proxmox-boot-tool refresh") != cmds.end());
         // Nothing of a trial on this tree: nothing to remove, no helper to run.
-        CHECK(file(*p, plan::k_trial_loader_entry) == nullptr);
+        CHECK(trial_file(*p, plan::k_trial_loader_entry) == nullptr);
         CHECK(
             std::none_of(cmds.begin(), cmds.end(), [](const std::string& c) { return c.find("trial-loader-entry") != std::string::npos; }));
     }

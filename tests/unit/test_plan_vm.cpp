@@ -42,10 +42,10 @@ std::filesystem::path golden_dir()
 }
 
 // A copy of a fixture host, scanned and planned.
-struct Host
+struct VmHost
 {
     test::TempDir dir;
-    explicit Host(const char* fixture) { test::copy_tree(std::filesystem::path(PASSTHRU_FIXTURES_DIR) / "hosts" / fixture, dir.path()); }
+    explicit VmHost(const char* fixture) { test::copy_tree(std::filesystem::path(PASSTHRU_FIXTURES_DIR) / "hosts" / fixture, dir.path()); }
     Result<plan::Plan> plan(const plan::Request& req) const
     {
         auto fs = util::HostFs::open(dir.path()).value();
@@ -222,7 +222,7 @@ TEST_SUITE("plan::vm")
 {
     TEST_CASE("an existing VM gets one function-less hostpci per card and keeps its other lines")
     {
-        Host host("epyc-4x2080ti");
+        VmHost host("epyc-4x2080ti");
         host.dir.write("etc/pve/qemu-server/101.conf", read_text(golden_dir() / "snapshots-pending.conf"));
         const auto p = host.plan(vm_request(101));
         REQUIRE(p);
@@ -248,7 +248,7 @@ TEST_SUITE("plan::vm")
     {
         SUBCASE("lock")
         {
-            Host host("epyc-4x2080ti");
+            VmHost host("epyc-4x2080ti");
             host.dir.write("etc/pve/qemu-server/101.conf", "cores: 4\nlock: migrate\n");
             const auto p = host.plan(vm_request(101));
             REQUIRE(p);
@@ -257,7 +257,7 @@ TEST_SUITE("plan::vm")
         }
         SUBCASE("running")
         {
-            Host host("epyc-4x2080ti");
+            VmHost host("epyc-4x2080ti");
             host.dir.write("etc/pve/qemu-server/101.conf", "cores: 4\n");
             host.dir.write("run/qemu-server/101.pid", "777\n");
             host.dir.write("proc/777/cmdline", std::string("kvm\0-pidfile\0/var/run/qemu-server/101.pid\0", 42));
@@ -267,7 +267,7 @@ TEST_SUITE("plan::vm")
         }
         SUBCASE("another VM has the card through a mapping")
         {
-            Host host("epyc-4x2080ti");
+            VmHost host("epyc-4x2080ti");
             host.dir.write("etc/pve/qemu-server/101.conf", "cores: 4\n");
             host.dir.write("etc/pve/qemu-server/250.conf", "hostpci0: mapping=train,pcie=1\nmachine: q35\n");
             host.dir.write("etc/pve/mapping/pci.cfg", "train\n\tmap id=10de:1e07,node=pve,path=0000:81:00\n\n");
@@ -278,7 +278,7 @@ TEST_SUITE("plan::vm")
         SUBCASE("the VM's own [PENDING] hostpci names a selected card")
         {
             // Proxmox applies it at the next start: a second slot would pass the card twice.
-            Host host("epyc-4x2080ti");
+            VmHost host("epyc-4x2080ti");
             host.dir.write("etc/pve/qemu-server/101.conf", "cores: 4\n\n[PENDING]\nhostpci5: 0000:81:00.0;0000:81:00.1\n");
             const auto p = host.plan(vm_request(101));
             REQUIRE(p);
@@ -288,7 +288,7 @@ TEST_SUITE("plan::vm")
         }
         SUBCASE("a [PENDING] hostpci of another device does not count")
         {
-            Host host("epyc-4x2080ti");
+            VmHost host("epyc-4x2080ti");
             host.dir.write("etc/pve/qemu-server/101.conf", "cores: 4\n\n[PENDING]\nhostpci5: 0000:c1:00.0\n");
             const auto p = host.plan(vm_request(101));
             REQUIRE(p);
@@ -296,7 +296,7 @@ TEST_SUITE("plan::vm")
         }
         SUBCASE("the same mapping on another node does not count")
         {
-            Host host("epyc-4x2080ti");
+            VmHost host("epyc-4x2080ti");
             host.dir.write("etc/pve/qemu-server/101.conf", "cores: 4\n");
             host.dir.write("etc/pve/qemu-server/250.conf", "hostpci0: mapping=train,pcie=1\nmachine: q35\n");
             host.dir.write("etc/pve/mapping/pci.cfg", "train\n\tmap id=10de:1e07,node=other,path=0000:81:00\n\n");
@@ -306,7 +306,7 @@ TEST_SUITE("plan::vm")
         }
         SUBCASE("VMID")
         {
-            Host host("epyc-4x2080ti");
+            VmHost host("epyc-4x2080ti");
             const auto p = host.plan(vm_request(99));
             REQUIRE(p);
             CHECK(refused_with(*p, "outside 100-999999999"));
@@ -315,7 +315,7 @@ TEST_SUITE("plan::vm")
 
     TEST_CASE("a VM that does not exist is created by one qm create")
     {
-        Host host("epyc-4x2080ti");
+        VmHost host("epyc-4x2080ti");
         host.dir.write("etc/pve/storage.cfg", "lvmthin: local-lvm\n\tthinpool data\n\tvgname pve\n\tcontent rootdir,images\n");
         const auto p = host.plan(vm_request(130, "0000:01:00"));
         REQUIRE(p);
@@ -349,7 +349,7 @@ TEST_SUITE("plan::vm_libvirt")
                                 "  <devices>\n    <controller type='pci' index='0' model='pcie-root'/>\n  </devices>\n</domain>\n";
         REQUIRE(apply::define_domain_xml(uri, xml));
 
-        Host host("epyc-4x2080ti");
+        VmHost host("epyc-4x2080ti");
         plan::Request req;
         req.vm = "gpu-unit";
         req.gpus = "0000:01:00,0000:41:00";
@@ -406,7 +406,7 @@ TEST_SUITE("plan::vm_libvirt")
                                 "  <vcpu>2</vcpu>\n  <os>\n    <type arch='x86_64' machine='pc-q35-7.2'>hvm</type>\n  </os>\n"
                                 "  <devices>\n    <controller type='pci' index='0' model='pcie-root'/>\n  </devices>\n</domain>\n";
         REQUIRE(apply::define_domain_xml(uri, xml));
-        Host host("blackwell-5090");
+        VmHost host("blackwell-5090");
         plan::Request req;
         req.vm = "gpu-bar";
         req.gpus = "all";

@@ -11,7 +11,7 @@ using namespace passthru;
 
 namespace {
 
-std::string error_of(std::string_view text)
+std::string cutoffs_error_of(std::string_view text)
 {
     auto parsed = scan::parse_kernel_cutoffs(text, "k.json");
     REQUIRE_FALSE(parsed);
@@ -60,18 +60,18 @@ TEST_SUITE("scan::kernel_cutoffs")
     TEST_CASE("every break of the schema names the file and the field")
     {
         CHECK(scan::parse_kernel_cutoffs(k_good, "k.json"));
-        CHECK(error_of("{") == "k.json: not a JSON document");
-        CHECK(error_of(R"({"schema": "passthru.kernel-cutoffs/2"})").find("k.json: schema must be") == 0);
-        CHECK(error_of(R"({"schema": "passthru.kernel-cutoffs/1", "vfio_virqfd_in_vfio": "6.2", "intel_iommu_default_on": "6.8"})")
+        CHECK(cutoffs_error_of("{") == "k.json: not a JSON document");
+        CHECK(cutoffs_error_of(R"({"schema": "passthru.kernel-cutoffs/2"})").find("k.json: schema must be") == 0);
+        CHECK(cutoffs_error_of(R"({"schema": "passthru.kernel-cutoffs/1", "vfio_virqfd_in_vfio": "6.2", "intel_iommu_default_on": "6.8"})")
               == "k.json: sysfb_simple_framebuffer must be a kernel release \"MAJOR.MINOR\" (e.g. \"6.2\")");
         for (const char* bad : {"\"6\"", "\"6.\"", "\".2\"", "\"6.2.1\"", "\"v6.2\"", "6.2", "\"6.2-pve\""}) {
             const std::string text = R"({"schema": "passthru.kernel-cutoffs/1", "vfio_virqfd_in_vfio": )" + std::string(bad)
                                      + R"(, "intel_iommu_default_on": "6.8", "sysfb_simple_framebuffer": "5.15"})";
             CAPTURE(bad);
-            CHECK(error_of(text).find("k.json: vfio_virqfd_in_vfio must be a kernel release") == 0);
+            CHECK(cutoffs_error_of(text).find("k.json: vfio_virqfd_in_vfio must be a kernel release") == 0);
         }
         std::string extra(k_good);
         extra.insert(extra.size() - 1, R"(, "amd_iommu_default_on": "6.1")");
-        CHECK(error_of(extra) == "k.json: amd_iommu_default_on is not a field of passthru.kernel-cutoffs/1");
+        CHECK(cutoffs_error_of(extra) == "k.json: amd_iommu_default_on is not a field of passthru.kernel-cutoffs/1");
     }
 }

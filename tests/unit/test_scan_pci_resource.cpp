@@ -23,8 +23,8 @@ const char* const k_v100_32gb = "0x00000000c5000000 0x00000000c5ffffff 0x0000000
                                 "0x00000000c6000000 0x00000000c607ffff 0x0000000000046200\n"
                                 "0x0000000000000000 0x0000000000000000 0x0000000000000000\n";
 
-constexpr std::uint64_t k_gib = 1ULL << 30;
-constexpr std::uint64_t k_mib = 1ULL << 20;
+constexpr std::uint64_t k_resource_gib = 1ULL << 30;
+constexpr std::uint64_t k_resource_mib = 1ULL << 20;
 
 } // namespace
 
@@ -36,16 +36,16 @@ TEST_SUITE("scan::pci_resource")
         REQUIRE(bars);
         REQUIRE(bars->size() == 3);
         CHECK((*bars)[0].index == 0);
-        CHECK((*bars)[0].size == 16 * k_mib);
+        CHECK((*bars)[0].size == 16 * k_resource_mib);
         CHECK_FALSE((*bars)[0].is_64bit);
         CHECK_FALSE((*bars)[0].prefetchable);
         CHECK((*bars)[1].index == 1);
-        CHECK((*bars)[1].size == 32 * k_gib);
+        CHECK((*bars)[1].size == 32 * k_resource_gib);
         CHECK((*bars)[1].is_64bit);
         CHECK((*bars)[1].prefetchable);
         CHECK((*bars)[2].index == 3);
-        CHECK((*bars)[2].size == 32 * k_mib);
-        CHECK(scan::prefetchable64_bytes(*bars) == 32 * k_gib + 32 * k_mib);
+        CHECK((*bars)[2].size == 32 * k_resource_mib);
+        CHECK(scan::prefetchable64_bytes(*bars) == 32 * k_resource_gib + 32 * k_resource_mib);
     }
 
     TEST_CASE("garbage lines are skipped; a file without one well-formed line is nullopt")
@@ -56,7 +56,7 @@ TEST_SUITE("scan::pci_resource")
         REQUIRE(bars);
         REQUIRE(bars->size() == 1);
         CHECK(bars->front().index == 1);
-        CHECK(bars->front().size == 16 * k_gib);
+        CHECK(bars->front().size == 16 * k_resource_gib);
         // the SR-IOV lines (7-12) are not BARs of the function itself
         std::string vf_bar_only;
         for (int i = 0; i < 7; ++i) {
@@ -84,7 +84,7 @@ TEST_SUITE("scan::pci_resource")
         REQUIRE(inv);
         const auto* gpu = inv->find(*scan::PciAddress::parse("0000:01:00.0"));
         REQUIRE(gpu != nullptr);
-        CHECK(scan::prefetchable64_bytes(gpu->mem_bars) == 32 * k_gib + 32 * k_mib);
+        CHECK(scan::prefetchable64_bytes(gpu->mem_bars) == 32 * k_resource_gib + 32 * k_resource_mib);
         const auto* nic = inv->find(*scan::PciAddress::parse("0000:02:00.0"));
         REQUIRE(nic != nullptr);
         CHECK(nic->mem_bars.empty()); // not read: scan stays cheap

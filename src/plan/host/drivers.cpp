@@ -8,10 +8,10 @@ namespace passthru::plan::detail {
 
 namespace {
 
-constexpr std::string_view k_file = "host/drivers.json";
-constexpr std::string_view k_schema = "passthru.host-drivers/1";
+constexpr std::string_view k_drivers_file = "host/drivers.json";
+constexpr std::string_view k_drivers_schema = "passthru.host-drivers/1";
 
-struct SchemaError
+struct DriverSchemaError
 {
     std::string field;
     std::string what;
@@ -20,11 +20,11 @@ struct SchemaError
 std::optional<std::uint16_t> hex16(const nlohmann::json& j, const std::string& field, std::size_t digits)
 {
     if (!j.is_string()) {
-        throw SchemaError{field, "must be a string of " + std::to_string(digits) + " hex digits"};
+        throw DriverSchemaError{field, "must be a string of " + std::to_string(digits) + " hex digits"};
     }
     const auto text = j.get<std::string>();
     if (text.size() != digits || text.find_first_not_of("0123456789abcdef") != std::string::npos) {
-        throw SchemaError{field, "must be " + std::to_string(digits) + " lower-case hex digits, not '" + text + "'"};
+        throw DriverSchemaError{field, "must be " + std::to_string(digits) + " lower-case hex digits, not '" + text + "'"};
     }
     return static_cast<std::uint16_t>(std::stoul(text, nullptr, 16));
 }
@@ -37,26 +37,26 @@ bool valid_module(const std::string& name)
 HostDriver parse_driver(const nlohmann::json& j, const std::string& at)
 {
     if (!j.is_object()) {
-        throw SchemaError{at, "must be an object"};
+        throw DriverSchemaError{at, "must be an object"};
     }
     for (const auto& [key, value] : j.items()) {
         if (key != "module" && key != "claims" && key != "why" && key != "blacklist" && key != "framebuffer" && key != "since_kernel"
             && key != "vgpu_keep") {
-            throw SchemaError{at + "." + key, "is not a field of a driver"};
+            throw DriverSchemaError{at + "." + key, "is not a field of a driver"};
         }
     }
     HostDriver d;
     if (!j.contains("module") || !j["module"].is_string() || !valid_module(j["module"].get<std::string>())) {
-        throw SchemaError{at + ".module", "must be a kernel module name (lower-case letters, digits, '_' or '-')"};
+        throw DriverSchemaError{at + ".module", "must be a kernel module name (lower-case letters, digits, '_' or '-')"};
     }
     d.module = module_key(j["module"].get<std::string>());
     if (!j.contains("why") || !j["why"].is_string() || j["why"].get<std::string>().empty()) {
-        throw SchemaError{at + ".why", "must say why the driver matters"};
+        throw DriverSchemaError{at + ".why", "must say why the driver matters"};
     }
     d.why = j["why"].get<std::string>();
     for (const char* flag : {"blacklist", "framebuffer", "vgpu_keep"}) {
         if (j.contains(flag) && !j[flag].is_boolean()) {
-            throw SchemaError{at + "." + flag, "must be true or false"};
+            throw DriverSchemaError{at + "." + flag, "must be true or false"};
         }
     }
     d.blacklist = j.value("blacklist", false);
@@ -65,7 +65,7 @@ HostDriver parse_driver(const nlohmann::json& j, const std::string& at)
     if (j.contains("since_kernel")) {
         const auto version = j["since_kernel"].is_string() ? util::major_minor(j["since_kernel"].get<std::string>()) : std::nullopt;
         if (!version) {
-            throw SchemaError{at + ".since_kernel", "must be a kernel version such as \"6.15\""};
+            throw DriverSchemaError{at + ".since_kernel", "must be a kernel version such as \"6.15\""};
         }
         d.since_kernel = version;
     }
@@ -73,7 +73,7 @@ HostDriver parse_driver(const nlohmann::json& j, const std::string& at)
         const auto& c = j["claims"];
         const std::string cat = at + ".claims";
         if (!c.is_object() || c.empty()) {
-            throw SchemaError{cat, "must be an object with vendor, kind and/or class"};
+            throw DriverSchemaError{cat, "must be an object with vendor, kind and/or class"};
         }
         for (const auto& [key, value] : c.items()) {
             if (key == "vendor") {
@@ -82,11 +82,11 @@ HostDriver parse_driver(const nlohmann::json& j, const std::string& at)
                 d.class16 = hex16(value, cat + ".class", 4);
             } else if (key == "kind") {
                 if (value != "display") {
-                    throw SchemaError{cat + ".kind", "must be \"display\""};
+                    throw DriverSchemaError{cat + ".kind", "must be \"display\""};
                 }
                 d.kind = FunctionKind::display;
             } else {
-                throw SchemaError{cat + "." + key, "is not a field of claims (vendor, kind, class)"};
+                throw DriverSchemaError{cat + "." + key, "is not a field of claims (vendor, kind, class)"};
             }
         }
         d.claims_something = true;
@@ -158,42 +158,42 @@ std::string HostDriver::reason(const std::string& function) const
 
 Result<HostDriverData> load_host_drivers(const DataDir& data)
 {
-    auto text = data.read("profiles", k_file);
+    auto text = data.read("profiles", k_drivers_file);
     if (!text) {
         return tl::unexpected(text.error());
     }
-    const std::string where = data.origin("profiles", k_file).value_or("profiles/" + std::string(k_file));
+    const std::string where = data.origin("profiles", k_drivers_file).value_or("profiles/" + std::string(k_drivers_file));
     const auto doc = nlohmann::json::parse(*text, nullptr, false);
     if (doc.is_discarded()) {
         return fail(Errc::usage, where + ": not a JSON document");
     }
     try {
-        if (!doc.is_object() || doc.value("schema", "") != k_schema) {
-            throw SchemaError{"schema", "must be \"" + std::string(k_schema) + "\""};
+        if (!doc.is_object() || doc.value("schema", "") != k_drivers_schema) {
+            throw DriverSchemaError{"schema", "must be \"" + std::string(k_drivers_schema) + "\""};
         }
         HostDriverData out;
         if (!doc.contains("drivers") || !doc["drivers"].is_array()) {
-            throw SchemaError{"drivers", "must be a list"};
+            throw DriverSchemaError{"drivers", "must be a list"};
         }
         for (std::size_t i = 0; i < doc["drivers"].size(); ++i) {
             out.drivers.push_back(parse_driver(doc["drivers"][i], "drivers[" + std::to_string(i) + "]"));
         }
         if (doc.contains("driver_modules")) {
             if (!doc["driver_modules"].is_object()) {
-                throw SchemaError{"driver_modules", "must be an object"};
+                throw DriverSchemaError{"driver_modules", "must be an object"};
             }
             for (const auto& [driver, module] : doc["driver_modules"].items()) {
                 if (driver == "comment") {
                     continue;
                 }
                 if (!module.is_string() || !valid_module(module.get<std::string>())) {
-                    throw SchemaError{"driver_modules." + driver, "must be a kernel module name"};
+                    throw DriverSchemaError{"driver_modules." + driver, "must be a kernel module name"};
                 }
                 out.driver_modules[driver] = module_key(module.get<std::string>());
             }
         }
         return out;
-    } catch (const SchemaError& e) {
+    } catch (const DriverSchemaError& e) {
         return fail(Errc::usage, where + ": " + e.field + " " + e.what);
     }
 }
