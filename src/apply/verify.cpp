@@ -2,6 +2,7 @@
 #include "apply/verify.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 
 #include "format/pve_config.hpp"
@@ -77,6 +78,8 @@ struct Checks
     {
         rep.checks.push_back(VerifyCheck{ok, std::move(what), ok ? std::string() : std::move(fix)});
     }
+    // Neither proven nor failed (not checked, a group a running VM holds).
+    void note(std::string what) const { rep.checks.push_back(VerifyCheck{true, std::move(what), {}, true}); }
 };
 
 // Kernel command line: the arguments the plan added must be active.
@@ -165,6 +168,220 @@ void check_group(const scan::Inventory& inventory, const util::HostFs& fs, const
     }
 }
 
+// ---- what VFIO says of a group (docs/facts.md: vfio-api) ------------------
+
+std::string errno_text(int err)
+{
+    return std::strerror(err);
+}
+
+// "process 4242 (kvm, VM 101)": a process that has `node` open, from its
+// /proc/PID/fd links (readable as root), its comm and Proxmox's "-id N".
+std::string describe_process(const util::HostFs& fs, const std::string& pid)
+{
+    std::string out = "process " + pid;
+    std::vector<std::string> about;
+    if (auto comm = fs.read_attr("/proc/" + pid + "/comm")) {
+        about.push_back(*comm);
+    }
+    if (auto cmdline = fs.read_file("/proc/" + pid + "/cmdline")) {
+        const auto args = util::split(*cmdline, std::string_view("\0", 1));
+        for (std::size_t i = 0; i + 1 < args.size(); ++i) {
+            if (args[i] == "-id") {
+                about.push_back("VM " + args[i + 1]);
+                break;
+            }
+        }
+    }
+    return about.empty() ? out : out + " (" + util::join(about, ", ") + ")";
+}
+
+std::vector<std::string> holders_of(const util::HostFs& fs, const std::string& node)
+{
+    std::vector<std::string> out;
+    auto pids = fs.list_dir("/proc");
+    if (!pids) {
+        return out;
+    }
+    for (const auto& pid : *pids) {
+        if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) {
+            continue;
+        }
+        const std::string dir = "/proc/" + pid + "/fd";
+        auto fds = fs.list_dir(dir);
+        if (!fds) {
+            continue;
+        }
+        const bool holds = std::any_of(fds->begin(), fds->end(), [&](const std::string& fd) {
+            auto target = fs.read_link(dir + "/" + fd);
+            return target && *target == node;
+        });
+        if (holds) {
+            out.push_back(describe_process(fs, pid));
+        }
+    }
+    return out;
+}
+
+// The devices of group g that keep VFIO from calling it viable: on a driver
+// other than vfio-pci, pci-stub or pcieport (which lets VFIO own the group).
+std::vector<std::string> unviable_members(const scan::Inventory& inventory, int g)
+{
+    std::vector<std::string> out;
+    auto it = inventory.groups.find(g);
+    if (it == inventory.groups.end()) {
+        return out;
+    }
+    for (const auto& addr : it->second.devices) {
+        const auto* dev = inventory.find(addr);
+        if (dev != nullptr && dev->driver && *dev->driver != k_vfio && *dev->driver != "pci-stub" && *dev->driver != "pcieport") {
+            out.push_back(addr.str() + " (on " + *dev->driver + ")");
+        }
+    }
+    return out;
+}
+
+// The container's IOMMU: type1v2, else type1, as QEMU picks it.
+bool vfio_set_iommu(VfioGroupCalls& vfio, const std::string& what, const Checks& c)
+{
+    std::optional<VfioIommu> type;
+    for (const auto t : {VfioIommu::type1v2, VfioIommu::type1}) {
+        bool offered = false;
+        if (const int err = vfio.has_iommu(t, offered); err != 0) {
+            c.add(false, what + "VFIO_CHECK_EXTENSION fails: " + errno_text(err), "load vfio_iommu_type1 (modprobe vfio_iommu_type1)");
+            return false;
+        }
+        if (offered) {
+            type = t;
+            break;
+        }
+    }
+    if (!type) {
+        c.add(false, what + "the container offers no type1 IOMMU",
+              "load vfio_iommu_type1 (modprobe vfio_iommu_type1) and check that the IOMMU is on");
+        return false;
+    }
+    if (const int err = vfio.set_container(); err != 0) {
+        c.add(false, what + "VFIO_GROUP_SET_CONTAINER fails: " + errno_text(err),
+              "another process may be using the group; check dmesg for vfio messages");
+        return false;
+    }
+    if (const int err = vfio.set_iommu(*type); err != 0) {
+        c.add(false, what + "VFIO_SET_IOMMU fails: " + errno_text(err),
+              "check dmesg for DMAR / AMD-Vi errors; interrupt remapping or the IOMMU driver may refuse the group");
+        return false;
+    }
+    return true;
+}
+
+// The group and its container: open, viable, a type1 IOMMU. False (with the
+// check line said) when VFIO stops before the devices.
+bool vfio_attach(VfioGroupCalls& vfio, const scan::Inventory& inventory, const util::HostFs& fs, int g, const Checks& c)
+{
+    const std::string node = "/dev/vfio/" + std::to_string(g);
+    const std::string what = "VFIO cannot take IOMMU group " + std::to_string(g) + ": ";
+    if (const int err = vfio.open_group(); err != 0) {
+        if (err == EBUSY) {
+            const auto holders = holders_of(fs, node);
+            c.note(node + " is in use by " + (holders.empty() ? "another process" : util::join(holders, ", "))
+                   + ": this is what a running VM looks like, not a failure; VFIO was not asked further");
+        } else if (err != ENOENT) {
+            c.add(false, what + "opening " + node + " fails: " + errno_text(err),
+                  "run verify as root; the node belongs to VFIO (vfio-pci and vfio modules loaded)");
+        }
+        return false;
+    }
+    bool viable = false;
+    if (const int err = vfio.group_viable(viable); err != 0) {
+        c.add(false, what + "VFIO_GROUP_GET_STATUS fails: " + errno_text(err), "reload vfio-pci, or reboot");
+        return false;
+    }
+    if (!viable) {
+        const auto members = unviable_members(inventory, g);
+        c.add(false, what + "the group is not viable" + (members.empty() ? "" : ": " + util::join(members, ", ") + " on a host driver"),
+              "every device of the group must be on vfio-pci (or pci-stub, or no driver): pass those devices with the card, or "
+              "bind them to vfio-pci (driver_override), or move the card to a slot with its own group");
+        return false;
+    }
+    int version = -1;
+    if (const int err = vfio.open_container(version); err != 0 || version != vfio_api_version()) {
+        c.add(false,
+              what
+                  + (err != 0 ? "opening /dev/vfio/vfio fails: " + errno_text(err)
+                              : "/dev/vfio/vfio speaks VFIO API version " + std::to_string(version)),
+              "load the vfio module (modprobe vfio); check that /dev/vfio/vfio is VFIO's container node");
+        return false;
+    }
+    return vfio_set_iommu(vfio, what, c);
+}
+
+// Every planned function of group g through VFIO: its device descriptor,
+// its regions and interrupts. One line per group when all is well.
+void check_vfio(VfioGroupCalls& vfio, const scan::Inventory& inventory, const util::HostFs& fs, int g,
+                const std::vector<scan::PciAddress>& functions, const Checks& c)
+{
+    if (!vfio_attach(vfio, inventory, fs, g, c)) {
+        return;
+    }
+    std::vector<std::string> taken;
+    bool failed = false;
+    for (const auto& addr : functions) {
+        VfioDeviceInfo info;
+        if (const int err = vfio.device(addr.str(), info); err != 0) {
+            failed = true;
+            c.add(false, "VFIO cannot open " + addr.str() + " in IOMMU group " + std::to_string(g) + ": " + errno_text(err),
+                  err == ENODEV
+                      ? "the function is not a VFIO device of this group: bind it to vfio-pci, and check that it is still in group "
+                            + std::to_string(g)
+                      : "check dmesg for vfio-pci messages about " + addr.str());
+            continue;
+        }
+        if (info.region_err != 0) {
+            failed = true;
+            c.add(false,
+                  "VFIO refuses region " + std::to_string(info.refused_region) + " of " + addr.str() + ": " + errno_text(info.region_err),
+                  "check dmesg for vfio-pci messages about " + addr.str()
+                      + "; a BAR the firmware left unassigned needs the "
+                        "firmware's Above 4G decoding (or Resizable BAR off)");
+            continue;
+        }
+        taken.push_back(addr.str() + " (" + std::to_string(info.regions) + " regions, " + std::to_string(info.irqs) + " interrupt types)");
+    }
+    if (!failed) {
+        c.add(true, "VFIO takes IOMMU group " + std::to_string(g) + " (viable, type1 container): " + util::join(taken, ", "));
+    }
+}
+
+// What VFIO says of each group, on the live host only.
+void check_vfio_groups(const scan::Inventory& inventory, const util::HostFs& fs, const VerifyTarget& target, const std::set<int>& groups,
+                       const VfioOpener& opener, const Checks& c)
+{
+    for (int g : groups) {
+        const std::string node = "/dev/vfio/" + std::to_string(g);
+        if (!opener) {
+            c.note("VFIO's answer for IOMMU group " + std::to_string(g) + ": not checked (--root)");
+            continue;
+        }
+        if (!fs.exists(node)) {
+            auto cdevs = fs.list_dir("/dev/vfio/devices");
+            if (cdevs && !cdevs->empty()) {
+                c.note("VFIO's answer for IOMMU group " + std::to_string(g) + ": not checked: only the iommufd cdev (/dev/vfio/devices/"
+                       + cdevs->front() + "...) exists on this kernel, no " + node);
+            }
+            continue;
+        }
+        std::vector<scan::PciAddress> functions;
+        for (const auto& addr : target.functions) {
+            const auto* dev = inventory.find(addr);
+            if (dev != nullptr && dev->iommu_group == g) {
+                functions.push_back(addr);
+            }
+        }
+        auto vfio = opener(g);
+        check_vfio(*vfio, inventory, fs, g, functions, c);
+    }
+}
+
 // The VM config carries the cards (Proxmox VE hosts only).
 void check_vm_config(const util::HostFs& fs, const VerifyTarget& target, const Checks& c)
 {
@@ -215,6 +432,15 @@ VerifyTarget target_of_generation(const Manifest& m)
 
 VerifyReport verify_host(const scan::Inventory& inventory, const util::HostFs& fs, const VerifyTarget& target)
 {
+    VfioOpener opener;
+    if (fs.is_live()) {
+        opener = [&fs](int group) { return kernel_vfio(fs, group); };
+    }
+    return verify_host(inventory, fs, target, opener);
+}
+
+VerifyReport verify_host(const scan::Inventory& inventory, const util::HostFs& fs, const VerifyTarget& target, const VfioOpener& vfio)
+{
     VerifyReport rep;
     const Checks c{rep};
     rep.iommu_on = inventory.host.iommu.enabled;
@@ -233,9 +459,11 @@ VerifyReport verify_host(const scan::Inventory& inventory, const util::HostFs& f
         return rep;
     }
     const std::set<scan::PciAddress> selected(target.functions.begin(), target.functions.end());
-    for (int g : check_bindings(inventory, target, c)) {
+    const std::set<int> groups = check_bindings(inventory, target, c);
+    for (int g : groups) {
         check_group(inventory, fs, selected, g, c);
     }
+    check_vfio_groups(inventory, fs, target, groups, vfio, c);
     check_vm_config(fs, target, c);
     return rep;
 }

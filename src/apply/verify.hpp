@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // passthru verify: after the reboot, is every selected function ready for
 // its VM? Reads only (sysfs, /dev/vfio, /proc/cmdline, the VM config), all
-// through HostFs, so it runs on fixture trees as on the live host.
+// through HostFs, so it runs on fixture trees as on the live host. On the
+// live host it also asks VFIO to take each group, as QEMU would, and lets
+// go again (apply/vfio_probe.hpp).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "apply/journal.hpp"
+#include "apply/vfio_probe.hpp"
 #include "scan/inventory.hpp"
 #include "util/host_fs.hpp"
 
@@ -30,6 +33,9 @@ struct VerifyCheck
     bool ok = false;
     std::string what; // "0000:01:00.0 is bound to vfio-pci"
     std::string fix;  // empty when ok
+    // Neither proven nor failed: shown as a note, never as "ok" (VFIO not
+    // asked under --root, a group a running VM holds); ok stays true.
+    bool note = false;
 };
 
 struct VerifyReport
@@ -46,8 +52,11 @@ struct VerifyReport
 VerifyTarget target_of_generation(const Manifest& m);
 
 // Runs every check. With the IOMMU off only that one failing check is
-// reported (nothing else can be right).
+// reported (nothing else can be right). On the live host it also asks the
+// kernel's VFIO about each group (kernel_vfio); under --root it says so.
 VerifyReport verify_host(const scan::Inventory& inventory, const util::HostFs& fs, const VerifyTarget& target);
+// The same with VFIO reached through `vfio` (empty: not asked).
+VerifyReport verify_host(const scan::Inventory& inventory, const util::HostFs& fs, const VerifyTarget& target, const VfioOpener& vfio);
 
 // The functions a Proxmox VM config passes through: its hostpciN entries
 // (raw ids, or cluster mappings resolved through /etc/pve/mapping/pci.cfg for

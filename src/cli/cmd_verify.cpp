@@ -2,7 +2,8 @@
 // passthru verify [--vm VMID] [--gpus LIST]: after the reboot, checks that
 // the IOMMU is on, the planned kernel arguments are active, every selected
 // function is on vfio-pci with no host driver in its group, /dev/vfio/<group>
-// exists, and the VM config passes the cards. What to check comes from
+// exists, VFIO takes each group on the live host (a note under --root), and
+// the VM config passes the cards. What to check comes from
 // --vm/--gpus, else from the newest active generation. Exit 0 when all is
 // well, 1 with the problems and their fixes, 3 when the IOMMU is off.
 #include <cstdio>
@@ -98,7 +99,9 @@ int run_verify(Context& ctx, const po::variables_map& vm)
     }
     std::size_t failed = 0;
     for (const auto& c : report.checks) {
-        if (c.ok) {
+        if (c.note) {
+            std::printf("  %s %s\n", util::styled("note", util::Style::yellow, ctx.color_out).c_str(), c.what.c_str());
+        } else if (c.ok) {
             std::printf("  %s %s\n", util::styled("ok  ", util::Style::green, ctx.color_out).c_str(), c.what.c_str());
         } else {
             ++failed;

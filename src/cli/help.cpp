@@ -89,10 +89,15 @@ GRUB through proxmox-boot-tool (legacy BIOS) and with network changes.)"},
      R"(Run after the reboot. Checks that the IOMMU is on, that the kernel
 arguments passthru set are active, that every function of the cards is bound
 to vfio-pci and to no host driver, that /dev/vfio/GROUP exists for their
-groups, and that the VM's configuration carries the cards. The cards are
-those of --gpus, else those VM VMID's configuration passes, else those of the
-newest applied generation. Each failed check is printed with what to do; the
-exit status is non-zero when any check fails. verify only reads.)"},
+groups, and that the VM's configuration carries the cards. On the host
+itself it then asks VFIO as QEMU does: it opens each group, which must be
+viable, attaches it to a new type1 container, opens every function and reads
+its regions, and lets go again; a group a running VM holds is named as such,
+as a note and not a failure. Under --root that check is a note: not checked.
+The cards are those of --gpus, else those VM VMID's configuration passes,
+else those of the newest applied generation. Each failed check is printed
+with what to do; the exit status is non-zero when any check fails. verify
+changes no file.)"},
     {"history", "[--json]",
      R"(Lists the generations recorded under /var/lib/passthru/generations, oldest
 first: number, kind (apply or rollback), time, state (pending, committed,

@@ -82,6 +82,30 @@ void read_meminfo(const util::HostFs& fs, HostInfo& host)
 }
 
 // Interrupt remapping: the kernel tags remapped interrupt domains "IR-" in
+// The huge page sizes hugetlbfs offers: one hugepages-<N>kB directory each.
+void read_hugepage_sizes(const util::HostFs& fs, HostInfo& host)
+{
+    auto names = fs.list_dir("/sys/kernel/mm/hugepages");
+    if (!names) {
+        return;
+    }
+    std::vector<std::uint64_t> sizes;
+    constexpr std::string_view prefix = "hugepages-";
+    constexpr std::string_view suffix = "kB";
+    for (const auto& name : *names) {
+        if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0
+            || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+            continue;
+        }
+        const auto kib = util::parse_int(std::string_view(name).substr(prefix.size(), name.size() - prefix.size() - suffix.size()));
+        if (kib && *kib > 0) {
+            sizes.push_back(static_cast<std::uint64_t>(*kib));
+        }
+    }
+    std::sort(sizes.begin(), sizes.end());
+    host.hugepage_sizes_kib = std::move(sizes);
+}
+
 // /proc/interrupts (IR-PCI-MSI, IR-IO-APIC). Without that file, Intel's
 // DMAR units report IR support in bit 3 of their extended capabilities.
 void read_interrupt_remapping(const util::HostFs& fs, HostInfo& host)
@@ -213,6 +237,7 @@ HostInfo scan_host_info(const util::HostFs& fs, const util::CommandRunner& runne
     host.cmdline = fs.read_attr("/proc/cmdline");
     read_modules(fs, host);
     read_meminfo(fs, host);
+    read_hugepage_sizes(fs, host);
     if (auto units = fs.list_dir("/sys/class/iommu")) {
         host.iommu.units = std::move(*units);
     }

@@ -179,7 +179,12 @@ struct HostInfo
     // empty: it is not one.
     std::vector<std::string> vgpu_evidence;
     std::optional<std::uint64_t> mem_total_kib;
+    // The "processor" entries of /proc/cpuinfo: Proxmox VE's limit on a VM's
+    // sockets x cores (docs/facts.md: qm-start).
     int cpu_count = 0;
+    // The huge page sizes the kernel offers (/sys/kernel/mm/hugepages/hugepages-<N>kB),
+    // in KiB, ascending; nullopt when that directory is missing (no hugetlbfs).
+    std::optional<std::vector<std::uint64_t>> hugepage_sizes_kib;
     IommuState iommu;
 
     bool is_amd() const { return cpu_vendor == "AMD"; }

@@ -765,6 +765,54 @@ Result<HostDir> HostFs::open_dir(std::string_view host_path, std::optional<std::
     return HostDir(fd.release(), std::move(*resolved));
 }
 
+HostDevice HostFs::open_char_device(std::string_view host_path) const
+{
+    // O_PATH first: a path that is not a character device is never opened
+    // read-write; the second fstat catches a swap between the two opens.
+    struct stat st
+    {};
+    const UniqueFd probe(open_in_root(host_path, O_PATH));
+    if (!probe.ok()) {
+        return HostDevice(-1, errno);
+    }
+    if (::fstat(probe.get(), &st) != 0) {
+        return HostDevice(-1, errno);
+    }
+    if (!S_ISCHR(st.st_mode)) {
+        return HostDevice(-1, ENOTTY);
+    }
+    UniqueFd fd(open_in_root(host_path, O_RDWR | O_CLOEXEC | O_NOCTTY));
+    if (!fd.ok()) {
+        return HostDevice(-1, errno);
+    }
+    struct stat again
+    {};
+    if (::fstat(fd.get(), &again) != 0 || !S_ISCHR(again.st_mode) || again.st_rdev != st.st_rdev) {
+        return HostDevice(-1, ENOTTY);
+    }
+    return HostDevice(fd.release(), 0);
+}
+
+HostDevice& HostDevice::operator=(HostDevice&& other) noexcept
+{
+    if (this != &other) {
+        if (m_fd >= 0) {
+            ::close(m_fd);
+        }
+        m_fd = other.m_fd;
+        m_err = other.m_err;
+        other.m_fd = -1;
+    }
+    return *this;
+}
+
+HostDevice::~HostDevice()
+{
+    if (m_fd >= 0) {
+        ::close(m_fd);
+    }
+}
+
 bool HostFs::exists(std::string_view host_path) const
 {
     return UniqueFd(open_in_root(host_path, O_PATH)).ok();

@@ -106,6 +106,33 @@ private:
     int m_fd = -1;
 };
 
+// A character device of the host opened read-write (a /dev/vfio node), closed
+// when destroyed. A failed open keeps its errno instead of an Error: for a
+// device the errno is the answer the caller reads (EBUSY: another process
+// holds a VFIO group; ENODEV: its driver went away).
+class HostDevice
+{
+public:
+    HostDevice() = default; // nothing opened yet: not ok(), error() 0
+    HostDevice(const HostDevice&) = delete;
+    HostDevice& operator=(const HostDevice&) = delete;
+    HostDevice(HostDevice&& other) noexcept : m_fd(other.m_fd), m_err(other.m_err) { other.m_fd = -1; }
+    HostDevice& operator=(HostDevice&& other) noexcept;
+    ~HostDevice();
+
+    bool ok() const noexcept { return m_fd >= 0; }
+    // The open descriptor (for ioctl(2)); -1 when the open failed.
+    int fd() const noexcept { return m_fd; }
+    // The errno of the failed open; 0 when open.
+    int error() const noexcept { return m_err; }
+
+private:
+    friend class HostFs;
+    HostDevice(int fd, int err) : m_fd(fd), m_err(err) {}
+    int m_fd = -1;
+    int m_err = 0;
+};
+
 enum class LockCreate
 {
     no,  // a missing lock file is Errc::not_found
@@ -150,6 +177,12 @@ public:
     // knowledge of the resolved host path (a sysfs link target) and saves
     // resolving it again; the open itself is always confined to the root.
     Result<HostDir> open_dir(std::string_view host_path, std::optional<std::string> known_path = std::nullopt) const;
+
+    // Opens a character device read-write (O_RDWR | O_CLOEXEC | O_NOCTTY),
+    // resolved below the root like every access. Anything else at the path
+    // (a regular file in a fixture tree) is never opened for writing: it
+    // fails with ENOTTY. Only verify calls it, and only on the live host.
+    HostDevice open_char_device(std::string_view host_path) const;
 
     bool exists(std::string_view host_path) const;
     bool is_dir(std::string_view host_path) const;

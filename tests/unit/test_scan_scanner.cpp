@@ -215,6 +215,27 @@ TEST_SUITE("scan::scanner")
         CHECK(has_problem(inv, "interrupt remapping is not available"));
     }
 
+    TEST_CASE("the CPU count is the processor entries of /proc/cpuinfo; huge page sizes come from /sys/kernel/mm/hugepages")
+    {
+        FakeHost host;
+        host.add("0000:01:00.0").ids(0x10de, 0x2204).pci_class(0x030000).group(1);
+        std::string cpuinfo;
+        for (int p = 0; p < 6; ++p) {
+            cpuinfo += "processor\t: " + std::to_string(p) + "\nvendor_id\t: GenuineIntel\nsiblings\t: 6\ncpu cores\t: 6\n\n";
+        }
+        host.dir.write("proc/cpuinfo", cpuinfo);
+        auto inv = scan_of(host);
+        CHECK(inv.host.cpu_count == 6);
+        CHECK_FALSE(inv.host.hugepage_sizes_kib); // no hugetlbfs directory under the root
+
+        host.dir.write("sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages", "0\n");
+        host.dir.write("sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages", "0\n");
+        host.dir.write("sys/kernel/mm/hugepages/README", "not a page size\n");
+        inv = scan_of(host);
+        REQUIRE(inv.host.hugepage_sizes_kib);
+        CHECK(*inv.host.hugepage_sizes_kib == std::vector<std::uint64_t>{2048, 1048576});
+    }
+
     TEST_CASE("a root without sysfs is a usage error")
     {
         passthru::test::TempDir empty;

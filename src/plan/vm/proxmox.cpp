@@ -16,6 +16,7 @@
 #include "plan/common.hpp"
 #include "plan/vm/address_space.hpp"
 #include "plan/vm/internal.hpp"
+#include "plan/vm/start_checks.hpp"
 #include "util/lex.hpp"
 #include "util/strings.hpp"
 
@@ -194,23 +195,6 @@ std::optional<std::string> vm_disk_storage(const VmConfig& config)
         }
     }
     return std::nullopt;
-}
-
-std::uint64_t vm_memory_mib(const VmConfig& config)
-{
-    if (const auto value = config.get("memory")) {
-        const PropertyString ps = PropertyString::parse(*value);
-        auto current = ps.get("");
-        if (!current) {
-            current = ps.get("current");
-        }
-        if (current) {
-            if (auto n = util::parse_int(*current); n && *n > 0) {
-                return static_cast<std::uint64_t>(*n);
-            }
-        }
-    }
-    return 512; // PVE's default (docs/facts.md: vm-config)
 }
 
 std::uint64_t hugepage_mib(std::string_view hugepages)
@@ -823,6 +807,7 @@ bool plan_mappings(VmJob& job)
             }
         }
     }
+    job.mctx.file = std::move(file); // the mappings as the VM will start with them
     return true;
 }
 
@@ -921,6 +906,31 @@ void add_new_vm_disks(VmJob& job, std::vector<std::string>& argv)
 
 // A new VM: one qm create with everything, so PVE allocates the disks and
 // checks the VMID cluster-wide itself.
+// The cores of a new VM: the profile's, fewer when the node has fewer CPUs
+// than sockets x cores (Proxmox VE would refuse to start it; docs/facts.md: qm-start).
+int new_vm_cores(VmJob& job)
+{
+    const VmProfile& profile = job.profile;
+    const int cpus = job.ctx.inventory.host.cpu_count;
+    if (cpus <= 0 || profile.create_sockets * profile.create_cores <= cpus) {
+        return profile.create_cores;
+    }
+    const int cores = max_cores(cpus, profile.create_sockets);
+    job.plan.warnings.push_back("VM " + job.id + " gets " + std::to_string(cores) + " cores instead of the profile's "
+                                + std::to_string(profile.create_cores) + ": this node has " + std::to_string(cpus)
+                                + " CPUs, and Proxmox VE starts no VM with more vCPUs than that");
+    return cores;
+}
+
+// What qemu-server would refuse at qm start, for the config as planned; true when refused.
+bool refuse_start_failures(VmJob& job, const VmConfig& planned)
+{
+    const StartContext sctx{job.ctx.inventory, job.mctx.file ? &*job.mctx.file : nullptr, job.mctx.node, job.id};
+    auto refusals = start_refusals(sctx, planned);
+    job.plan.refusals.insert(job.plan.refusals.end(), refusals.begin(), refusals.end());
+    return !refusals.empty();
+}
+
 void plan_qm_create(VmJob& job)
 {
     const VmProfile& profile = job.profile;
@@ -934,7 +944,7 @@ void plan_qm_create(VmJob& job)
     if (cpu.reason) {
         job.plan.notes.push_back("VM " + id + ": cpu " + cpu.cpu.str() + ": " + *cpu.reason);
     }
-    argv.insert(argv.end(), {"--cpu", cpu.cpu.str(), "--cores", std::to_string(profile.create_cores), "--sockets",
+    argv.insert(argv.end(), {"--cpu", cpu.cpu.str(), "--cores", std::to_string(new_vm_cores(job)), "--sockets",
                              std::to_string(profile.create_sockets)});
     if (profile.numa) {
         argv.insert(argv.end(), {"--numa", "1"});
@@ -957,6 +967,9 @@ void plan_qm_create(VmJob& job)
     add_new_vm_disks(job, argv);
     for (const auto& slot : job.slots) {
         argv.insert(argv.end(), {"--" + slot.key, slot.value.str()});
+    }
+    if (refuse_start_failures(job, config_of_create(argv))) {
+        return;
     }
     job.plan.commands.push_back({argv, "create VM " + id + " (profile " + profile.name + ") with " + std::to_string(job.cards.size())
                                            + " GPU(s); qm create checks the VMID cluster-wide"});
@@ -1135,7 +1148,8 @@ bool edit_memory(VmJob& job)
 // An existing VM: every edit step, then the config staged with its reasons.
 void plan_config_edit(VmJob& job)
 {
-    if (!edit_machine(job) || !edit_bios(job) || !edit_cpu(job) || !edit_numa_affinity(job) || !edit_memory(job)) {
+    if (!edit_machine(job) || !edit_bios(job) || !edit_cpu(job) || !edit_numa_affinity(job) || !edit_memory(job)
+        || refuse_start_failures(job, job.config)) {
         return;
     }
     if (!job.config.section_names().empty()) {
