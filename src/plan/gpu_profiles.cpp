@@ -7,6 +7,7 @@
 
 #include "plan/common.hpp"
 #include "util/strings.hpp"
+#include "util/json.hpp"
 
 namespace passthru::plan::detail {
 
@@ -215,12 +216,12 @@ const std::vector<GpuProfile>& gpu_profiles(const PlanContext& ctx)
 
 Result<GpuProfile> parse_gpu_profile(std::string_view json_text, const std::string& where)
 {
-    const auto doc = nlohmann::json::parse(json_text, nullptr, false);
-    if (doc.is_discarded()) {
-        return fail(Errc::usage, where + ": not a JSON document");
+    const auto doc = util::parse_json(json_text, where, Errc::usage);
+    if (!doc) {
+        return tl::unexpected(doc.error());
     }
     try {
-        return parse_document(doc);
+        return parse_document(*doc);
     } catch (const SchemaError& e) {
         return fail(Errc::usage, where + ": " + e.field + " " + e.what);
     }

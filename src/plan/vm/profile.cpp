@@ -7,6 +7,7 @@
 
 #include "format/pve_config.hpp"
 #include "util/lex.hpp"
+#include "util/json.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan {
@@ -153,7 +154,7 @@ Result<VmProfile> parse_vm_profile(std::string_view name, std::string_view json_
     VmProfile p;
     p.name = std::string(name);
     try {
-        const auto j = nlohmann::json::parse(json_text);
+        const auto& j = *parsed;
         if (!j.is_object()) {
             return fail(Errc::parse, where + " is not a JSON object");
         }
@@ -186,6 +187,10 @@ Result<VmProfile> load_vm_profile(const DataDir& data, std::string_view name)
             err.with_hint("VM profiles: " + util::join(names, ", "));
         }
         return tl::unexpected<Error>(std::move(err));
+    }
+    const auto parsed = util::parse_json(json_text, where, Errc::parse);
+    if (!parsed) {
+        return tl::unexpected(parsed.error());
     }
     return parse_vm_profile(name, *text);
 }
