@@ -91,4 +91,25 @@ grep -q "the pending plan cannot be read: refused: /var/lib/passthru/pending-pla
 [[ $(tree_sum --with-journal "$R") == "$before" ]] || fail "a deep pending plan: apply changed the tree"
 section_ok "JSON nested 200,000 levels in a manifest, a saved and the pending plan: no signal, refused (exit 3)"
 
+# --- A file larger than passthru reads -------------------------------------
+# Reads stopped silently at 256 MiB: apply kept the cut copy as the file's
+# pre-image and rollback could not restore the tail. A sparse file costs no
+# memory or disk here; the refusal comes before a byte is read.
+section_start
+R=$T/large
+copy_host epyc-4x2080ti "$R"
+own_copy "$R/etc/pve/qemu-server/101.conf"
+truncate -s 300M "$R/etc/pve/qemu-server/101.conf"
+before=$(tree_sum --with-journal "$R")
+for cmd in "plan --vm 101 --gpus all" "apply --vm 101 --gpus all --yes"; do
+    # shellcheck disable=SC2086
+    run_rc "$P" --root "$R" $cmd
+    [[ $RC -eq 3 ]] || fail "a 300 MiB VM config: '$cmd' exit $RC, expected 3 (refused)"
+    grep -q "refused: /etc/pve/qemu-server/101.conf is larger than 256 MiB" "$T/err" ||
+        fail "a 300 MiB VM config: '$cmd' gave no clear refusal: $(head -3 "$T/err")"
+done
+[[ $(tree_sum --with-journal "$R") == "$before" ]] || fail "a 300 MiB VM config: apply changed the tree"
+[[ $(stat -c %s "$R/etc/pve/qemu-server/101.conf") -eq $((300 << 20)) ]] || fail "the 300 MiB VM config was cut"
+section_ok "a file larger than 256 MiB is refused (exit 3), never cut short; nothing written"
+
 finish "hostile input (data)"
