@@ -112,4 +112,47 @@ done
 [[ $(stat -c %s "$R/etc/pve/qemu-server/101.conf") -eq $((300 << 20)) ]] || fail "the 300 MiB VM config was cut"
 section_ok "a file larger than 256 MiB is refused (exit 3), never cut short; nothing written"
 
+# --- Values from data files never become config lines -----------------------
+# A newline in a GPU profile's name (an admin override) wrote a real
+# 'install vfio-pci <command>' line into passthru-vfio.conf; one in a VM
+# profile's cpu.type added a line to the VM config.
+section_start
+R=$T/profiles
+copy_host epyc-4x2080ti "$R"
+mkdir -p "$R/etc/passthru/profiles/gpus" "$R/etc/passthru/profiles/vm"
+python3 - "$SRC/profiles/gpus/rtx-2080-ti.json" "$R/etc/passthru/profiles/gpus/rtx-2080-ti.json" << 'EOF2'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["name"] = "RTX 2080 Ti\ninstall vfio-pci /bin/sh -c 'touch /pwned'"
+json.dump(p, open(sys.argv[2], "w"))
+EOF2
+before=$(tree_sum --with-journal "$R")
+for cmd in "plan --vm 101 --gpus all" "apply --vm 101 --gpus all --yes"; do
+    # shellcheck disable=SC2086
+    run_rc "$P" --root "$R" $cmd
+    [[ $RC -eq 3 ]] || fail "a GPU profile name with a newline: '$cmd' exit $RC, expected 3"
+    grep -q "refused: /etc/passthru/profiles/gpus/rtx-2080-ti.json (under the root): name 'RTX 2080 Ti\\\\ninstall vfio-pci" "$T/err" ||
+        fail "a GPU profile name with a newline: '$cmd' does not name the file and field: $(head -3 "$T/err")"
+done
+[[ $(tree_sum --with-journal "$R") == "$before" ]] || fail "a GPU profile name with a newline: apply changed the tree"
+! grep -rqs "^install vfio-pci /bin/sh" "$R/etc" || fail "the profile's name became an install line"
+rm "$R/etc/passthru/profiles/gpus/rtx-2080-ti.json"
+python3 - "$SRC/profiles/vm/linux-ml.json" "$R/etc/passthru/profiles/vm/linux-ml.json" << 'EOF2'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["cpu"]["type"] = "host\nhookscript: local:snippets/evil.sh"
+json.dump(p, open(sys.argv[2], "w"))
+EOF2
+before=$(tree_sum --with-journal "$R")
+for cmd in "plan --vm 101 --gpus all" "apply --vm 101 --gpus all --yes"; do
+    # shellcheck disable=SC2086
+    run_rc "$P" --root "$R" $cmd
+    [[ $RC -eq 3 ]] || fail "a VM profile cpu.type with a newline: '$cmd' exit $RC, expected 3"
+    grep -q "refused: VM profile 'linux-ml' from /etc/passthru/profiles/vm/linux-ml.json (under the root): cpu.type 'host\\\\nhookscript" "$T/err" ||
+        fail "a VM profile cpu.type with a newline: '$cmd' does not name the file and field: $(head -3 "$T/err")"
+done
+[[ $(tree_sum --with-journal "$R") == "$before" ]] || fail "a VM profile cpu.type with a newline: apply changed the tree"
+! grep -rqs "^hookscript:" "$R/etc/pve" || fail "the profile's cpu.type became a line of the VM config"
+section_ok "a newline in a GPU profile's name or a VM profile's cpu.type: refused naming the file and field (exit 3), nothing written"
+
 finish "hostile input (data)"
