@@ -155,4 +155,36 @@ done
 ! grep -rqs "^hookscript:" "$R/etc/pve" || fail "the profile's cpu.type became a line of the VM config"
 section_ok "a newline in a GPU profile's name or a VM profile's cpu.type: refused naming the file and field (exit 3), nothing written"
 
+# --- A saved or pending plan that names a file twice -------------------------
+# The check that a saved plan is what passthru plans compared one entry per
+# path: a second entry for a planned file went through (dry run exit 0, apply
+# exit 70).
+section_start
+R=$T/dup
+copy_host epyc-4x2080ti "$R"
+run_rc "$P" --root "$R" plan --vm 101 --gpus all --out "$T/dup.json"
+[[ $RC -eq 0 ]] || fatal "plan --out: exit $RC: $(head -3 "$T/err")"
+python3 - "$T/dup.json" << 'EOF2'
+import hashlib, json, sys
+doc = json.load(open(sys.argv[1]))
+files = doc["files"]
+conf = next(f for f in files if f["path"] == "/etc/modprobe.d/passthru-vfio.conf")
+evil = dict(conf)
+evil["content"] = conf["content"] + "install vfio-pci /bin/sh -c 'touch /pwned'\n"
+evil["after_sha256"] = hashlib.sha256(evil["content"].encode()).hexdigest()
+files.append(evil)
+json.dump(doc, open(sys.argv[1], "w"))
+EOF2
+before=$(tree_sum --with-journal "$R")
+for cmd in "apply --plan $T/dup.json --dry-run" "apply --plan $T/dup.json --yes"; do
+    # shellcheck disable=SC2086
+    run_rc "$P" --root "$R" $cmd
+    [[ $RC -eq 3 ]] || fail "a duplicated file entry: '${cmd%% --*} ${cmd##* }' exit $RC, expected 3"
+    grep -q "it changes /etc/modprobe.d/passthru-vfio.conf more than once" "$T/err" ||
+        fail "a duplicated file entry: no clear refusal: $(head -3 "$T/err")"
+done
+[[ $(tree_sum --with-journal "$R") == "$before" ]] || fail "a duplicated file entry: apply changed the tree"
+! grep -rqs "^install vfio-pci /bin/sh" "$R/etc" || fail "the second entry was written"
+section_ok "a saved plan naming a file twice: refused (exit 3), nothing written"
+
 finish "hostile input (data)"
