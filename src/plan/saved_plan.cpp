@@ -31,7 +31,10 @@ std::string quoted_argv(const json& argv)
     for (const auto& w : argv) {
         words.push_back(w.get<std::string>());
     }
-    return "'" + util::join(words, " ") + "'";
+    std::string out(1, '\'');
+    out += util::join(words, " ");
+    out += '\'';
+    return out;
 }
 
 void compare_files(const json& saved, const json& derived, std::vector<std::string>& out)
