@@ -7,6 +7,7 @@
 
 #include "apply/manifest_check.hpp"
 #include "util/fault.hpp"
+#include "util/json.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::apply {
@@ -290,11 +291,14 @@ Result<Manifest> Journal::load(std::uint64_t id) const
         }
         return tl::unexpected(text.error());
     }
-    json doc = json::parse(*text, nullptr, false);
-    if (doc.is_discarded()) {
+    auto doc = util::parse_json(*text, "the manifest of generation " + std::to_string(id));
+    if (!doc) {
+        if (doc.error().code() == Errc::precondition) {
+            return tl::unexpected(doc.error());
+        }
         return tl::unexpected(bad_manifest(id, "not valid JSON"));
     }
-    auto m = manifest_from_json(doc);
+    auto m = manifest_from_json(*doc);
     if (m && m->id != id) {
         return tl::unexpected(bad_manifest(id, "it names itself generation " + std::to_string(m->id)));
     }

@@ -5,6 +5,7 @@
 
 #include "apply/journal.hpp"
 #include "plan/plan_json.hpp"
+#include "util/json.hpp"
 
 namespace passthru::apply {
 
@@ -43,8 +44,12 @@ Result<std::optional<PendingPlan>> load_pending(const util::HostFs& fs)
     if (!text) {
         return tl::unexpected(text.error());
     }
-    const auto doc = json::parse(*text, nullptr, false);
-    if (doc.is_discarded() || !doc.is_object() || doc.value("schema", "") != k_pending_schema || !doc.contains("plan")) {
+    const auto parsed = util::parse_json(*text, std::string(k_pending_plan));
+    if (!parsed && parsed.error().code() == Errc::precondition) {
+        return tl::unexpected(parsed.error());
+    }
+    const json doc = parsed ? *parsed : json();
+    if (!doc.is_object() || doc.value("schema", "") != k_pending_schema || !doc.contains("plan")) {
         return fail(Errc::parse, std::string(k_pending_plan) + " is not a " + std::string(k_pending_schema) + " document");
     }
     auto p = plan::plan_from_json(doc.at("plan"));

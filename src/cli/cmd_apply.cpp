@@ -34,6 +34,7 @@
 #include "plan/saved_plan.hpp"
 #include "plan/trial.hpp"
 #include "scan/scanner.hpp"
+#include "util/json.hpp"
 #include "util/sha256.hpp"
 #include "util/strings.hpp"
 
@@ -50,11 +51,11 @@ plan::Plan load_saved_plan(const std::string& file)
     }
     std::stringstream buf;
     buf << in.rdbuf();
-    auto doc = nlohmann::json::parse(buf.str(), nullptr, false);
-    if (doc.is_discarded()) {
-        throw Error(Errc::usage, "--plan " + file + ": not a JSON document");
+    auto doc = util::parse_json(buf.str(), "--plan " + file, Errc::usage);
+    if (!doc) {
+        throw Error(doc.error());
     }
-    auto p = plan::plan_from_json(doc);
+    auto p = plan::plan_from_json(*doc);
     if (!p) {
         throw Error(Errc::usage, "--plan " + file + ": " + p.error().what());
     }
@@ -170,7 +171,9 @@ struct PlanToApply
 PlanToApply pending_plan(const Context& ctx, Result<std::optional<apply::PendingPlan>>& pending)
 {
     if (!pending) {
-        throw Error(Errc::usage, "the pending plan cannot be read: " + std::string(pending.error().what()))
+        // a refusal (a document nested too deep) stays one (exit 3)
+        const Errc code = pending.error().code() == Errc::precondition ? Errc::precondition : Errc::usage;
+        throw Error(code, "the pending plan cannot be read: " + std::string(pending.error().what()))
             .with_hint("run 'passthru plan --vm VMID --gpus SEL' again to record a new one");
     }
     if (!*pending) {

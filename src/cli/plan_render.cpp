@@ -12,6 +12,7 @@ namespace passthru::cli {
 
 namespace {
 
+using util::heading;
 using util::Style;
 using util::styled;
 
@@ -97,7 +98,7 @@ std::string render_refusals(const plan::Plan& plan, bool color)
     if (!plan.refused()) {
         return {};
     }
-    std::string out = "\n" + styled("Refused: nothing is planned", Style::red, color) + "\n";
+    std::string out = heading("Refused: nothing is planned", Style::red, color) + "\n";
     for (const auto& r : plan.refusals) {
         out += "  " + styled("refused:", Style::red, color) + " " + r.message + "\n";
         for (const auto& h : r.hints) {
@@ -113,7 +114,7 @@ std::string render_changes(const plan::Plan& plan, const RenderOptions& options)
     const bool color = options.color;
     std::string out;
     if (!plan.files.empty()) {
-        out += "\n" + styled("Files", Style::bold, color) + "\n";
+        out += heading("Files", Style::bold, color) + "\n";
         for (const auto& f : plan.files) {
             out += "  "
                    + styled(std::string(plan::to_string(f.action)), f.action == plan::FileAction::remove ? Style::red : Style::green, color)
@@ -124,11 +125,11 @@ std::string render_changes(const plan::Plan& plan, const RenderOptions& options)
         }
     }
     if (options.show_diffs && !plan.files.empty()) {
-        out += "\n" + styled("Diffs", Style::bold, color) + "\n";
+        out += heading("Diffs", Style::bold, color) + "\n";
         out += colour_diff(render_plan_diffs(plan), color);
     }
     for (const auto& d : plan.domains) {
-        out += "\n" + styled("libvirt domain " + d.name + " (" + d.uri + ")", Style::bold, color) + "\n";
+        out += heading("libvirt domain " + d.name + " (" + d.uri + ")", Style::bold, color) + "\n";
         for (const auto& r : d.reasons) {
             out += "    - " + r + "\n";
         }
@@ -142,7 +143,7 @@ std::string render_steps_and_messages(const plan::Plan& plan, bool color)
 {
     std::string out;
     if (!plan.commands.empty()) {
-        out += "\n" + styled("Commands (after the files are written)", Style::bold, color) + "\n";
+        out += heading("Commands (after the files are written)", Style::bold, color) + "\n";
         for (const auto& c : plan.commands) {
             out += "  " + util::shell_quote(c.argv) + "\n";
             if (!c.reason.empty()) {
@@ -151,13 +152,13 @@ std::string render_steps_and_messages(const plan::Plan& plan, bool color)
         }
     }
     if (!plan.warnings.empty()) {
-        out += "\n" + styled("Warnings", Style::yellow, color) + "\n";
+        out += heading("Warnings", Style::yellow, color) + "\n";
         for (const auto& w : plan.warnings) {
             out += "  " + styled("warning:", Style::yellow, color) + " " + w + "\n";
         }
     }
     if (!plan.notes.empty()) {
-        out += "\n" + styled("Notes", Style::bold, color) + "\n";
+        out += heading("Notes", Style::bold, color) + "\n";
         for (const auto& n : plan.notes) {
             out += "  note: " + n + "\n";
         }

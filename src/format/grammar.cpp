@@ -89,6 +89,20 @@ bool kernel_arg(std::string_view s)
     return !s.empty() && s.size() <= 1024 && lex::all_of(s, [](char c) { return c > ' ' && c < 0x7f; });
 }
 
+bool line_text(std::string_view s)
+{
+    // Bytes from 0x80 are UTF-8 and stay; every line-based format passthru
+    // writes (modprobe.d, VM configs, systemd units, GRUB and loader entries)
+    // ends a line at '\n', and the other control characters have no business
+    // in a value either. An empty value is one line too.
+    return lex::span(s, 0,
+                     [](char c) {
+                         const auto u = static_cast<unsigned char>(c);
+                         return u >= 0x20 && u != 0x7f;
+                     })
+           == s.size();
+}
+
 struct Entry
 {
     Grammar grammar;
@@ -96,7 +110,7 @@ struct Entry
     std::string_view text;
 };
 
-constexpr std::array<Entry, 8> kGrammars{{
+constexpr std::array<Entry, 9> kGrammars{{
     {Grammar::module_name, module_name, "a module name: letters, digits, '_' and '-', at most 55 characters"},
     {Grammar::pci_id, pci_id, "a PCI vendor:device id: two groups of 4 lower-case hex digits (10de:1e07)"},
     {Grammar::pci_address, pci_address, "a PCI address: domain:bus:slot.function in lower-case hex (0000:41:00.0)"},
@@ -106,6 +120,7 @@ constexpr std::array<Entry, 8> kGrammars{{
     {Grammar::kernel_release, kernel_release,
      "a kernel release: 1 to 64 letters, digits, '.', '_', '+', '~' or '-', not starting with '.' or '-'"},
     {Grammar::kernel_arg, kernel_arg, "a kernel argument: 1 to 1024 printable ASCII characters without spaces"},
+    {Grammar::line_text, line_text, "one line of text: no line break or other control character"},
 }};
 
 const Entry& entry(Grammar grammar)

@@ -23,6 +23,8 @@ enum class Grammar
     storage_id,     // Proxmox VE storage id: [a-z][a-z0-9._-]*[a-z0-9] (case-insensitive)
     kernel_release, // a kernel release (uname -r): 1..64 bytes of [A-Za-z0-9._+~-], not starting with '.' or '-'
     kernel_arg,     // one word of a kernel command line: 1..1024 printable ASCII bytes, no space
+    line_text,      // text inside one line of a line-based file: no control character (line break, carriage return,
+                    // NUL, escape, DEL); every value a template renders, every string of a profile
 };
 
 bool matches(Grammar grammar, std::string_view value);

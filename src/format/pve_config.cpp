@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "format/grammar.hpp"
+#include "util/error.hpp"
 #include "util/lex.hpp"
 #include "util/strings.hpp"
 
@@ -172,6 +174,13 @@ std::vector<std::pair<std::string, std::string>> VmConfig::entries(std::string_v
 
 void VmConfig::set(std::string_view key, std::string_view value)
 {
+    // The last stop before the file: a line break in a value would be a line
+    // (a key) of its own, whatever the planner that set it checked before.
+    for (const auto part : {key, value}) {
+        if (auto bad = invalid_value(Grammar::line_text, part, "the VM config's " + std::string(key))) {
+            throw Error(Errc::precondition, "refused: " + *bad);
+        }
+    }
     auto& lines = m_sections.front().lines;
     const std::string text = std::string(key) + ": " + std::string(value);
     bool replaced = false;

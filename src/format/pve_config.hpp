@@ -50,6 +50,8 @@ public:
     std::vector<std::pair<std::string, std::string>> entries(std::string_view section = "") const;
     // Sets a key of the current config. An existing line is rewritten in
     // place; a new one goes where PVE's writer (sorted keys) would put it.
+    // A key or value that is not one line of text (format/grammar.hpp) is
+    // refused: throws Error(Errc::precondition).
     void set(std::string_view key, std::string_view value);
     // Removes a key of the current config; false when it was absent.
     bool remove(std::string_view key);

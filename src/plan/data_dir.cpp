@@ -8,6 +8,7 @@
 
 #include <kainjow/mustache.hpp>
 
+#include "format/grammar.hpp"
 #include "plan/planner.hpp"
 
 namespace passthru::plan {
@@ -84,6 +85,31 @@ kainjow::mustache::data to_mustache(const nlohmann::json& value)
         return data{value.dump()};
     }
     return data{false};
+}
+
+// The first string in VALUES that is not one line of text, named by its key
+// path ("gpus", "args[2].token"): every template renders a line-based file, so
+// a line break in a value would be a line of its own in the file.
+std::optional<std::string> value_off_grammar(const nlohmann::json& value, const std::string& at)
+{
+    if (value.is_string()) {
+        return format::invalid_value(format::Grammar::line_text, value.get_ref<const std::string&>(), "the value of " + at);
+    }
+    if (value.is_object()) {
+        for (const auto& [key, item] : value.items()) {
+            if (auto bad = value_off_grammar(item, at.empty() ? key : at + "." + key)) {
+                return bad;
+            }
+        }
+    }
+    if (value.is_array()) {
+        for (std::size_t i = 0; i < value.size(); ++i) {
+            if (auto bad = value_off_grammar(value[i], at + "[" + std::to_string(i) + "]")) {
+                return bad;
+            }
+        }
+    }
+    return std::nullopt;
 }
 
 } // namespace
@@ -207,7 +233,13 @@ Result<std::string> render_template(const DataDir& data, std::string_view name, 
     if (!tmpl.is_valid()) {
         return fail(Errc::parse, "template " + data.origin("templates", name).value_or(std::string(name)) + ": " + tmpl.error_message());
     }
-    // Configuration files, not HTML: values go in verbatim.
+    // Configuration files, not HTML: values go in verbatim, so each must be
+    // one line of text (format/grammar.hpp) wherever it came from.
+    if (auto bad = value_off_grammar(values, "")) {
+        return tl::unexpected(
+            Error(Errc::precondition, "will not render " + data.origin("templates", name).value_or(std::string(name)) + ": " + *bad)
+                .with_hint("the value comes from the host or the data files (profiles): fix its source and plan again"));
+    }
     tmpl.set_custom_escape([](const std::string& s) { return s; });
     std::string out = tmpl.render(to_mustache(values));
     if (!tmpl.is_valid()) {

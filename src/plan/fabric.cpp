@@ -9,6 +9,7 @@
 
 #include "format/grammar.hpp"
 #include "plan/common.hpp"
+#include "util/json.hpp"
 
 namespace passthru::plan::detail {
 
@@ -133,8 +134,12 @@ std::string no_nvlink_consequence()
 
 Result<std::vector<NvswitchGeneration>> parse_nvswitch_generations(std::string_view text, const std::string& origin)
 {
+    const auto parsed = util::parse_json(text, origin, Errc::usage);
+    if (!parsed) {
+        return tl::unexpected(parsed.error());
+    }
     try {
-        const auto j = nlohmann::json::parse(text);
+        const auto& j = *parsed;
         if (j.value("schema", "") != "passthru.nvswitch/1") {
             return fail(Errc::usage, origin + ": schema must be passthru.nvswitch/1");
         }

@@ -5,7 +5,9 @@
 #include <array>
 #include <map>
 
+#include "format/grammar.hpp"
 #include "plan/common.hpp"
+#include "util/json.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan::detail {
@@ -17,10 +19,13 @@ constexpr std::string_view k_schema = "passthru.gpu-profile/1";
 std::size_t g_loads = 0;
 
 // A field that breaks the schema: its path in the document and what is wrong.
+// `refused`: a value that could end up in a generated file breaks that
+// file's grammar (format/grammar.hpp), which is a refusal, not a typo.
 struct SchemaError
 {
     std::string field;
     std::string what;
+    bool refused = false;
 };
 
 // Fields earlier releases shipped and never used: accepted and ignored, so a
@@ -45,7 +50,13 @@ std::string nonempty_string(const nlohmann::json& j, const std::string& field)
     if (!j.is_string() || j.get<std::string>().empty()) {
         throw SchemaError{field, "must be a non-empty string"};
     }
-    return j.get<std::string>();
+    // Every string of a profile may reach a generated file (the name goes into
+    // passthru-vfio.conf and the VM config), and those files are line-based.
+    auto text = j.get<std::string>();
+    if (auto bad = format::invalid_value(format::Grammar::line_text, text, "")) {
+        throw SchemaError{field, bad->substr(1), true};
+    }
+    return text;
 }
 
 std::vector<std::string> string_list(const nlohmann::json& j, const std::string& field)
@@ -215,13 +226,17 @@ const std::vector<GpuProfile>& gpu_profiles(const PlanContext& ctx)
 
 Result<GpuProfile> parse_gpu_profile(std::string_view json_text, const std::string& where)
 {
-    const auto doc = nlohmann::json::parse(json_text, nullptr, false);
-    if (doc.is_discarded()) {
-        return fail(Errc::usage, where + ": not a JSON document");
+    const auto doc = util::parse_json(json_text, where, Errc::usage);
+    if (!doc) {
+        return tl::unexpected(doc.error());
     }
     try {
-        return parse_document(doc);
+        return parse_document(*doc);
     } catch (const SchemaError& e) {
+        if (e.refused) {
+            return tl::unexpected(Error(Errc::precondition, "refused: " + where + ": " + e.field + " " + e.what)
+                                      .with_hint("a profile's values go into configuration files: fix the profile and plan again"));
+        }
         return fail(Errc::usage, where + ": " + e.field + " " + e.what);
     }
 }

@@ -57,16 +57,23 @@ Result<void> validate_request(const Request& request)
     if (!request.vm.empty()) {
         if (request.backend == Backend::proxmox) {
             const bool numeric = request.vm.find_first_not_of("0123456789") == std::string::npos;
-            const auto id = numeric ? util::parse_int(request.vm) : std::nullopt;
             const std::string range = "--vm " + request.vm + ": VMID is outside 100-999999999 (Proxmox VE's VMID range)";
-            if (numeric && !request.vm.empty() && !id) {
+            const std::string not_numeric = "--vm must be a numeric VMID for Proxmox VE, not '" + request.vm + "'";
+            if (!numeric) {
+                return usage_error(not_numeric);
+            }
+            // The number as a plain value once it is known to be one (an
+            // optional read after the check drew -Wmaybe-uninitialized at -O3).
+            const auto parsed = util::parse_int(request.vm);
+            if (!parsed) {
                 return usage_error(range); // more digits than any VMID
             }
-            if (!id || !request.vmid || static_cast<std::uint64_t>(*id) != *request.vmid) {
-                return usage_error("--vm must be a numeric VMID for Proxmox VE, not '" + request.vm + "'");
+            const long long id = *parsed;
+            if (!request.vmid || static_cast<std::uint64_t>(id) != *request.vmid) {
+                return usage_error(not_numeric);
             }
-            if (std::to_string(*id) != request.vm) {
-                return usage_error("--vm " + request.vm + ": write the VMID without leading zeros (" + std::to_string(*id) + ")");
+            if (std::to_string(id) != request.vm) {
+                return usage_error("--vm " + request.vm + ": write the VMID without leading zeros (" + std::to_string(id) + ")");
             }
             if (*request.vmid < k_min_vmid || *request.vmid > k_max_vmid) {
                 return usage_error(range);

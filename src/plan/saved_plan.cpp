@@ -12,12 +12,15 @@ namespace {
 
 using nlohmann::json;
 
-// The entries of one array member keyed by one of their fields.
-std::map<std::string, json> keyed(const json& doc, const char* member, const char* key)
+// The entries of one array member keyed by one of their fields; a key that
+// comes again goes to `repeated` (the map keeps only its first entry).
+std::map<std::string, json> keyed(const json& doc, const char* member, const char* key, std::vector<json>* repeated = nullptr)
 {
     std::map<std::string, json> out;
     for (const auto& e : doc.at(member)) {
-        out.emplace(e.at(key).dump(), e);
+        if (!out.emplace(e.at(key).dump(), e).second && repeated != nullptr) {
+            repeated->push_back(e);
+        }
     }
     return out;
 }
@@ -28,13 +31,22 @@ std::string quoted_argv(const json& argv)
     for (const auto& w : argv) {
         words.push_back(w.get<std::string>());
     }
-    return "'" + util::join(words, " ") + "'";
+    std::string out(1, '\'');
+    out += util::join(words, " ");
+    out += '\'';
+    return out;
 }
 
 void compare_files(const json& saved, const json& derived, std::vector<std::string>& out)
 {
     const auto want = keyed(derived, "files", "path");
-    const auto have = keyed(saved, "files", "path");
+    std::vector<json> repeated;
+    const auto have = keyed(saved, "files", "path", &repeated);
+    // passthru plans one change per file: a second entry for a path would be
+    // applied after the first one that the comparison below checks.
+    for (const auto& file : repeated) {
+        out.push_back("it changes " + file.at("path").get<std::string>() + " more than once, which passthru never plans");
+    }
     for (const auto& [key, file] : have) {
         const std::string path = file.at("path").get<std::string>();
         const auto it = want.find(key);

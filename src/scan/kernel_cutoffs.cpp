@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/json.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::scan {
@@ -45,10 +46,11 @@ std::string KernelCutoffs::text(const KernelVersion& version)
 
 Result<KernelCutoffs> parse_kernel_cutoffs(std::string_view json_text, const std::string& where)
 {
-    const auto doc = nlohmann::json::parse(json_text, nullptr, false);
-    if (doc.is_discarded()) {
-        return fail(Errc::usage, where + ": not a JSON document");
+    const auto parsed = util::parse_json(json_text, where, Errc::usage);
+    if (!parsed) {
+        return tl::unexpected(parsed.error());
     }
+    const auto& doc = *parsed;
     if (!doc.is_object() || !doc.contains("schema") || doc["schema"] != k_schema) {
         return fail(Errc::usage, where + ": schema must be \"" + std::string(k_schema) + "\"");
     }

@@ -290,12 +290,20 @@ std::optional<LinkInfo> read_link(const util::HostDir& dir, const LibPci::Config
             link.max_width = int_attr(dir, "max_link_width");
         }
     }
+    // A function without link registers (a Root Complex Integrated Endpoint
+    // such as an iGPU on the root bus, a VF, a type without a link) reads as
+    // speed "Unknown", width 0 and maximum width 255 (docs/facts.md:
+    // pcie-link): no link at all, not a narrow or a slow one.
+    // A port whose link is down keeps its real maximum width and shows
+    // width 0: that is a link, and stays one.
+    const auto real_width = [](const std::optional<int>& w) { return w && *w >= 1 && *w <= 32; };
     link.speed_gts = parse_gts(link.speed);
     link.max_speed_gts = parse_gts(link.max_speed);
-    if (link.speed || link.max_speed || link.width || link.max_width) {
-        return link;
+    const bool no_link = !real_width(link.max_width) && !real_width(link.width) && !link.speed_gts && !link.max_speed_gts;
+    if (no_link || !(link.speed || link.max_speed || link.width || link.max_width)) {
+        return std::nullopt;
     }
-    return std::nullopt;
+    return link;
 }
 
 // Reset methods, SR-IOV (a virtual function's parent, or a physical

@@ -701,12 +701,25 @@ Result<std::string> HostFs::read_file(std::string_view host_path) const
     }
     struct stat st
     {};
-    if (::fstat(fd.get(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    const bool have_stat = ::fstat(fd.get(), &st) == 0;
+    if (have_stat && S_ISDIR(st.st_mode)) {
         return fail(Errc::io, "cannot read " + std::string(host_path) + ": is a directory");
     }
-    auto out = read_fd_all(fd.get(), std::size_t{256} << 20);
+    const auto too_large = [&host_path] {
+        return fail(Errc::precondition, "refused: " + std::string(host_path) + " is larger than " + std::to_string(k_max_file_bytes >> 20)
+                                            + " MiB, more than passthru reads of a file");
+    };
+    if (have_stat && S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) > k_max_file_bytes) {
+        return too_large();
+    }
+    // One byte past the limit tells a file that grew (or a size that
+    // st_size does not show, as in procfs) from one that fits.
+    auto out = read_fd_all(fd.get(), k_max_file_bytes + 1);
     if (!out) {
         return tl::unexpected(io_error("cannot read", host_path, errno));
+    }
+    if (out->size() > k_max_file_bytes) {
+        return too_large();
     }
     return std::move(*out);
 }

@@ -167,7 +167,11 @@ public:
     // Host path after resolving every symlink inside the root.
     Result<std::string> resolve(std::string_view host_path) const;
 
+    // The whole file. One larger than k_max_file_bytes is refused
+    // (Errc::precondition), never cut short: apply keeps what it reads as the
+    // file's pre-image, and rollback could not restore a tail it never read.
     Result<std::string> read_file(std::string_view host_path) const;
+    static constexpr std::size_t k_max_file_bytes = std::size_t{256} << 20;
     // Like read_file with trailing white space trimmed; nullopt on any failure.
     std::optional<std::string> read_attr(std::string_view host_path) const;
     // Target of the symlink at host_path itself (the last component is not followed).

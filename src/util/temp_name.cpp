@@ -12,7 +12,13 @@ constexpr unsigned k_modulus = 1000000; // at most 6 digits
 
 std::string temp_name(std::string_view base, unsigned number)
 {
-    return "." + std::string(base) + std::string(k_marker) + std::to_string(number % k_modulus);
+    // Appended, not "." + ...: GCC 12 warns -Wrestrict, falsely, on a
+    // one-character literal before a temporary string at -O3 (GCC bug 105651).
+    std::string out(1, '.');
+    out += base;
+    out += k_marker;
+    out += std::to_string(number % k_modulus);
+    return out;
 }
 
 bool is_temp_name(std::string_view entry, std::string_view base)

@@ -128,6 +128,13 @@ void append_hex(std::string& out, const char* prefix, unsigned value)
 
 } // namespace
 
+std::string heading(std::string_view title, Style style, bool color)
+{
+    std::string out(1, '\n');
+    out += styled(title, style, color);
+    return out;
+}
+
 std::string styled(std::string_view text, Style style, bool color)
 {
     if (!color) {

@@ -29,6 +29,11 @@ enum class Style
 // (https://no-color.org) or TERM=dumb, and in auto mode only on a TTY.
 bool use_color(std::FILE* stream, ColorMode mode);
 std::string styled(std::string_view text, Style style, bool color);
+// A line break, then `title` styled: how a section of human output begins.
+// Built by appending: `"\n" + styled(...)` (a one-character literal before a
+// temporary string) draws a false -Wrestrict from GCC 12 at -O2/-O3 (GCC bug
+// 105651), and every heading needs this anyway.
+std::string heading(std::string_view title, Style style, bool color);
 
 // The one guard between host text and a terminal (issue 15: a VM description
 // or a device name must not erase lines, move the cursor or retitle the

@@ -70,6 +70,19 @@ TEST_SUITE("format::grammar")
         CHECK_FALSE(matches(Grammar::kernel_arg, std::string(1025, 'a')));
     }
 
+    TEST_CASE("one line of text: no line break or other control character")
+    {
+        CHECK(matches(Grammar::line_text, ""));
+        CHECK(matches(Grammar::line_text, "NVIDIA GeForce RTX 2080 Ti (TU102, 11 GiB)"));
+        CHECK(matches(Grammar::line_text, "caf\xc3\xa9 \"quoted\" a=b;c"));
+        CHECK_FALSE(matches(Grammar::line_text, "RTX\ninstall vfio-pci /bin/sh"));
+        CHECK_FALSE(matches(Grammar::line_text, "host\r"));
+        CHECK_FALSE(matches(Grammar::line_text, std::string("a\0b", 3)));
+        CHECK_FALSE(matches(Grammar::line_text, "a\tb"));
+        CHECK_FALSE(matches(Grammar::line_text, "\x1b[31mred"));
+        CHECK_FALSE(matches(Grammar::line_text, "del\x7f"));
+    }
+
     TEST_CASE("VM ids and storage ids")
     {
         CHECK(matches(Grammar::vm_id, "100"));

@@ -59,6 +59,20 @@ TEST_SUITE("plan::saved_plan")
         CHECK(names(diffs, "it leaves out /etc/modprobe.d/passthru-vfio.conf"));
     }
 
+    TEST_CASE("a planned file named twice: the second entry is a difference")
+    {
+        auto saved = derived_plan();
+        auto second = saved.files.front();
+        second.after = "install vfio-pci /bin/sh -c 'touch /pwned'\n";
+        saved.files.push_back(second);
+        const auto diffs = plan::saved_plan_differences(saved, derived_plan());
+        REQUIRE(diffs.size() == 1);
+        CHECK(names(diffs, "it changes /etc/modprobe.d/passthru-vfio.conf more than once"));
+        // the same entry twice, byte for byte, is refused the same
+        saved.files.back() = saved.files.front();
+        CHECK(names(plan::saved_plan_differences(saved, derived_plan()), "more than once"));
+    }
+
     TEST_CASE("a mode, a content, an action of a planned file")
     {
         auto saved = derived_plan();

@@ -60,10 +60,9 @@ void check_common_topology(const scan::Inventory& inv)
     CHECK(device(inv, "0000:04:00.0").class16() == 0x0380);
     CHECK(device(inv, "0000:04:00.1").vendor_device() == "8086:293e");
     CHECK(device(inv, "0000:00:1b.0").vendor_device() == "8086:293e");
-    // QEMU's xhci is a root-complex integrated endpoint: no link registers.
-    REQUIRE(device(inv, "0000:00:07.0").link.has_value());
-    CHECK(device(inv, "0000:00:07.0").link->speed == "Unknown");
-    CHECK(device(inv, "0000:00:07.0").link->max_width == 255);
+    // QEMU's xhci is a root-complex integrated endpoint: no link registers,
+    // so the kernel's "Unknown", width 0 and maximum width 255 are no link.
+    CHECK_FALSE(device(inv, "0000:00:07.0").link.has_value());
 }
 
 } // namespace

@@ -88,6 +88,23 @@ TEST_SUITE("util::host_fs")
         CHECK(fs->resolve("/etc/../../../etc/real").value() == "/etc/real");
     }
 
+    TEST_CASE("a file larger than HostFs reads is refused, never cut short")
+    {
+        TempDir root;
+        root.write("etc/small", "x");
+        root.write("etc/large", "GRUB_CMDLINE_LINUX=\"\"\n");
+        // sparse: no memory or disk, and refused before a byte is read
+        std::filesystem::resize_file(root.path() / "etc/large", HostFs::k_max_file_bytes + 1);
+        auto fs = HostFs::open(root.path());
+        REQUIRE(fs);
+        const auto large = fs->read_file("/etc/large");
+        REQUIRE_FALSE(large);
+        CHECK(large.error().code() == passthru::Errc::precondition);
+        CHECK(std::string(large.error().what()) == "refused: /etc/large is larger than 256 MiB, more than passthru reads of a file");
+        CHECK_FALSE(fs->read_attr("/etc/large"));
+        CHECK(fs->read_file("/etc/small").value() == "x");
+    }
+
     TEST_CASE("symlink loops fail instead of hanging")
     {
         TempDir root;

@@ -2,6 +2,7 @@
 #include "plan/host/drivers.hpp"
 
 #include "plan/host/common.hpp"
+#include "util/json.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan::detail {
@@ -163,10 +164,11 @@ Result<HostDriverData> load_host_drivers(const DataDir& data)
         return tl::unexpected(text.error());
     }
     const std::string where = data.origin("profiles", k_drivers_file).value_or("profiles/" + std::string(k_drivers_file));
-    const auto doc = nlohmann::json::parse(*text, nullptr, false);
-    if (doc.is_discarded()) {
-        return fail(Errc::usage, where + ": not a JSON document");
+    const auto parsed = util::parse_json(*text, where, Errc::usage);
+    if (!parsed) {
+        return tl::unexpected(parsed.error());
     }
+    const auto& doc = *parsed;
     try {
         if (!doc.is_object() || doc.value("schema", "") != k_drivers_schema) {
             throw DriverSchemaError{"schema", "must be \"" + std::string(k_drivers_schema) + "\""};

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/json.hpp"
 #include "util/lex.hpp"
 #include "util/strings.hpp"
 
@@ -120,8 +121,12 @@ bool trusted_width(const AddressLimits& limits, const scan::HostInfo& host, int 
 
 Result<AddressLimits> parse_address_limits(std::string_view text, const std::string& origin)
 {
+    const auto parsed = util::parse_json(text, origin, Errc::usage);
+    if (!parsed) {
+        return tl::unexpected(parsed.error());
+    }
     try {
-        const auto j = nlohmann::json::parse(text);
+        const auto& j = *parsed;
         if (j.value("schema", "") != "passthru.address-space/1") {
             return fail(Errc::usage, origin + ": schema must be passthru.address-space/1");
         }

@@ -5,7 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "format/grammar.hpp"
 #include "format/pve_config.hpp"
+#include "util/json.hpp"
 #include "util/lex.hpp"
 #include "util/strings.hpp"
 
@@ -105,6 +107,40 @@ void read_profile_json(const nlohmann::json& j, VmProfile& p)
     }
 }
 
+// Every string of a profile lands in a line of the VM config or in a qm
+// argument: one with a line break (or another control character) would add a
+// line of its own to the config, so it is refused before any rule below.
+Result<void> check_profile_text(const VmProfile& p, const std::string& where)
+{
+    const std::pair<const char*, const std::string*> fields[] = {
+        {"description", &p.description},
+        {"ostype", &p.ostype},
+        {"machine", &p.machine},
+        {"bios", &p.bios},
+        {"efidisk.efitype", &p.efitype},
+        {"cpu.type", &p.cpu_type},
+        {"create.scsihw", &p.create_scsihw},
+        {"create.disk_options", &p.create_disk_options},
+        {"create.net0", &p.create_net0},
+        {"cpu.hv_vendor_id", p.hv_vendor_id ? &*p.hv_vendor_id : nullptr},
+        {"hugepages", p.hugepages ? &*p.hugepages : nullptr},
+    };
+    std::optional<std::string> bad;
+    for (const auto& [field, value] : fields) {
+        if (value != nullptr && !bad) {
+            bad = format::invalid_value(format::Grammar::line_text, *value, where + ": " + field);
+        }
+    }
+    for (std::size_t i = 0; i < p.cpu_flags.size() && !bad; ++i) {
+        bad = format::invalid_value(format::Grammar::line_text, p.cpu_flags[i], where + ": cpu.flags[" + std::to_string(i) + "]");
+    }
+    if (bad) {
+        return tl::unexpected(Error(Errc::precondition, "refused: " + *bad)
+                                  .with_hint("a profile's values go into the VM config: fix the profile and plan again"));
+    }
+    return {};
+}
+
 // The same rules PVE applies when it reads the config (docs/facts.md: vm-config),
 // so a profile can never produce a line PVE drops.
 Result<void> check_profile(const VmProfile& p, const std::string& where)
@@ -147,19 +183,26 @@ Result<void> check_profile(const VmProfile& p, const std::string& where)
 
 } // namespace
 
-Result<VmProfile> parse_vm_profile(std::string_view name, std::string_view json_text)
+Result<VmProfile> parse_vm_profile(std::string_view name, std::string_view json_text, std::string_view origin)
 {
-    const std::string where = "VM profile '" + std::string(name) + "'";
+    const std::string where = "VM profile '" + std::string(name) + "'" + (origin.empty() ? "" : " from " + std::string(origin));
     VmProfile p;
     p.name = std::string(name);
+    const auto parsed = util::parse_json(json_text, where, Errc::parse);
+    if (!parsed) {
+        return tl::unexpected(parsed.error());
+    }
     try {
-        const auto j = nlohmann::json::parse(json_text);
+        const auto& j = *parsed;
         if (!j.is_object()) {
             return fail(Errc::parse, where + " is not a JSON object");
         }
         read_profile_json(j, p);
     } catch (const nlohmann::json::exception& e) {
         return fail(Errc::parse, where + ": " + e.what());
+    }
+    if (auto ok = check_profile_text(p, where); !ok) {
+        return tl::unexpected(ok.error());
     }
     if (auto ok = check_profile(p, where); !ok) {
         return tl::unexpected(ok.error());
@@ -187,7 +230,7 @@ Result<VmProfile> load_vm_profile(const DataDir& data, std::string_view name)
         }
         return tl::unexpected<Error>(std::move(err));
     }
-    return parse_vm_profile(name, *text);
+    return parse_vm_profile(name, *text, data.origin("profiles", "vm/" + n + ".json").value_or(""));
 }
 
 } // namespace passthru::plan

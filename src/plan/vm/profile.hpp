@@ -52,8 +52,10 @@ struct VmProfile
 const std::vector<std::string>& vm_cpu_flag_allow_list();
 
 // Parses and checks a profile (flags, hv-vendor-id, hugepages, machine,
-// bios). Errc::parse with the offending field on bad input.
-Result<VmProfile> parse_vm_profile(std::string_view name, std::string_view json_text);
+// bios). Errc::parse with the offending field on bad input; a string with a
+// line break or another control character is refused (Errc::precondition).
+// `origin`, the file it came from, is named in every error.
+Result<VmProfile> parse_vm_profile(std::string_view name, std::string_view json_text, std::string_view origin = {});
 // Reads profiles/vm/<name>.json through the data directory. Errc::usage
 // when no such profile exists (with the available names as a hint).
 Result<VmProfile> load_vm_profile(const DataDir& data, std::string_view name);

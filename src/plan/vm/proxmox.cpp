@@ -17,6 +17,7 @@
 #include "plan/vm/address_space.hpp"
 #include "plan/vm/internal.hpp"
 #include "plan/vm/start_checks.hpp"
+#include "util/json.hpp"
 #include "util/lex.hpp"
 #include "util/strings.hpp"
 
@@ -539,8 +540,13 @@ bool refuse_foreign_vmid(VmJob& job)
     if (!vmlist) {
         return true;
     }
+    const auto parsed = util::parse_json(*vmlist, "/etc/pve/.vmlist");
+    if (!parsed) {
+        job.plan.warnings.push_back("/etc/pve/.vmlist is not valid JSON: cannot check the VMID across the cluster");
+        return true;
+    }
     try {
-        const auto j = nlohmann::json::parse(*vmlist);
+        const auto& j = *parsed;
         if (j.contains("ids") && j["ids"].contains(id)) {
             const std::string node = j["ids"][id].value("node", std::string("another node"));
             job.plan.refusals.push_back(
