@@ -96,7 +96,7 @@ void card_host(FakeHost& host)
     host.dir.write("dev/vfio/1", "");
 }
 
-apply::VerifyTarget card_target()
+apply::VerifyTarget probe_card_target()
 {
     apply::VerifyTarget t;
     t.functions = {*scan::PciAddress::parse("0000:01:00.0"), *scan::PciAddress::parse("0000:01:00.1")};
@@ -104,7 +104,7 @@ apply::VerifyTarget card_target()
     return t;
 }
 
-struct Verified
+struct ProbeVerified
 {
     apply::VerifyReport report;
 
@@ -117,7 +117,7 @@ struct Verified
 };
 
 // verify with VFIO answered by `answers` (or not asked, when null).
-Verified verify(const FakeHost& host, FakeAnswers* answers)
+ProbeVerified verify(const FakeHost& host, FakeAnswers* answers)
 {
     auto fs = util::HostFs::open(host.dir.path());
     REQUIRE(fs);
@@ -131,7 +131,7 @@ Verified verify(const FakeHost& host, FakeAnswers* answers)
             return std::make_unique<FakeVfio>(*answers);
         };
     }
-    return {apply::verify_host(*inv, *fs, card_target(), opener)};
+    return {apply::verify_host(*inv, *fs, probe_card_target(), opener)};
 }
 
 } // namespace
