@@ -533,6 +533,9 @@ boot() {
     t1=$(date +%s.%N)
     BOOT_SECS=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", b - a }')
     log "$loader boot $n: QEMU exited $rc after ${BOOT_SECS}s (the kernel started after $(awk -v a="$t0" -v b="${tk:-$t1}" 'BEGIN { printf "%.0f", b - a }')s)"
+    # where the boot's time went (scripts/timing-table.py collects these lines)
+    python3 "$HERE/boot-timing.py" "$serial" "$BOOT_SECS" "$(awk -v a="$t0" -v b="${tk:-$t1}" 'BEGIN { printf "%.0f", b - a }')" \
+        "$RELEASE $loader boot $n" || true
     if [ "$rc" != 0 ]; then
         cat "$dir/qemu.err" >&2
         BOOT_RESULT="QEMU exited $rc"
