@@ -33,7 +33,7 @@ roots=(mmdebstrap)
 # (ansible-test's validate-modules needs voluptuous; pep8, pylint and yamllint run Debian's tools)
 ansible=(ansible-core python3-voluptuous pycodestyle pylint yamllint)
 # tools: static analysis and formatting of the tree (scripts/check-tidy.sh, scripts/check-format.sh)
-tools=(clang-tidy clang-format)
+tools=(clang-tidy-22 clang-22 clang-format)
 # fuzz: the libFuzzer targets of the parsers (scripts/test-fuzz.sh): clang and its fuzzer runtime
 fuzz=(clang libclang-rt-dev)
 

@@ -153,7 +153,8 @@ if [[ $lanes == 1 ]]; then
     qemu_pid=$!
 fi
 # on_cpus CMD...: a step of the rest, on the CPUs the QEMU lane leaves free while it
-# runs, on every CPU once it is done (nproc inside says which)
+# runs, on every CPU once it is done (nproc inside says which); called through phase
+# shellcheck disable=SC2317
 on_cpus() {
     if [[ -n $qemu_pid ]] && kill -0 "$qemu_pid" 2>/dev/null; then
         taskset -c "$rest" "$@"
@@ -168,6 +169,7 @@ if [[ $lanes == 1 ]]; then
     (cd "$build" && phase "ctest package" in_tmp on_cpus ctest --output-on-failure -j2 -L package "$@") |
         tee "$timing/ctest-package.log" || rc=1
     stamp "the unit and integration tests (ctest -LE 'qemu|package')"
+    # shellcheck disable=SC2016
     (cd "$build" && phase "ctest suite" in_tmp on_cpus bash -c 'ctest --output-on-failure -j"$(($(nproc) + 1))" -LE "qemu|package" "$@"' ctest "$@") |
         tee "$timing/ctest-suite.log" || rc=1
 else
