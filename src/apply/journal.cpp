@@ -247,6 +247,11 @@ std::string Journal::pre_image_path(std::uint64_t id, std::string_view path)
     return dir(id) + "/before" + std::string(path);
 }
 
+std::string Journal::kept_path(std::uint64_t id, std::string_view path)
+{
+    return dir(id) + "/kept" + std::string(path);
+}
+
 std::string Journal::domain_pre_image_path(std::uint64_t id, std::string_view name)
 {
     return dir(id) + "/domains/" + std::string(name) + ".xml";

@@ -176,6 +176,9 @@ public:
     static std::string dir(std::uint64_t id);
     // Host path where the pre-image of host file `path` is stored.
     static std::string pre_image_path(std::uint64_t id, std::string_view path);
+    // Host path where recovery keeps a file changed after the crash before
+    // it restores it (rollback --force).
+    static std::string kept_path(std::uint64_t id, std::string_view path);
     static std::string domain_pre_image_path(std::uint64_t id, std::string_view name);
 
     // Stores the pre-image of a file (atomic, fsynced; its directories too).
