@@ -164,7 +164,10 @@ public:
     // Numbers of the generation directories that hold a manifest, ascending.
     // A directory without a manifest is the remains of a transaction that
     // died before it wrote its manifest (the host was not touched yet); it
-    // is ignored and its number is reused.
+    // is ignored and its number is reused. A manifest that is not a regular
+    // file, or a generation directory that cannot be read, is listed (load()
+    // refuses it), and a generations directory that cannot be read throws:
+    // no generation is ever hidden.
     std::vector<std::uint64_t> ids() const;
     Result<Manifest> load(std::uint64_t id) const;
     // Every readable manifest, ascending; unreadable ones are reported in errors.
@@ -191,7 +194,8 @@ public:
     Result<void> save(const Manifest& manifest) const;
 
     // Creates the state directory and takes the lock without waiting
-    // (Errc::conflict when another passthru holds it).
+    // (Errc::conflict when another passthru holds it). Holding it, sweeps
+    // what killed writes left in the journal (sweep_remains).
     Result<JournalLock> lock() const;
     // True when another process holds the lock right now. Never creates anything.
     bool locked_by_other() const;
@@ -199,6 +203,12 @@ public:
     const util::HostFs& fs() const noexcept { return m_fs; }
 
 private:
+    // Under the lock: removes the temporary files a kill left inside a
+    // generation's directory (a manifest or pre-image write cut before its
+    // rename), and the whole directory of a transaction that died before its
+    // manifest, whose number is reused.
+    void sweep_remains() const;
+
     const util::HostFs& m_fs;
 };
 
