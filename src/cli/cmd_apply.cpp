@@ -58,7 +58,7 @@ std::string read_saved_plan_file(const std::string& file)
         throw Error(Errc::usage, "--plan " + file + ": cannot read the file: " + std::strerror(errno))
             .with_hint("save a plan with 'passthru plan ... --out FILE'");
     }
-    const std::unique_ptr<int, void (*)(const int*)> closer(&fd, [](const int* f) { ::close(*f); });
+    const std::unique_ptr<const int, void (*)(const int*)> closer(&fd, [](const int* f) { ::close(*f); });
     struct stat st
     {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

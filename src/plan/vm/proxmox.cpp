@@ -544,7 +544,7 @@ void refuse_split_groups(VmJob& job)
 // 'qm create' over one. False when refused.
 bool refuse_unusable_vm_dir(VmJob& job)
 {
-    for (const std::string dir : {std::string("/etc/pve"), std::string(k_qemu_server_d.dir)}) {
+    for (const auto& dir : {std::string("/etc/pve"), std::string(k_qemu_server_d.dir)}) {
         if (job.ctx.fs.stat(dir).type != util::FileType::missing && !job.ctx.fs.is_dir(dir)) {
             job.plan.refusals.push_back(
                 {dir + " is not a directory (a dangling symlink or a file), so passthru cannot tell whether VM " + job.id + " exists",
