@@ -75,6 +75,7 @@ chmod 0700 "$O/secret"
 chmod 0600 "$O/secret"/*.conf
 "$SWAPPER_BIN" "$T/cur/etc/modprobe.d" "$T/cur/etc/swap" "$T/exchanges" &
 SWAPPER=$!
+F0=$LIB_FAILED
 for ((i = 0; i < ROUNDS; i++)); do
     R=$T/p$i
     copy_host epyc-4x2080ti "$R"
@@ -97,6 +98,6 @@ kill "$SWAPPER"
 wait "$SWAPPER" || true
 [[ $crashes -eq 0 ]] || fail "$crashes plan runs crashed"
 [[ $(cat "$T/exchanges" 2> /dev/null || echo 0) -gt 0 ]] || fail "the swapper exchanged nothing during plan: the race did not run"
-ok "$ROUNDS rounds of plan against etc/modprobe.d exchanged with a root-only directory outside: libkmod opened no file by name, nothing outside read"
+[[ $LIB_FAILED -eq $F0 ]] && ok "$ROUNDS rounds of plan against etc/modprobe.d exchanged with a root-only directory outside: libkmod opened no file by name, nothing outside read"
 
 finish "$ROUNDS rounds of apply and rollback ($applied applied) against $exchanges directory/symlink exchanges: nothing outside the root written or removed"

@@ -245,19 +245,17 @@ std::vector<ModprobeFile> read_modprobe_config(const util::HostFs& fs)
     std::optional<KmodInput> input;
     for (const auto& [name, path] : files) {
         ModprobeFile file{path, {}};
-        // A name that resolves to no regular file inside the root (a mask
-        // such as a link to /dev/null, or a dangling link) still shadows
-        // later directories and says nothing.
-        const auto target = fs.resolve(path);
-        if (target && fs.stat(*target).type == util::FileType::regular) {
-            // Read through HostFs, confined to the root: what libkmod parses
-            // is this text, never a file it opens by a name under the root.
-            if (auto text = fs.read_file(path)) {
-                if (!input) {
-                    input.emplace();
-                }
-                file.directives = parse_file(input->put(*text));
+        // Read through HostFs, confined to the root (symlinks resolved
+        // inside it by the kernel, never by name): what libkmod parses is
+        // this text, never a file it opens under the root. A name that
+        // leads to no readable file (a mask such as a link to /dev/null,
+        // which is no file under a --root tree and reads empty on a host, or
+        // a dangling link) still shadows later directories and says nothing.
+        if (auto text = fs.read_file(path); text && !text->empty()) {
+            if (!input) {
+                input.emplace();
             }
+            file.directives = parse_file(input->put(*text));
         }
         out.push_back(std::move(file));
     }
