@@ -195,7 +195,7 @@ public:
     // Holds text (and nothing else) and returns the path libkmod opens.
     std::string put(const std::string& text) const
     {
-        const std::string path = m_fd >= 0 ? fd_path() : m_dir + "/modprobe.conf";
+        std::string path = m_fd >= 0 ? fd_path() : m_dir + "/modprobe.conf";
         const int fd = m_fd >= 0 ? m_fd : ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         bool ok = fd >= 0 && ::ftruncate(fd, 0) == 0;
         for (std::size_t done = 0; ok && done < text.size();) {
