@@ -9,6 +9,7 @@
 #include "util/fault.hpp"
 #include "util/json.hpp"
 #include "util/strings.hpp"
+#include "util/temp_name.hpp"
 
 namespace passthru::apply {
 
@@ -248,6 +249,11 @@ std::string Journal::pre_image_path(std::uint64_t id, std::string_view path)
     return dir(id) + "/before" + std::string(path);
 }
 
+std::string Journal::kept_path(std::uint64_t id, std::string_view path)
+{
+    return dir(id) + "/kept" + std::string(path);
+}
+
 std::string Journal::domain_pre_image_path(std::uint64_t id, std::string_view name)
 {
     return dir(id) + "/domains/" + std::string(name) + ".xml";
@@ -258,7 +264,11 @@ std::vector<std::uint64_t> Journal::ids() const
     std::vector<std::uint64_t> out;
     auto names = m_fs.list_dir(k_generations_dir);
     if (!names) {
-        return out;
+        if (m_fs.stat(k_generations_dir).type == util::FileType::missing) {
+            return out; // no generation was ever recorded
+        }
+        // Never "no generations" while the host may be changed.
+        throw Error(names.error()).with_hint("passthru cannot tell which generations exist; nothing was done");
     }
     for (const auto& name : *names) {
         if (name.empty() || name.size() > 18 || name.find_first_not_of("0123456789") != std::string::npos) {
@@ -268,7 +278,11 @@ std::vector<std::uint64_t> Journal::ids() const
         if (std::to_string(id) != name) {
             continue; // "007" is not ours
         }
-        if (m_fs.stat(dir(id) + "/manifest.json").type == util::FileType::regular) {
+        // Only a directory without a manifest is a transaction's remains: a
+        // manifest that is not a regular file, or a directory that cannot be
+        // read, is listed, and load() says what is wrong with it.
+        if (m_fs.stat(dir(id) + "/manifest.json").type != util::FileType::missing
+            || (m_fs.stat(dir(id)).type == util::FileType::directory && !m_fs.list_dir(dir(id)))) {
             out.push_back(id);
         }
     }
@@ -284,6 +298,10 @@ std::uint64_t Journal::next_id() const
 
 Result<Manifest> Journal::load(std::uint64_t id) const
 {
+    const util::FileType type = m_fs.stat(dir(id) + "/manifest.json").type;
+    if (type != util::FileType::regular && type != util::FileType::missing) {
+        return tl::unexpected(bad_manifest(id, "manifest.json is not a regular file"));
+    }
     auto text = m_fs.read_file(dir(id) + "/manifest.json");
     if (!text) {
         if (text.error().code() == Errc::not_found) {
@@ -456,7 +474,67 @@ Result<JournalLock> Journal::lock() const
     if (!lock) {
         return tl::unexpected(lock.error());
     }
+    sweep_remains();
     return JournalLock(m_fs, std::move(*lock), file_created, std::move(missing));
+}
+
+namespace {
+
+// A temporary file of HostFs::write_file_atomic (util/temp_name.hpp): ".BASE.passthru-N".
+bool looks_like_temp(const std::string& name)
+{
+    const auto at = name.rfind(".passthru-");
+    return name.size() > 1 && name.front() == '.' && at != std::string::npos && at > 1 && util::is_temp_name(name, name.substr(1, at - 1));
+}
+
+// Removes dir's regular files (all of them, or with temps_only the temporary
+// ones) and, when all is set, its emptied directories, depth first. Symlinks
+// are removed as entries, never followed. Best effort: a failure leaves the
+// entry for the next sweep.
+void sweep_dir(const util::HostFs& fs, const std::string& dir, bool all)
+{
+    auto names = fs.list_dir(dir);
+    if (!names) {
+        return;
+    }
+    for (const auto& name : *names) {
+        const std::string path = dir + "/" + name;
+        const auto type = fs.stat(path).type;
+        if (type == util::FileType::directory) {
+            sweep_dir(fs, path, all);
+            if (all) {
+                (void)fs.remove_directory(path);
+            }
+        } else if (all || (type == util::FileType::regular && looks_like_temp(name))) {
+            (void)fs.remove_file(path);
+        }
+    }
+}
+
+} // namespace
+
+void Journal::sweep_remains() const
+{
+    auto names = m_fs.list_dir(k_generations_dir);
+    if (!names) {
+        return;
+    }
+    for (const auto& name : *names) {
+        const std::string d = std::string(k_generations_dir) + "/" + name;
+        if (name.empty() || name.size() > 18 || name.find_first_not_of("0123456789") != std::string::npos
+            || std::to_string(std::stoull(name)) != name || m_fs.stat(d).type != util::FileType::directory) {
+            continue; // not a generation passthru numbered
+        }
+        const auto manifest = m_fs.stat(d + "/manifest.json").type;
+        if (manifest == util::FileType::regular) {
+            sweep_dir(m_fs, d, false);
+        } else if (manifest == util::FileType::missing && m_fs.list_dir(d)) {
+            // A transaction that died before its manifest: the host was not
+            // touched, and nothing refers to what it left.
+            sweep_dir(m_fs, d, true);
+            (void)m_fs.remove_directory(d);
+        }
+    }
 }
 
 bool Journal::locked_by_other() const

@@ -164,7 +164,10 @@ public:
     // Numbers of the generation directories that hold a manifest, ascending.
     // A directory without a manifest is the remains of a transaction that
     // died before it wrote its manifest (the host was not touched yet); it
-    // is ignored and its number is reused.
+    // is ignored and its number is reused. A manifest that is not a regular
+    // file, or a generation directory that cannot be read, is listed (load()
+    // refuses it), and a generations directory that cannot be read throws:
+    // no generation is ever hidden.
     std::vector<std::uint64_t> ids() const;
     Result<Manifest> load(std::uint64_t id) const;
     // Every readable manifest, ascending; unreadable ones are reported in errors.
@@ -176,6 +179,9 @@ public:
     static std::string dir(std::uint64_t id);
     // Host path where the pre-image of host file `path` is stored.
     static std::string pre_image_path(std::uint64_t id, std::string_view path);
+    // Host path where recovery keeps a file changed after the crash before
+    // it restores it (rollback --force).
+    static std::string kept_path(std::uint64_t id, std::string_view path);
     static std::string domain_pre_image_path(std::uint64_t id, std::string_view name);
 
     // Stores the pre-image of a file (atomic, fsynced; its directories too).
@@ -188,7 +194,8 @@ public:
     Result<void> save(const Manifest& manifest) const;
 
     // Creates the state directory and takes the lock without waiting
-    // (Errc::conflict when another passthru holds it).
+    // (Errc::conflict when another passthru holds it). Holding it, sweeps
+    // what killed writes left in the journal (sweep_remains).
     Result<JournalLock> lock() const;
     // True when another process holds the lock right now. Never creates anything.
     bool locked_by_other() const;
@@ -196,6 +203,12 @@ public:
     const util::HostFs& fs() const noexcept { return m_fs; }
 
 private:
+    // Under the lock: removes the temporary files a kill left inside a
+    // generation's directory (a manifest or pre-image write cut before its
+    // rename), and the whole directory of a transaction that died before its
+    // manifest, whose number is reused.
+    void sweep_remains() const;
+
     const util::HostFs& m_fs;
 };
 

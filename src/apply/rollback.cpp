@@ -294,4 +294,63 @@ RollbackPlan plan_rollback(const Journal& journal, std::optional<std::uint64_t> 
     return out;
 }
 
+namespace {
+
+// The checksum of a regular file, nullopt when it is missing or not regular.
+std::optional<std::string> current_sha(const util::HostFs& fs, const std::string& path, util::FileType type)
+{
+    if (type != util::FileType::regular) {
+        return std::nullopt;
+    }
+    auto text = fs.read_file(path);
+    if (!text) {
+        throw text.error();
+    }
+    return util::sha256_hex(*text);
+}
+
+} // namespace
+
+std::vector<std::string> recovery_drift(const Journal& journal, const Manifest& m)
+{
+    const util::HostFs& fs = journal.fs();
+    std::vector<std::string> out;
+    std::set<std::string> seen;
+    for (const auto& f : m.files) {
+        if (!seen.insert(f.path).second) {
+            continue;
+        }
+        const util::FileType type = fs.stat(f.path).type;
+        if (type != util::FileType::regular && type != util::FileType::missing) {
+            continue;
+        }
+        const auto now = current_sha(fs, f.path, type);
+        if (now != f.before_sha256 && now != f.after_sha256) {
+            out.push_back(f.path);
+        }
+    }
+    return out;
+}
+
+void keep_drifted(const Journal& journal, const Manifest& m, const std::vector<std::string>& drifted)
+{
+    const util::HostFs& fs = journal.fs();
+    for (const auto& path : drifted) {
+        if (fs.stat(path).type != util::FileType::regular) {
+            continue; // removed since: nothing to keep
+        }
+        auto text = fs.read_file(path);
+        if (!text) {
+            throw text.error();
+        }
+        const std::string target = Journal::kept_path(m.id, path);
+        if (auto r = fs.create_directories(util::dir_name(target)); !r) {
+            throw r.error();
+        }
+        if (auto r = fs.write_file_atomic(target, *text, 0600, util::FsSync::yes); !r) {
+            throw Error(Errc::io, "cannot keep the changed " + path + " before restoring it: " + r.error().what());
+        }
+    }
+}
+
 } // namespace passthru::apply

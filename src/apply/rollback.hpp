@@ -77,4 +77,15 @@ struct RollbackPlan
 RollbackPlan plan_rollback(const Journal& journal, std::optional<std::uint64_t> to, Force force,
                            RemoveVolumes remove_volumes = RemoveVolumes::no);
 
+// Recovery's drift check, the same as rollback's: the files of an
+// interrupted generation that are neither as they were before it nor as it
+// wrote them (an edit made after the crash), in manifest order. A file that
+// is no longer a regular file is left to the restore, which refuses it.
+std::vector<std::string> recovery_drift(const Journal& journal, const Manifest& m);
+
+// Keeps the current content of drifted files in generation m's directory
+// (Journal::kept_path) before a forced recovery overwrites them, as a
+// forced rollback keeps them in its pre-images.
+void keep_drifted(const Journal& journal, const Manifest& m, const std::vector<std::string>& drifted);
+
 } // namespace passthru::apply

@@ -5,15 +5,18 @@
 // word FILE, the same) it applies a plan saved by `plan --out`, refusing
 // (exit 1, "replan") when any target file changed since; with the request
 // options it plans afresh; with neither it applies the pending plan.
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -42,16 +45,50 @@ namespace passthru::cli {
 
 namespace {
 
+// Far more than any plan passthru writes (a few KiB): a larger file is no plan.
+constexpr std::size_t k_max_saved_plan = std::size_t{16} << 20;
+
+// The saved plan's text. It lives on this machine (plan --out), not under
+// --root. Only a regular file is a saved plan: the open never waits (a FIFO
+// would block forever) and a device is refused (/dev/zero never ends), as is
+// a file larger than k_max_saved_plan.
+std::string read_saved_plan_file(const std::string& file)
+{
+    const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        throw Error(Errc::usage, "--plan " + file + ": cannot read the file: " + std::strerror(errno))
+            .with_hint("save a plan with 'passthru plan ... --out FILE'");
+    }
+    const std::unique_ptr<const int, void (*)(const int*)> closer(&fd, [](const int* f) { ::close(*f); });
+    struct stat st
+    {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        throw Error(Errc::usage, "--plan " + file + ": not a regular file").with_hint("save a plan with 'passthru plan ... --out FILE'");
+    }
+    std::string text;
+    char buf[65536];
+    for (;;) {
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            throw Error(Errc::usage, "--plan " + file + ": cannot read the file: " + std::strerror(errno));
+        }
+        if (n == 0) {
+            return text;
+        }
+        if (text.size() + static_cast<std::size_t>(n) > k_max_saved_plan) {
+            throw Error(Errc::usage,
+                        "--plan " + file + ": larger than " + std::to_string(k_max_saved_plan >> 20) + " MiB, no plan passthru wrote");
+        }
+        text.append(buf, static_cast<std::size_t>(n));
+    }
+}
+
 plan::Plan load_saved_plan(const std::string& file)
 {
-    // The saved plan lives on this machine (plan --out), not under --root.
-    std::ifstream in(file, std::ios::binary);
-    if (!in) {
-        throw Error(Errc::usage, "--plan " + file + ": cannot read the file").with_hint("save a plan with 'passthru plan ... --out FILE'");
-    }
-    std::stringstream buf;
-    buf << in.rdbuf();
-    auto doc = util::parse_json(buf.str(), "--plan " + file, Errc::usage);
+    auto doc = util::parse_json(read_saved_plan_file(file), "--plan " + file, Errc::usage);
     if (!doc) {
         throw Error(doc.error());
     }

@@ -24,7 +24,8 @@ void rollback_options(po::options_description& options)
 {
     options.add_options()("to", po::value<std::uint64_t>(),
                           "restore the host to how it was before generation N (undoes N and every later one)")(
-        "force", "roll back even files that were changed by hand since they were applied (the edits are kept in the new generation)")(
+        "force", "roll back even files that were changed by hand since they were applied (the edits are kept in the new generation; "
+                 "in crash recovery, under the interrupted generation's kept/)")(
         "remove-volumes", "also delete the volumes the undone after-steps allocated (pvesm free); without it they are kept and named")(
         "dry-run", "show what would be restored and write nothing")(
         "trial-fallback", "undo the newest generation only if it is an unconfirmed trial (apply --trial), and only on a boot without "
@@ -44,6 +45,32 @@ void forget_stale_records(const Context& ctx)
     }
 }
 
+// Recovery's drift check, as rollback's: a file that is neither as it was
+// before the interrupted generation nor as it wrote it was edited since;
+// refused (Errc::conflict) unless --force, which keeps its content in the
+// generation's directory first. Returns the drifted files.
+std::vector<std::string> check_recovery_drift(const Context& ctx, const po::variables_map& vm, const apply::Journal& journal,
+                                              const apply::Manifest& m)
+{
+    auto drifted = apply::recovery_drift(journal, m);
+    if (drifted.empty()) {
+        return drifted;
+    }
+    if (vm.count("force") == 0U) {
+        Error err(Errc::conflict, std::to_string(drifted.size()) + " file(s) changed since generation " + std::to_string(m.id)
+                                      + " was interrupted: " + util::join(drifted, ", "));
+        err.with_hint("recovering would throw those edits away; look at them, then use --force to recover anyway (their current "
+                      "content is kept under "
+                      + (ctx.fs.root() / apply::Journal::kept_path(m.id, "").substr(1)).string() + ")");
+        throw err;
+    }
+    for (const auto& d : drifted) {
+        print_warning(ctx, d + " was changed since generation " + std::to_string(m.id) + " was interrupted; its current content is kept in "
+                               + (ctx.fs.root() / apply::Journal::kept_path(m.id, d).substr(1)).string());
+    }
+    return drifted;
+}
+
 // Crash recovery: an interrupted generation is undone by itself (no new
 // generation; it is marked rolled-back).
 int recover_interrupted(Context& ctx, const po::variables_map& vm, const apply::Journal& journal, apply::Manifest& m, bool dry_run)
@@ -54,6 +81,7 @@ int recover_interrupted(Context& ctx, const po::variables_map& vm, const apply::
     if (vm.count("to") != 0U) {
         print_note(ctx, "--to is ignored until the interrupted generation is undone; run rollback again afterwards");
     }
+    const auto drifted = check_recovery_drift(ctx, vm, journal, m);
     if (dry_run) {
         for (auto it = m.files.rbegin(); it != m.files.rend(); ++it) {
             std::printf("  %s %s\n", it->before_sha256 ? "restore" : "remove ", it->path.c_str());
@@ -61,6 +89,7 @@ int recover_interrupted(Context& ctx, const po::variables_map& vm, const apply::
         std::printf("Dry run: nothing was written.\n");
         return exit_code::ok;
     }
+    apply::keep_drifted(journal, m, drifted);
     auto report = apply::restore_generation(journal, ctx.runner, m, cli_progress(ctx), &libvirt_hooks());
     print_recorded_commands(ctx);
     if (!report.failures.empty()) {

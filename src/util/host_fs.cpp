@@ -179,6 +179,44 @@ Result<void> local_target_refusal(int dfd, const std::string& name, const std::f
 
 } // namespace
 
+namespace {
+
+// Removes the temporary files an earlier save_local_file of the same name
+// left when it was killed before its rename: ".NAME.passthru-" and 16 hex
+// digits, regular, owned by this user (never another user's file). Best
+// effort: what cannot be removed stays.
+void sweep_local_temps(int dfd, const std::string& name)
+{
+    const int fd = ::dup(dfd);
+    DIR* d = fd >= 0 ? ::fdopendir(fd) : nullptr;
+    if (d == nullptr) {
+        if (fd >= 0) {
+            ::close(fd);
+        }
+        return;
+    }
+    const std::string prefix = "." + name + ".passthru-";
+    std::vector<std::string> stale;
+    while (const dirent* e = ::readdir(d)) {
+        const std::string_view entry(e->d_name);
+        if (entry.size() != prefix.size() + 16 || !entry.starts_with(prefix)
+            || entry.substr(prefix.size()).find_first_not_of("0123456789abcdef") != std::string_view::npos) {
+            continue;
+        }
+        struct stat st
+        {};
+        if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid()) {
+            stale.emplace_back(entry);
+        }
+    }
+    ::closedir(d);
+    for (const auto& t : stale) {
+        ::unlinkat(dfd, t.c_str(), 0);
+    }
+}
+
+} // namespace
+
 Result<void> save_local_file(const std::filesystem::path& path, std::string_view content, mode_t mode)
 {
     const std::string name = path.filename().string();
@@ -234,6 +272,7 @@ Result<void> save_local_file(const std::filesystem::path& path, std::string_view
         ::close(dfd);
         return tl::unexpected(io_error("cannot write", path.string(), err));
     }
+    sweep_local_temps(dfd, name);
     ::fsync(dfd);
     ::close(dfd);
     return {};

@@ -249,7 +249,8 @@ private:
 // Only a regular file at FILE is replaced: a symlink, a device, a FIFO or a
 // socket there is refused (Errc::precondition), checked before the
 // temporary file is made and again just before the rename; a directory is
-// a usage error.
+// a usage error. After the rename, the temporary files of FILE that a killed
+// earlier save left (regular, this user's) are removed.
 Result<void> save_local_file(const std::filesystem::path& path, std::string_view content, mode_t mode);
 
 // Joins a host directory path and a relative or absolute link target the way

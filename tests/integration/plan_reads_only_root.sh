@@ -25,6 +25,9 @@ allowed() { # PATH ROOT: 0 when plan may read PATH
     # libkmod adds this machine's command line (modprobe.blacklist=, module.param=) to
     # every configuration it reads; plan takes those entries out again (checked below).
     /proc/cmdline) return 0 ;;
+    # libkmod parses the text of each modprobe.d file, read through HostFs, from
+    # an anonymous memory file of plan's own, which it opens by this name.
+    /proc/self/fd/*) return 0 ;;
     # kmod 34 (Debian 13) reads the running kernel's module compression when it opens a
     # context; it only matters for loading a module, which plan never does.
     /sys/module/compression) return 0 ;;

@@ -59,4 +59,45 @@ exchanges=$(cat "$T/exchanges" 2> /dev/null || echo 0)
 [[ $crashes -eq 0 ]] || fail "$crashes runs crashed"
 [[ $exchanges -gt 0 ]] || fail "the swapper exchanged nothing: the race did not run"
 [[ $(cat "$O/victim/passthru-vfio.conf") == outside ]] || fail "the outside passthru-vfio.conf was replaced or deleted"
+
+# plan and libkmod: passthru picks the modprobe.d files through HostFs, but
+# libkmod used to open each one by a path passthru had resolved, so while
+# etc/modprobe.d was swapped for a symlink to a root-only directory outside
+# the root, root's plan read the files there (and printed what they said).
+# Now libkmod parses only text passthru read through HostFs: under strace no
+# open by name of anything under the root's modprobe.d shows (HostFs opens
+# relative to the root's descriptor), and the outside marker never appears.
+command -v strace > /dev/null || fatal "strace is missing (scripts/deps.sh installs it)"
+mkdir -p "$O/secret"
+printf 'install vfio_pci /sbin/passthru-outside-marker\n' > "$O/secret/pve-blacklist.conf"
+printf 'options vfio_pci ids=passthru-outside-marker\n' > "$O/secret/zz-outside-marker.conf"
+chmod 0700 "$O/secret"
+chmod 0600 "$O/secret"/*.conf
+"$SWAPPER_BIN" "$T/cur/etc/modprobe.d" "$T/cur/etc/swap" "$T/exchanges" &
+SWAPPER=$!
+F0=$LIB_FAILED
+for ((i = 0; i < ROUNDS; i++)); do
+    R=$T/p$i
+    copy_host epyc-4x2080ti "$R"
+    ln -s "$O/secret" "$R/etc/swap"
+    ln -sfn "p$i" "$T/cur"
+    rm -rf "$T/p$((i - 1))" 2> /dev/null || true
+    rc=0
+    strace -f -qq -e trace=open,openat,stat,newfstatat,statx -o "$T/ptrace" "$P" --root "$R" plan --vm 101 --gpus all > "$T/pout" 2>&1 || rc=$?
+    [[ $rc -ge 128 ]] && crashes=$((crashes + 1))
+    if grep -q 'passthru-outside-marker' "$T/pout"; then
+        fail "plan round $i: a file outside the root was read and printed: $(grep -m1 'passthru-outside-marker' "$T/pout")"
+        break
+    fi
+    if grep -E '"[^"]*/etc/(modprobe\.d|swap)/[^"]*\.conf"' "$T/ptrace" | grep -q -v '^[0-9]* *openat2'; then
+        fail "plan round $i: a modprobe.d file was opened by its name: $(grep -m1 -E '/etc/(modprobe\.d|swap)/[^"]*\.conf' "$T/ptrace")"
+        break
+    fi
+done
+kill "$SWAPPER"
+wait "$SWAPPER" || true
+[[ $crashes -eq 0 ]] || fail "$crashes plan runs crashed"
+[[ $(cat "$T/exchanges" 2> /dev/null || echo 0) -gt 0 ]] || fail "the swapper exchanged nothing during plan: the race did not run"
+[[ $LIB_FAILED -eq $F0 ]] && ok "$ROUNDS rounds of plan against etc/modprobe.d exchanged with a root-only directory outside: libkmod opened no file by name, nothing outside read"
+
 finish "$ROUNDS rounds of apply and rollback ($applied applied) against $exchanges directory/symlink exchanges: nothing outside the root written or removed"

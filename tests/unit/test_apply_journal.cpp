@@ -58,6 +58,48 @@ TEST_SUITE("apply::journal")
         CHECK(journal.locked_by_other());
     }
 
+    TEST_CASE("taking the lock sweeps what killed writes left in the journal")
+    {
+        namespace fs = std::filesystem;
+        TempDir root;
+        root.write("var/lib/passthru/generations/1/manifest.json", "{}");
+        root.write("var/lib/passthru/generations/1/.manifest.json.passthru-42", "stale");
+        root.write("var/lib/passthru/generations/1/before/etc/.modules.passthru-7", "stale");
+        root.write("var/lib/passthru/generations/1/before/etc/modules", "pre-image");
+        root.write("var/lib/passthru/generations/1/before/etc/.modules.passthru-x", "not a temporary name");
+        root.write("var/lib/passthru/generations/2/before/etc/modules", "of a generation that died before its manifest");
+        root.write("var/lib/passthru/generations/007/before/etc/modules", "not passthru's numbering");
+        auto hfs = util::HostFs::open(root.path()).value();
+        const Journal journal(hfs);
+        CHECK(journal.ids() == std::vector<std::uint64_t>{1});
+        {
+            auto lock = journal.lock();
+            REQUIRE(lock);
+        }
+        const fs::path g = root.path() / "var/lib/passthru/generations";
+        CHECK_FALSE(fs::exists(g / "1/.manifest.json.passthru-42"));
+        CHECK_FALSE(fs::exists(g / "1/before/etc/.modules.passthru-7"));
+        CHECK(fs::exists(g / "1/manifest.json"));
+        CHECK(fs::exists(g / "1/before/etc/modules"));
+        CHECK(fs::exists(g / "1/before/etc/.modules.passthru-x"));
+        CHECK_FALSE(fs::exists(g / "2"));
+        CHECK(fs::exists(g / "007/before/etc/modules"));
+    }
+
+    TEST_CASE("a manifest that is not a regular file hides no generation")
+    {
+        namespace fs = std::filesystem;
+        TempDir root;
+        fs::create_directories(root.path() / "var/lib/passthru/generations/3/manifest.json");
+        auto hfs = util::HostFs::open(root.path()).value();
+        const Journal journal(hfs);
+        CHECK(journal.ids() == std::vector<std::uint64_t>{3});
+        CHECK(journal.next_id() == 4);
+        auto m = journal.load(3);
+        REQUIRE_FALSE(m);
+        CHECK(std::string(m.error().what()).find("not a regular file") != std::string::npos);
+    }
+
     TEST_CASE("manifest JSON round trip")
     {
         Manifest m;

@@ -228,6 +228,33 @@ TEST_SUITE("apply::transaction")
         CHECK_FALSE(find_interrupted(journal));
     }
 
+    TEST_CASE("recovery's drift check: a file edited after the crash is named and can be kept")
+    {
+        TempDir root;
+        make_host(root);
+        auto fs = util::HostFs::open(root.path()).value();
+        Journal journal(fs);
+        util::CommandRunner runner(util::RunMode::record);
+        run_transaction(journal, runner, spec_from_plan(make_plan_by_hand(fs), nullptr), {}, nullptr);
+        auto m = journal.load(1).value();
+        m.state = GenerationState::pending;
+        REQUIRE(journal.save(m));
+        // Each file as the generation wrote it, or as it was before: no drift.
+        root.write("etc/modules", "# /etc/modules\n");
+        CHECK(recovery_drift(journal, m).empty());
+        // Edited after the crash: neither; a file it created and that was removed since is no drift.
+        root.write("etc/modules", "# /etc/modules\nadmin\n");
+        root.write("etc/modprobe.d/passthru-vfio.conf", "options vfio-pci ids=10de:1e07,10de:10f7\n# admin\n");
+        std::filesystem::remove(root.path() / "etc/kernel/cmdline");
+        const auto drifted = recovery_drift(journal, m);
+        CHECK(drifted == std::vector<std::string>{"/etc/kernel/cmdline", "/etc/modules", "/etc/modprobe.d/passthru-vfio.conf"});
+        keep_drifted(journal, m, drifted);
+        CHECK(root.read("var/lib/passthru/generations/1/kept/etc/modules") == "# /etc/modules\nadmin\n");
+        CHECK(root.read("var/lib/passthru/generations/1/kept/etc/modprobe.d/passthru-vfio.conf")
+              == "options vfio-pci ids=10de:1e07,10de:10f7\n# admin\n");
+        CHECK_FALSE(std::filesystem::exists(root.path() / "var/lib/passthru/generations/1/kept/etc/kernel/cmdline"));
+    }
+
     TEST_CASE("a held lock is reported and hides a running apply from recovery")
     {
         TempDir root;

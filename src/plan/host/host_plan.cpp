@@ -4,10 +4,10 @@
 #include <libkmod.h>
 
 #include <algorithm>
-#include <cstdarg>
 #include <set>
 
 #include "plan/host/common.hpp"
+#include "plan/host/modprobe_config.hpp"
 #include "scan/boot_loader.hpp"
 #include "util/strings.hpp"
 
@@ -16,10 +16,6 @@ namespace passthru::plan {
 namespace detail {
 
 namespace {
-
-void quiet_kmod_log(void* /*data*/, int /*priority*/, const char* /*file*/, int /*line*/, const char* /*fn*/, const char* /*format*/,
-                    va_list /*args*/)
-{}
 
 // <root>/lib/modules/<kver> as a local path, when it holds a depmod index.
 std::optional<std::filesystem::path> module_tree(const util::HostFs& fs, std::string_view kernel_release)
@@ -49,11 +45,10 @@ std::optional<bool> target_has_module(const util::HostFs& fs, std::string_view k
     // No configuration files: only the module tree of the target counts,
     // never this machine's /etc/modprobe.d aliases.
     const char* no_config[] = {nullptr};
-    kmod_ctx* ctx = kmod_new(dir->c_str(), no_config);
+    kmod_ctx* ctx = new_quiet_kmod_ctx(dir->c_str(), no_config);
     if (ctx == nullptr) {
         return std::nullopt;
     }
-    kmod_set_log_fn(ctx, quiet_kmod_log, nullptr);
     kmod_list* list = nullptr;
     const std::string wanted(name);
     const int rc = kmod_module_new_from_lookup(ctx, wanted.c_str(), &list);

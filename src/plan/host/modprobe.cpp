@@ -464,6 +464,12 @@ std::vector<std::pair<ModprobeKind, format::ModprobeLine>> locate(ModprobeJob& j
 
 void fix_conf_file(ModprobeJob& job, const ModprobeFile& file)
 {
+    if (file.directives.empty()) {
+        // Nothing in it can fight passthru-vfio.conf: an empty file, or a
+        // mask (a link to /dev/null, kmod's way to switch a packaged file
+        // off), which is left as it is rather than refused as a symlink.
+        return;
+    }
     const std::string& path = file.path;
     const auto content = read_current(job.ctx, job.plan, path);
     if (!content) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Internal to plan/host/: the host's effective modprobe.d configuration, read
-// by libkmod from files under the root (docs/facts.md: modprobe-config).
+// by libkmod from the text of files read under the root (docs/facts.md:
+// modprobe-config).
 #pragma once
 
 #include <array>
@@ -9,6 +10,8 @@
 #include <vector>
 
 #include "util/host_fs.hpp"
+
+struct kmod_ctx;
 
 namespace passthru::plan::detail {
 
@@ -47,9 +50,17 @@ inline constexpr std::array<std::string_view, 5> k_modprobe_dirs{
 };
 
 // The host's modprobe.d configuration in kmod's order (files by name), each
-// file parsed by libkmod from its path under the root. What libkmod adds from
+// file read through HostFs and its text parsed by libkmod (which never opens
+// a file under the root). What libkmod adds from
 // this machine's /proc/cmdline is taken out again. Throws Error(io) when
 // libkmod cannot be set up.
 std::vector<ModprobeFile> read_modprobe_config(const util::HostFs& fs);
+
+// kmod_new(3) with libkmod's own logging off from the start (KMOD_LOG=0 while
+// the context is made; it logs what it parses to stderr before any log
+// function can be installed), then with a log function that drops every
+// line: libkmod's words never reach passthru's output. nullptr when
+// kmod_new fails.
+kmod_ctx* new_quiet_kmod_ctx(const char* dirname, const char* const* config_paths);
 
 } // namespace passthru::plan::detail

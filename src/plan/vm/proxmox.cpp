@@ -523,11 +523,31 @@ void refuse_split_groups(VmJob& job)
     }
 }
 
+// A VM config that is missing only because its directory is: something at
+// /etc/pve or /etc/pve/qemu-server that does not lead to a directory (a
+// dangling symlink, a file) hides every VM, so "no such VM" would plan
+// 'qm create' over one. False when refused.
+bool refuse_unusable_vm_dir(VmJob& job)
+{
+    for (const auto& dir : {std::string("/etc/pve"), std::string(k_qemu_server_d.dir)}) {
+        if (job.ctx.fs.stat(dir).type != util::FileType::missing && !job.ctx.fs.is_dir(dir)) {
+            job.plan.refusals.push_back(
+                {dir + " is not a directory (a dangling symlink or a file), so passthru cannot tell whether VM " + job.id + " exists",
+                 {"repair " + dir + " (on Proxmox VE it is pmxcfs's), then plan again"}});
+            return false;
+        }
+    }
+    return true;
+}
+
 // A VMID that is not this node's VM: a container, or a VM of another node
 // (the cluster-wide .vmlist). False when refused.
 bool refuse_foreign_vmid(VmJob& job)
 {
     const std::string& id = job.id;
+    if (!job.exists && !refuse_unusable_vm_dir(job)) {
+        return false;
+    }
     if (job.ctx.fs.exists("/etc/pve/lxc/" + id + ".conf")) {
         job.plan.refusals.push_back(
             {"VMID " + id + " belongs to a container (/etc/pve/lxc/" + id + ".conf)", {"pick a free VMID (pvesh get /cluster/nextid)"}});

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Hostile input, second round, the Lows: each repro asserting the safe
+# outcome (a documented exit code, nothing hidden, nothing left behind).
+source "$(dirname "$0")/lib.inc"
+need_binary
+
+# run_rc CMD...: runs CMD with stdout/stderr in $T/out, $T/err; its exit code in RC.
+run_rc() {
+    RC=0
+    "$@" > "$T/out" 2> "$T/err" || RC=$?
+}
+
+# --- apply --plan names something that is not a saved plan ------------------
+# A FIFO blocked apply forever, /dev/zero read until memory ran out. Only a
+# regular file of a sane size is read; the open never waits.
+R=$T/saved
+copy_host epyc-4x2080ti "$R"
+mkfifo "$T/fifo"
+truncate -s 20M "$T/huge.json"
+S0=$(tree_sum --with-journal "$R")
+for f in "$T/fifo" /dev/zero "$T/huge.json"; do
+    run_rc timeout 20 "$P" --root "$R" apply --plan "$f" --yes
+    [[ $RC -eq 2 ]] || fail "apply --plan $f: exit $RC, expected 2 (124: it hung): $(head -2 "$T/err")"
+    grep -q -e 'not a regular file' -e 'larger than' "$T/err" || fail "apply --plan $f: not explained: $(head -2 "$T/err")"
+done
+[[ $(tree_sum --with-journal "$R") == "$S0" ]] || fail "apply --plan of a FIFO, a device or a huge file wrote something"
+stop_if_failed
+ok "apply --plan of a FIFO, /dev/zero or a 20 MiB file: exit 2 at once, nothing written"
+
+# --- a manifest that is not a regular file hides no generation --------------
+# generations/1/manifest.json replaced by a directory or a FIFO: history said
+# "No generations" (exit 0) while the host was changed. Now the generation is
+# listed as unreadable and rollback and apply refuse (exit 1, as for any
+# manifest they cannot read).
+for kind in dir fifo; do
+    R=$T/manifest-$kind
+    copy_host epyc-4x2080ti "$R"
+    "$P" --root "$R" apply "${REQ[@]}" --yes > /dev/null 2>&1 || fatal "apply on the fixture failed"
+    m=$R/var/lib/passthru/generations/1/manifest.json
+    rm "$m"
+    if [[ $kind == dir ]]; then mkdir "$m"; else mkfifo "$m"; fi
+    S1=$(tree_sum --with-journal "$R")
+    run_rc timeout 20 "$P" --root "$R" history
+    [[ $RC -ne 0 && $RC -lt 124 ]] || fail "manifest as a $kind: history exit $RC"
+    grep -q 'No generations' "$T/out" && fail "manifest as a $kind: history says there are no generations"
+    grep -q 'generation 1' "$T/err" || fail "manifest as a $kind: history does not name generation 1: $(head -2 "$T/err")"
+    for cmd in rollback "apply ${REQ[*]} --yes"; do
+        # shellcheck disable=SC2086
+        run_rc timeout 20 "$P" --root "$R" $cmd
+        [[ $RC -eq 1 ]] && grep -q 'generation 1 has a malformed manifest' "$T/err" \
+            || fail "manifest as a $kind: '$cmd' exit $RC, expected 1 naming generation 1: $(head -2 "$T/err")"
+    done
+    [[ $(tree_sum --with-journal "$R") == "$S1" ]] || fail "manifest as a $kind: something was written"
+done
+stop_if_failed
+ok "a manifest that is a directory or a FIFO: history names the generation, rollback and apply refuse (exit 1)"
+
+# --- temporary files a kill left are swept ------------------------------------
+# Inside var/lib/passthru/generations/N/ (a manifest or pre-image write cut
+# before its rename, a generation that died before its manifest) and next to
+# plan --out FILE: nothing ever removed them. The next command that takes the
+# journal's lock sweeps the journal; the next plan --out FILE sweeps FILE's.
+R=$T/sweep
+copy_host epyc-4x2080ti "$R"
+"$P" --root "$R" apply "${REQ[@]}" --yes > /dev/null 2>&1 || fatal "apply on the fixture failed"
+G=$R/var/lib/passthru/generations
+echo stale > "$G/1/.manifest.json.passthru-42"
+mkdir -p "$G/1/before/etc/default"
+echo stale > "$G/1/before/etc/default/.grub.passthru-7"
+mkdir -p "$G/2/before/etc"
+echo stale > "$G/2/before/etc/stale-pre-image"
+echo keep > "$G/1/not-a-temp-file"
+run_rc "$P" --root "$R" rollback
+[[ $RC -eq 0 ]] || fail "sweep: rollback exit $RC: $(head -2 "$T/err")"
+[[ ! -e $G/1/.manifest.json.passthru-42 && ! -e $G/1/before/etc/default/.grub.passthru-7 ]] \
+    || fail "sweep: temporary files inside generation 1 were left"
+[[ ! -e $G/2/before/etc/stale-pre-image ]] || fail "sweep: the remains of a generation without a manifest were left (and its number reused)"
+[[ -f $G/1/not-a-temp-file ]] || fail "sweep: a file that is no temporary file was removed"
+mkdir -p "$T/out-dir"
+stale=$T/out-dir/.plan.json.passthru-0123456789abcdef
+echo stale > "$stale"
+other=$T/out-dir/.plan.json.passthru-fedcba9876543210
+echo other > "$other"
+chown 65534 "$other"
+run_rc "$P" --root "$R" plan "${REQ[@]}" --out "$T/out-dir/plan.json"
+[[ $RC -eq 0 && -f $T/out-dir/plan.json ]] || fail "sweep: plan --out exit $RC: $(head -2 "$T/err")"
+[[ ! -e $stale ]] || fail "sweep: plan --out left the temporary file of an earlier, killed plan --out"
+[[ -f $other ]] || fail "sweep: plan --out removed another user's file"
+stop_if_failed
+ok "temporary files of killed writes: swept from generation directories under the lock, and next to plan --out FILE (this user's only)"
+
+# --- modprobe.d: libkmod's own words, and a kmod mask -------------------------
+# A line libkmod cannot parse printed "libkmod: ERROR ..." to stderr; a mask
+# (X.conf -> /dev/null, kmod's way to switch a packaged file off) refused
+# every plan as "not a regular file".
+R=$T/kmod
+copy_host epyc-4x2080ti "$R"
+printf 'this is no modprobe directive\n' > "$R/etc/modprobe.d/bad-line.conf"
+ln -s /dev/null "$R/etc/modprobe.d/masked.conf"
+run_rc "$P" --root "$R" plan "${REQ[@]}"
+[[ $RC -eq 0 ]] || fail "a kmod mask and a bad line: plan exit $RC, expected 0: $(head -3 "$T/err")"
+grep -q 'libkmod' "$T/err" && fail "libkmod's own error line reached stderr: $(grep -m1 libkmod "$T/err")"
+grep -q 'masked.conf' "$T/out" "$T/err" && fail "the mask was reported: $(grep -m1 masked.conf "$T/out" "$T/err")"
+stop_if_failed
+ok "modprobe.d: a mask (-> /dev/null) is planned around, libkmod's own error lines never reach stderr"
+
+# --- a dangling etc/pve/qemu-server -----------------------------------------
+# Every VM config looked missing, so plan planned 'qm create' over VM 101.
+R=$T/vmdir
+copy_host epyc-4x2080ti "$R"
+rm -rf "$R/etc/pve/qemu-server"
+ln -s nodes/gone/qemu-server "$R/etc/pve/qemu-server"
+S0=$(tree_sum --with-journal "$R")
+run_rc "$P" --root "$R" plan "${REQ[@]}"
+[[ $RC -eq 3 ]] || fail "a dangling qemu-server: plan exit $RC, expected 3"
+grep -q '/etc/pve/qemu-server is not a directory' "$T/err" || fail "a dangling qemu-server: not explained: $(head -2 "$T/err")"
+grep -q 'qm create' "$T/out" "$T/err" && fail "a dangling qemu-server: the plan still creates the VM"
+run_rc "$P" --root "$R" apply "${REQ[@]}" --yes
+[[ $RC -eq 3 && $(tree_sum --with-journal "$R") == "$S0" ]] || fail "a dangling qemu-server: apply exit $RC or wrote something"
+stop_if_failed
+ok "a dangling /etc/pve/qemu-server is refused (exit 3), no 'qm create'"
