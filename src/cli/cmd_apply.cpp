@@ -38,6 +38,7 @@
 #include "plan/trial.hpp"
 #include "scan/scanner.hpp"
 #include "util/json.hpp"
+#include "util/local_file.hpp"
 #include "util/sha256.hpp"
 #include "util/strings.hpp"
 
@@ -54,36 +55,13 @@ constexpr std::size_t k_max_saved_plan = std::size_t{16} << 20;
 // a file larger than k_max_saved_plan.
 std::string read_saved_plan_file(const std::string& file)
 {
-    const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) {
-        throw Error(Errc::usage, "--plan " + file + ": cannot read the file: " + std::strerror(errno))
+    auto text = util::read_local_file(file, k_max_saved_plan);
+    if (!text) {
+        const std::string why = text.error().what();
+        throw Error(Errc::usage, "--plan " + file + ": " + why + (why.rfind("larger", 0) == 0 ? ", no plan passthru wrote" : ""))
             .with_hint("save a plan with 'passthru plan ... --out FILE'");
     }
-    const std::unique_ptr<const int, void (*)(const int*)> closer(&fd, [](const int* f) { ::close(*f); });
-    struct stat st
-    {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        throw Error(Errc::usage, "--plan " + file + ": not a regular file").with_hint("save a plan with 'passthru plan ... --out FILE'");
-    }
-    std::string text;
-    char buf[65536];
-    for (;;) {
-        const ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            throw Error(Errc::usage, "--plan " + file + ": cannot read the file: " + std::strerror(errno));
-        }
-        if (n == 0) {
-            return text;
-        }
-        if (text.size() + static_cast<std::size_t>(n) > k_max_saved_plan) {
-            throw Error(Errc::usage,
-                        "--plan " + file + ": larger than " + std::to_string(k_max_saved_plan >> 20) + " MiB, no plan passthru wrote");
-        }
-        text.append(buf, static_cast<std::size_t>(n));
-    }
+    return std::move(*text);
 }
 
 plan::Plan load_saved_plan(const std::string& file)

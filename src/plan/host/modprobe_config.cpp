@@ -7,7 +7,7 @@
 // may be a symlink, which kmod would sort and shadow by the target's name.
 // libkmod never opens a file under the root: passthru reads each one through
 // HostFs (confined to the root, whatever the tree's owner swaps meanwhile)
-// and hands libkmod that text in a memory file of its own (KmodInput). Each
+// and hands libkmod that text in a memory file of its own (util::PrivateTextFile). Each
 // file is parsed by its own libkmod context, which also says which file a
 // directive came from; the effective configuration is the files' directives
 // in order, as one context over the same list would hold them.
@@ -34,6 +34,7 @@
 #include <optional>
 
 #include "util/error.hpp"
+#include "util/local_file.hpp"
 
 namespace passthru::plan::detail {
 
@@ -151,74 +152,6 @@ std::map<std::string, std::string> effective_files(const util::HostFs& fs)
     return files;
 }
 
-// Where libkmod reads the text passthru read through HostFs: an anonymous
-// memory file (memfd_create(2)), named to libkmod as /proc/self/fd/N, so
-// nothing is left behind whatever ends the process; where that cannot be
-// opened by name (no memfd, no /proc), one file in a directory only this
-// process writes (mkdtemp: mode 0700, a fresh name), removed when it goes.
-class KmodInput
-{
-public:
-    KmodInput()
-    {
-        m_fd = ::memfd_create("passthru-modprobe.conf", MFD_CLOEXEC);
-        struct stat st
-        {};
-        if (m_fd >= 0 && ::stat(fd_path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-            return;
-        }
-        if (m_fd >= 0) {
-            ::close(m_fd);
-            m_fd = -1;
-        }
-        std::string tmpl = (std::filesystem::temp_directory_path() / "passthru-kmod-XXXXXX").string();
-        if (::mkdtemp(tmpl.data()) == nullptr) {
-            throw Error(Errc::io, "cannot create a private directory for libkmod in " + util::dir_name(tmpl));
-        }
-        m_dir = tmpl;
-    }
-    KmodInput(const KmodInput&) = delete;
-    KmodInput& operator=(const KmodInput&) = delete;
-    KmodInput(KmodInput&&) = delete;
-    KmodInput& operator=(KmodInput&&) = delete;
-    ~KmodInput()
-    {
-        if (m_fd >= 0) {
-            ::close(m_fd);
-        }
-        if (!m_dir.empty()) {
-            std::error_code ec;
-            std::filesystem::remove_all(m_dir, ec);
-        }
-    }
-
-    // Holds text (and nothing else) and returns the path libkmod opens.
-    std::string put(const std::string& text) const
-    {
-        std::string path = m_fd >= 0 ? fd_path() : m_dir + "/modprobe.conf";
-        const int fd = m_fd >= 0 ? m_fd : ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-        bool ok = fd >= 0 && ::ftruncate(fd, 0) == 0;
-        for (std::size_t done = 0; ok && done < text.size();) {
-            const ssize_t n = ::pwrite(fd, text.data() + done, text.size() - done, static_cast<off_t>(done));
-            ok = n > 0;
-            done += ok ? static_cast<std::size_t>(n) : 0;
-        }
-        if (fd >= 0 && fd != m_fd) {
-            ::close(fd);
-        }
-        if (!ok) {
-            throw Error(Errc::io, "cannot hand libkmod the text of a modprobe.d file: " + path);
-        }
-        return path;
-    }
-
-private:
-    std::string fd_path() const { return "/proc/self/fd/" + std::to_string(m_fd); }
-
-    int m_fd = -1;
-    std::string m_dir; // the fallback directory, when there is no memfd
-};
-
 } // namespace
 
 kmod_ctx* new_quiet_kmod_ctx(const char* dirname, const char* const* config_paths)
@@ -242,7 +175,7 @@ std::vector<ModprobeFile> read_modprobe_config(const util::HostFs& fs)
 {
     std::vector<ModprobeFile> out;
     const auto files = effective_files(fs);
-    std::optional<KmodInput> input;
+    std::optional<util::PrivateTextFile> input;
     for (const auto& [name, path] : files) {
         ModprobeFile file{path, {}};
         // Read through HostFs, confined to the root (symlinks resolved
@@ -253,7 +186,7 @@ std::vector<ModprobeFile> read_modprobe_config(const util::HostFs& fs)
         // a dangling link) still shadows later directories and says nothing.
         if (auto text = fs.read_file(path); text && !text->empty()) {
             if (!input) {
-                input.emplace();
+                input.emplace("passthru-modprobe.conf");
             }
             file.directives = parse_file(input->put(*text));
         }
