@@ -195,6 +195,7 @@ std::string volume_text(const JournalResource& r, const JournalCommand& by)
 std::vector<std::string> kept_resources(const JournalCommand& cmd)
 {
     std::vector<std::string> out;
+    out.reserve(cmd.created.size());
     for (const auto& r : cmd.created) {
         out.push_back(volume_text(r, cmd)
                       + " is kept and no longer in the VM config; remove it with: " + util::shell_quote(plan::free_volume_argv(r.id)));

@@ -144,6 +144,7 @@ std::string render_gpus(const scan::Inventory& inv, bool color)
         const scan::PciDevice* first = g.functions.empty() ? nullptr : inv.find(g.functions.front());
         std::string name = first != nullptr ? first->device_name : "";
         std::vector<std::string> groups;
+        groups.reserve(g.iommu_groups.size());
         for (int n : g.iommu_groups) {
             groups.push_back(std::to_string(n));
         }
@@ -177,6 +178,7 @@ std::string render_nvswitches(const scan::Inventory& inv, bool color)
     for (const auto& sw : inv.nvswitches) {
         const scan::PciDevice* first = sw.functions.empty() ? nullptr : inv.find(sw.functions.front());
         std::vector<std::string> groups;
+        groups.reserve(sw.iommu_groups.size());
         for (int g : sw.iommu_groups) {
             groups.push_back(std::to_string(g));
         }

@@ -62,6 +62,7 @@ std::string render_summary(const plan::Plan& plan, bool color)
         out += "  GPU " + g.slot + (g.name.empty() ? "" : "  " + g.name) + "  functions " + util::join(g.functions, " ");
         if (!g.iommu_groups.empty()) {
             std::vector<std::string> groups;
+            groups.reserve(g.iommu_groups.size());
             for (int n : g.iommu_groups) {
                 groups.push_back(std::to_string(n));
             }
@@ -71,6 +72,7 @@ std::string render_summary(const plan::Plan& plan, bool color)
     }
     for (const auto& sw : plan.nvswitches) {
         std::vector<std::string> groups;
+        groups.reserve(sw.iommu_groups.size());
         for (int n : sw.iommu_groups) {
             groups.push_back(std::to_string(n));
         }

@@ -78,6 +78,7 @@ std::string switch_list(const scan::Inventory& inv)
     std::vector<std::string> out;
     for (const auto& sw : inv.nvswitches) {
         std::vector<std::string> groups;
+        groups.reserve(sw.iommu_groups.size());
         for (int g : sw.iommu_groups) {
             groups.push_back(std::to_string(g));
         }
@@ -105,6 +106,7 @@ std::vector<const scan::GpuCard*> whole_board(const scan::Inventory& inv, const 
                                               Plan& plan)
 {
     std::vector<const scan::GpuCard*> out;
+    out.reserve(inv.nvswitches.size());
     for (const auto& sw : inv.nvswitches) {
         out.push_back(&sw);
     }

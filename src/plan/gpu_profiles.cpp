@@ -65,6 +65,7 @@ std::vector<std::string> string_list(const nlohmann::json& j, const std::string&
         throw SchemaError{field, "must be a list of strings"};
     }
     std::vector<std::string> out;
+    out.reserve(j.size());
     for (std::size_t i = 0; i < j.size(); ++i) {
         out.push_back(nonempty_string(j[i], field + "[" + std::to_string(i) + "]"));
     }
@@ -165,6 +166,7 @@ std::vector<KnownIssue> parse_known_issues(const nlohmann::json& j)
         throw SchemaError{"known_issues", "must be a list of {issue, advice, sources}"};
     }
     std::vector<KnownIssue> out;
+    out.reserve(j.size());
     for (std::size_t i = 0; i < j.size(); ++i) {
         out.push_back(parse_known_issue(j[i], "known_issues[" + std::to_string(i) + "]"));
     }

@@ -103,6 +103,7 @@ void check_gpu_slot(const Inventory& inv, const GpuCard& gpu, const std::string&
                                 + util::join(
                                     [&] {
                                         std::vector<std::string> g;
+                                        g.reserve(gpu.iommu_groups.size());
                                         for (int n : gpu.iommu_groups) {
                                             g.push_back(std::to_string(n));
                                         }

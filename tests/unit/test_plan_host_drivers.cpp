@@ -39,6 +39,7 @@ HostDriverData data_with_nova_core()
 std::vector<std::string> modules(const HostDriverData& data)
 {
     std::vector<std::string> out;
+    out.reserve(data.drivers.size());
     for (const auto& d : data.drivers) {
         out.push_back(d.module);
     }

@@ -46,6 +46,7 @@ bool contains(const std::optional<std::string>& text, std::string_view what)
 std::vector<std::string> argvs(const plan::Plan& p)
 {
     std::vector<std::string> out;
+    out.reserve(p.commands.size());
     for (const auto& c : p.commands) {
         out.push_back(util::join(c.argv, " "));
     }

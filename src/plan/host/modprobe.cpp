@@ -679,6 +679,7 @@ void render_modprobe_conf(ModprobeJob& job)
         trial_binding(job, blacklist, reasons);
     }
     std::vector<std::string> gpu_labels;
+    gpu_labels.reserve(job.plan.gpus.size());
     for (const auto& g : job.plan.gpus) {
         gpu_labels.push_back(g.slot + (g.name.empty() ? "" : " " + g.name));
     }

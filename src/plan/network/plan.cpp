@@ -368,6 +368,7 @@ void apply_pin_change(const PlanContext& ctx, const PinChange& pin_change, Netwo
 {
     if (!pin_change.rename.empty()) {
         std::vector<std::string> renames;
+        renames.reserve(pin_change.rename.size());
         for (const auto& [from, to] : pin_change.rename) {
             renames.push_back(from + " -> " + to);
         }

@@ -124,6 +124,7 @@ void plan_libvirt_domain(const PlanContext& ctx, Plan& plan)
         return;
     }
     std::vector<std::vector<scan::PciAddress>> cards;
+    cards.reserve(ctx.selected.size());
     for (const auto* card : ctx.selected) {
         cards.push_back(card->functions);
     }

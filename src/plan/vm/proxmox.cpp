@@ -451,6 +451,7 @@ struct VmJob
     AddressDecision check_address_space(const PropertyString& planned, const std::optional<PropertyString>& current, std::uint64_t ram_mib)
     {
         std::vector<const scan::GpuCard*> passed;
+        passed.reserve(cards.size());
         for (const auto& c : cards) {
             passed.push_back(c.card);
         }
