@@ -74,6 +74,7 @@ std::vector<plan::Request> fixture_requests(const scan::Inventory& inv)
 std::vector<std::string> written_by(const plan::Plan& p)
 {
     std::vector<std::string> out;
+    out.reserve(p.files.size());
     for (const auto& f : p.files) {
         out.push_back(f.path);
     }

@@ -56,6 +56,7 @@ void add_card(scan::Inventory& inv, std::uint8_t bus, std::uint64_t vram_bar)
 std::vector<const scan::GpuCard*> all_cards(const scan::Inventory& inv)
 {
     std::vector<const scan::GpuCard*> out;
+    out.reserve(inv.gpus.size());
     for (const auto& c : inv.gpus) {
         out.push_back(&c);
     }
