@@ -117,6 +117,9 @@ public:
             region.argsz = sizeof region;
             region.index = i;
             if (const int err = ioctl_errno(dev.fd, VFIO_DEVICE_GET_REGION_INFO, &region); err != 0) {
+                if (vfio_region_absent(i, err)) {
+                    continue;
+                }
                 info.refused_region = i;
                 info.region_err = err;
                 break;
@@ -145,6 +148,11 @@ std::unique_ptr<VfioGroupCalls> kernel_vfio(const util::HostFs& fs, int group)
 int vfio_api_version()
 {
     return VFIO_API_VERSION;
+}
+
+bool vfio_region_absent(std::uint32_t index, int err)
+{
+    return index == VFIO_PCI_VGA_REGION_INDEX && err == EINVAL;
 }
 
 } // namespace passthru::apply

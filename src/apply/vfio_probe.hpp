@@ -27,6 +27,13 @@ struct VfioDeviceInfo
     int region_err = 0;
 };
 
+// Whether the kernel's refusal to describe region index (errno err) only says the
+// region is not there: the VGA region (VFIO_PCI_VGA_REGION_INDEX, 8) of a function
+// vfio-pci gives no VGA access (not a VGA device, or a kernel without
+// CONFIG_VFIO_PCI_VGA) is refused with EINVAL, and QEMU asks for it only with x-vga=on
+// (docs/facts.md: vfio-api). Any other refusal is a failure.
+bool vfio_region_absent(std::uint32_t index, int err);
+
 // The IOMMU types verify asks the container for, best first.
 enum class VfioIommu
 {

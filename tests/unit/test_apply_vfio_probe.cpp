@@ -8,6 +8,8 @@
 // kernel's errno text; under --root VFIO is "not checked", never "ok".
 #include <doctest/doctest.h>
 
+#include <linux/vfio.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <map>
@@ -303,4 +305,12 @@ TEST_SUITE("apply::vfio_probe")
         CHECK(a.calls.empty());
         CHECK(v.find("/dev/vfio/1 is missing"));
     }
+}
+
+TEST_CASE("apply::vfio_region_absent: only the VGA region refused with EINVAL is no region")
+{
+    CHECK(apply::vfio_region_absent(VFIO_PCI_VGA_REGION_INDEX, EINVAL));
+    CHECK_FALSE(apply::vfio_region_absent(VFIO_PCI_VGA_REGION_INDEX, EIO));
+    CHECK_FALSE(apply::vfio_region_absent(VFIO_PCI_BAR0_REGION_INDEX, EINVAL));
+    CHECK_FALSE(apply::vfio_region_absent(VFIO_PCI_CONFIG_REGION_INDEX, EINVAL));
 }
