@@ -54,15 +54,17 @@ rm -rf "$timing"
 mkdir -p "$timing"
 # phase NAME CMD...: runs CMD, and records NAME's start, end, CPU time (its children's,
 # user and system, from /proc) and exit status in $timing/phases.tsv
-cpu_ticks() { awk '{ print $16 + $17 }' "/proc/$BASHPID/stat"; }
+# (the shell's own PID, taken outside the command substitution: inside it $BASHPID is the
+# substitution's subshell, whose children are not the phase's)
+cpu_ticks() { awk '{ print $16 + $17 }' "/proc/$1/stat"; }
 phase() {
-    local name=$1 t0 c0 rc=0
+    local name=$1 t0 c0 rc=0 me=$BASHPID
     shift
     t0=$(date +%s.%N)
-    c0=$(cpu_ticks)
+    c0=$(cpu_ticks "$me")
     "$@" || rc=$?
     printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$t0" "$(date +%s.%N)" \
-        "$(awk -v a="$c0" -v b="$(cpu_ticks)" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", (b - a) / hz }')" "$rc" \
+        "$(awk -v a="$c0" -v b="$(cpu_ticks "$me")" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", (b - a) / hz }')" "$rc" \
         >>"$timing/phases.tsv"
     return "$rc"
 }
