@@ -23,10 +23,12 @@
 # one host thread), so on a machine with two or more CPUs the QEMU tests (CTest label
 # qemu) run in a lane of their own pinned to the first CPU (taskset), one after the
 # other in the order tests/CMakeLists.txt gives, while the rest of the suite runs
-# pinned to the other CPUs. When the rest is done, that lane takes the QEMU tests the
-# first one has not started yet, pinned to the second CPU: two guests at once, each on
-# a core of its own and with a QEMU lock of its own (PASSTHRU_QEMU_LOCK), so neither
-# waits for the other. The package tests run first in the second lane (label package):
+# pinned to the other CPUs. When the packages, the suite and the Debian 13 half are
+# done, that lane takes the QEMU tests the first one has not started yet, pinned to the
+# second CPU: two guests at once, each on a core of its own and with a QEMU lock of its
+# own (PASSTHRU_QEMU_LOCK), so neither waits for the other; fuzz, tidy and format come
+# last, on both CPUs once the first lane is done. The package tests run first in the
+# second lane (label package):
 # the reboot hosts install the packages they build (packaging/build-deb.sh takes turns
 # on a lock in the shared build directory; whichever runs second only repackages).
 # Each QEMU test's output is kept in full (ctest -V) in <build>/timing/qemu-<test>.log and
@@ -191,6 +193,20 @@ elif [[ ${PASSTHRU_SKIP_SANITIZE:-} != 1 ]]; then
     PASSTHRU_BUILD_DIR=$build phase sanitizers in_tmp on_cpus bash "$here/scripts/test-sanitize.sh" "$@" || rc=1
 fi
 
+# The QEMU tests the first lane has not started yet run here, in a second lane, before
+# fuzz, tidy and format: the guests come in pieces of 5-20 minutes, while fuzz and tidy
+# can run on whatever CPUs are free (both, once the first lane is done), so the two
+# lanes end within minutes of each other instead of one guest's length apart.
+if [[ -n $qemu_pid ]]; then
+    if [[ -s $queue ]]; then
+        stamp "the QEMU tests left: $(paste -sd' ' "$queue"), in a second lane on CPU ${cpus[1]}"
+        qemu_lane "${cpus[1]}" 2 "$@" || rc=1
+    fi
+else
+    stamp "the QEMU tests (ctest -L qemu)"
+    qemu_lane "${cpus[0]}" 1 "$@" || rc=1
+fi
+
 if [[ ${PASSTHRU_SKIP_FUZZ:-} != 1 ]]; then
     # each target's corpus in full, then 5 s of new inputs (PASSTHRU_FUZZ_SECONDS)
     stamp "the fuzz targets (scripts/test-fuzz.sh)"
@@ -207,15 +223,8 @@ stamp "clang-format (scripts/check-format.sh)"
 phase format bash "$here/scripts/check-format.sh" || rc=1
 
 if [[ -n $qemu_pid ]]; then
-    if [[ -s $queue ]]; then
-        stamp "the QEMU tests left: $(paste -sd' ' "$queue"), in a second lane on CPU ${cpus[1]}"
-        qemu_lane "${cpus[1]}" 2 "$@" || rc=1
-    fi
     stamp "waiting for the first QEMU lane"
     wait "$qemu_pid" || rc=1
-else
-    stamp "the QEMU tests (ctest -L qemu)"
-    qemu_lane "${cpus[0]}" 1 "$@" || rc=1
 fi
 for log in "$timing"/qemu-*.log; do
     [[ -e $log ]] || continue
