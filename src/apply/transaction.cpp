@@ -2,6 +2,9 @@
 #include "apply/transaction.hpp"
 
 #include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
 #include <set>
 
 #include "format/pve_config.hpp"
@@ -96,6 +99,22 @@ std::optional<std::string> config_volume(const util::HostFs& fs, const plan::Ste
     return format::pve::PropertyString::parse(*value).get("");
 }
 
+// Runs an after-step and, when it really ran (not only recorded under --root),
+// says how long it took: update-initramfs takes minutes on a big host.
+Result<util::CommandResult> run_timed(util::CommandRunner& runner, const std::vector<std::string>& argv, const Progress& progress,
+                                      const std::string& prefix)
+{
+    const auto started = std::chrono::steady_clock::now();
+    auto result = runner.run(argv);
+    if (result && runner.mode() != util::RunMode::record) {
+        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+        std::array<char, 32> secs{};
+        std::snprintf(secs.data(), secs.size(), "%.1f", took.count());
+        emit(progress, prefix + "took " + secs.data() + " s: " + util::shell_quote(argv));
+    }
+    return result;
+}
+
 // Runs after-step i and records its outcome: status, exit code, what it
 // allocated, and on failure its last output lines.
 void run_after_step(const util::HostFs& fs, util::CommandRunner& runner, std::vector<JournalCommand>& commands, std::size_t i,
@@ -110,7 +129,7 @@ void run_after_step(const util::HostFs& fs, util::CommandRunner& runner, std::ve
     for (const auto& c : creates) {
         before.push_back(config_volume(fs, c));
     }
-    auto result = runner.run(cmd.argv);
+    auto result = run_timed(runner, cmd.argv, progress, "[" + std::to_string(i + 1) + "/" + std::to_string(commands.size()) + "] ");
     if (!result) {
         cmd.status = "failed";
         Error err(result.error().code(), which + " " + util::shell_quote(cmd.argv) + " failed: " + result.error().what());
@@ -649,7 +668,7 @@ void undo_after_steps(util::CommandRunner& runner, const Manifest& m, const Prog
         if (cmd.undo == plan::StepUndo::rerun) {
             ++n;
             emit(progress, "re-running " + util::shell_quote(cmd.argv));
-            auto result = runner.run(cmd.argv);
+            auto result = run_timed(runner, cmd.argv, progress, "");
             if (!result || result->exit_code != 0) {
                 rep.failures.push_back(util::shell_quote(cmd.argv) + ": "
                                        + (result ? "exit code " + std::to_string(result->exit_code) : std::string(result.error().what()))

@@ -11,7 +11,7 @@ ran and KERNEL_AFTER_SECONDS when its kernel printed "Linux version" (run.sh pol
 5 s, so firmware and boot loader are known to within 5 s). Prints one line:
 
     timing: LABEL: firmware+loader 12s, kernel to step 48s, record 6s, scan 4s, ...,
-    power-off 9s (total 231s)
+    apply (update-initramfs 120s, update-grub 20s) 150s, ..., power-off 9s (total 231s)
 
 which scripts/timing-table.py collects. Steps that ran more than once are summed.
 """
@@ -19,6 +19,9 @@ import re
 import sys
 
 LINE = re.compile(r"@@PT: \[([0-9.]+)\] boot [0-9]+: (.*)")
+# "step apply: after-step took 92.4 s: update-initramfs -u -k all" (guest/step passes on
+# what passthru printed for each after-step it ran)
+AFTER_STEP = re.compile(r"after-step took ([0-9.]+) s: (.*)")
 
 
 def main():
@@ -36,6 +39,7 @@ def main():
         parts.append(("kernel to step", started))
     open_step = {}
     spent = {}
+    inner = {}
     order = []
     record_at = None
     for t, what in events:
@@ -51,6 +55,13 @@ def main():
         if not m:
             continue
         name, rest = m.group(1), m.group(2)
+        took = AFTER_STEP.match(rest)
+        if took:
+            # passthru's own figure for one of the step's after-steps, by program name
+            program = took.group(2).split()[0] if took.group(2).split() else "?"
+            inner.setdefault(name, {})
+            inner[name][program] = inner[name].get(program, 0.0) + float(took.group(1))
+            continue
         if rest.startswith("exit "):
             if name in open_step:
                 spent[name] = spent.get(name, 0.0) + t - open_step.pop(name)
@@ -59,11 +70,12 @@ def main():
         elif not rest.startswith("running"):
             open_step[name] = t
     parts += [(name, spent[name]) for name in order]
+    labels = {name: "%s (%s)" % (name, ", ".join("%s %.0fs" % kv for kv in inner[name].items())) for name in inner}
     if done is not None:
         accounted = sum(v for _, v in parts[2:]) + (started or 0.0)
         parts.append(("other", max(0.0, done - accounted)))
         parts.append(("power-off", max(0.0, total - kernel_after - done)))
-    print("timing: %s: %s (total %.0fs)" % (label, ", ".join("%s %.0fs" % (n, v) for n, v in parts), total))
+    print("timing: %s: %s (total %.0fs)" % (label, ", ".join("%s %.0fs" % (labels.get(n, n), v) for n, v in parts), total))
 
 
 if __name__ == "__main__":
