@@ -180,7 +180,13 @@ std::string_view to_string(FileAction action)
 
 std::string_view to_string(Backend backend)
 {
-    return backend == Backend::libvirt ? "libvirt" : "proxmox";
+    switch (backend) {
+    case Backend::proxmox:
+        return "proxmox";
+    case Backend::libvirt:
+        return "libvirt";
+    }
+    return "proxmox";
 }
 
 std::optional<Backend> backend_from(std::string_view word)
