@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "apply/manifest_check.hpp"
+#include "plan/plan_json.hpp"
 #include "util/fault.hpp"
 #include "util/json.hpp"
 #include "util/strings.hpp"
@@ -113,20 +114,21 @@ JournalCommand journal_command(const std::vector<std::string>& argv, std::string
     return jc;
 }
 
-json to_json(const Manifest& m)
+namespace {
+
+json manifest_request_json(const Manifest& m)
 {
-    json files = json::array();
-    for (const auto& f : m.files) {
-        files.push_back({{"path", f.path},
-                         {"action", to_string(f.action)},
-                         {"before_sha256", opt_string(f.before_sha256)},
-                         {"after_sha256", opt_string(f.after_sha256)},
-                         {"mode", mode_text(f.mode)},
-                         {"owner", {{"uid", f.uid}, {"gid", f.gid}}}});
+    if (m.rollback_to_before) {
+        return json{{"rollback_to_before", *m.rollback_to_before}};
     }
+    return m.request ? plan::request_to_json(*m.request) : json(nullptr);
+}
+
+json journal_commands_json(const std::vector<JournalCommand>& list)
+{
     json commands = json::array();
-    for (const auto& c : m.commands) {
-        json cmd{{"argv", c.argv}, {"reason", c.reason}, {"status", c.status}};
+    for (const auto& c : list) {
+        json cmd{{"argv", c.argv}, {"reason", c.reason}, {"status", to_string(c.status)}};
         cmd["exit_code"] = c.exit_code ? json(*c.exit_code) : json(nullptr);
         cmd["undo"] = plan::to_string(c.undo);
         cmd["edits"] = c.edits;
@@ -141,6 +143,51 @@ json to_json(const Manifest& m)
         }
         commands.push_back(std::move(cmd));
     }
+    return commands;
+}
+
+} // namespace
+
+std::string_view to_string(CommandStatus status)
+{
+    switch (status) {
+    case CommandStatus::planned:
+        return "planned";
+    case CommandStatus::recorded:
+        return "recorded";
+    case CommandStatus::ran:
+        return "ran";
+    case CommandStatus::failed:
+        return "failed";
+    }
+    return "planned";
+}
+
+std::optional<CommandStatus> command_status_from(std::string_view word)
+{
+    for (const auto status : {CommandStatus::planned, CommandStatus::recorded, CommandStatus::ran, CommandStatus::failed}) {
+        if (to_string(status) == word) {
+            return status;
+        }
+    }
+    return std::nullopt;
+}
+
+json to_json(const Manifest& m)
+{
+    json files = json::array();
+    for (const auto& f : m.files) {
+        files.push_back({{"path", f.path},
+                         {"action", to_string(f.action)},
+                         {"before_sha256", opt_string(f.before_sha256)},
+                         {"after_sha256", opt_string(f.after_sha256)},
+                         {"mode", mode_text(f.mode)},
+                         {"owner", {{"uid", f.uid}, {"gid", f.gid}}}});
+    }
+    json gpus = json::array();
+    for (const auto& g : m.gpus) {
+        gpus.push_back(plan::selected_gpu_to_json(g));
+    }
     json domains = json::array();
     for (const auto& d : m.domains) {
         domains.push_back({{"uri", d.uri}, {"name", d.name}, {"had_before", d.had_before}, {"after_sha256", d.after_sha256}});
@@ -152,18 +199,104 @@ json to_json(const Manifest& m)
                 {"created", m.created},
                 {"finished", m.finished.empty() ? json(nullptr) : json(m.finished)},
                 {"passthru_version", m.version},
-                {"request", m.request},
-                {"gpus", m.gpus},
+                {"request", manifest_request_json(m)},
+                {"gpus", std::move(gpus)},
                 {"kernel_args", m.kernel_args},
                 {"undoes", m.undoes},
                 {"files", std::move(files)},
                 {"created_dirs", m.created_dirs},
-                {"commands", std::move(commands)},
+                {"commands", journal_commands_json(m.commands)},
                 {"commands_started", m.commands_started},
                 {"domains", std::move(domains)},
                 {"error", m.error.empty() ? json(nullptr) : json(m.error)},
                 {"manual_steps", m.manual_steps}};
 }
+
+namespace {
+
+// The reading helpers throw ManifestError (or json::exception), turned into
+// bad_manifest at the top.
+struct ManifestError
+{
+    std::string why;
+};
+
+// "request": the plan's request (read for its shape only: a later passthru's
+// checks must not make a recorded generation unreadable), a rollback's
+// {"rollback_to_before": N}, or null.
+void read_manifest_request(const json& doc, Manifest& m)
+{
+    const json request = doc.value("request", json(nullptr));
+    if (request.is_null()) {
+        return;
+    }
+    if (request.is_object() && request.contains("rollback_to_before")) {
+        if (!request.at("rollback_to_before").is_number_unsigned()) {
+            throw ManifestError{"request.rollback_to_before is not a generation number"};
+        }
+        m.rollback_to_before = request.at("rollback_to_before").get<std::uint64_t>();
+        return;
+    }
+    auto read = plan::request_from_json(request, plan::RequestCheck::shape_only);
+    if (!read) {
+        throw ManifestError{read.error().what()};
+    }
+    m.request = std::move(*read);
+}
+
+void read_manifest_gpus(const json& doc, Manifest& m)
+{
+    std::size_t i = 0;
+    for (const auto& g : doc.value("gpus", json::array())) {
+        auto gpu = plan::selected_gpu_from_json(g, "gpus[" + std::to_string(i++) + "]");
+        if (!gpu) {
+            throw ManifestError{gpu.error().what()};
+        }
+        m.gpus.push_back(std::move(*gpu));
+    }
+}
+
+JournalFile read_journal_file(const json& f, bool v1)
+{
+    JournalFile jf;
+    jf.path = f.at("path").get<std::string>();
+    const auto word = f.at("action").get<std::string>();
+    const auto action = v1 && word == "remove" ? std::optional(FileAction::remove) : plan::file_action_from(word);
+    auto mode = parse_mode(f.at("mode").get<std::string>());
+    if (!action || !mode || jf.path.empty() || jf.path.front() != '/') {
+        throw ManifestError{"bad file entry '" + jf.path + "'"};
+    }
+    jf.action = *action;
+    jf.mode = *mode;
+    jf.before_sha256 = get_opt_string(f, "before_sha256");
+    jf.after_sha256 = get_opt_string(f, "after_sha256");
+    jf.uid = f.at("owner").at("uid").get<uid_t>();
+    jf.gid = f.at("owner").at("gid").get<gid_t>();
+    return jf;
+}
+
+JournalCommand read_journal_command(const json& c)
+{
+    // Effects come from the table; journals written before they were
+    // recorded get the same answer from their argv.
+    JournalCommand jc = journal_command(c.at("argv").get<std::vector<std::string>>(), c.value("reason", ""));
+    for (const auto& r : c.value("created", json::array())) {
+        jc.created.push_back(
+            JournalResource{r.at("kind").get<std::string>(), r.at("id").get<std::string>(), r.value("vm", ""), r.value("config_key", "")});
+    }
+    jc.output = c.value("output", std::vector<std::string>{});
+    const auto status = command_status_from(c.value("status", std::string(to_string(CommandStatus::planned))));
+    if (!status) {
+        throw ManifestError{"unknown status of command '" + util::join(jc.argv, " ") + "'"};
+    }
+    jc.status = *status;
+    if (c.contains("exit_code") && !c.at("exit_code").is_null()) {
+        jc.exit_code = c.at("exit_code").get<int>();
+    }
+    return jc;
+}
+
+} // namespace
 
 Result<Manifest> manifest_from_json(const json& doc)
 {
@@ -189,42 +322,16 @@ Result<Manifest> manifest_from_json(const json& doc)
         m.created = doc.at("created").get<std::string>();
         m.finished = get_opt_string(doc, "finished").value_or("");
         m.version = doc.value("passthru_version", "");
-        m.request = doc.value("request", json(nullptr));
-        m.gpus = doc.value("gpus", json::array());
+        read_manifest_request(doc, m);
+        read_manifest_gpus(doc, m);
         m.kernel_args = doc.value("kernel_args", std::vector<std::string>{});
         m.undoes = doc.value("undoes", std::vector<std::uint64_t>{});
         for (const auto& f : doc.at("files")) {
-            JournalFile jf;
-            jf.path = f.at("path").get<std::string>();
-            const auto word = f.at("action").get<std::string>();
-            const auto action = v1 && word == "remove" ? std::optional(FileAction::remove) : plan::file_action_from(word);
-            auto mode = parse_mode(f.at("mode").get<std::string>());
-            if (!action || !mode || jf.path.empty() || jf.path.front() != '/') {
-                return tl::unexpected(bad_manifest(id, "bad file entry '" + jf.path + "'"));
-            }
-            jf.action = *action;
-            jf.mode = *mode;
-            jf.before_sha256 = get_opt_string(f, "before_sha256");
-            jf.after_sha256 = get_opt_string(f, "after_sha256");
-            jf.uid = f.at("owner").at("uid").get<uid_t>();
-            jf.gid = f.at("owner").at("gid").get<gid_t>();
-            m.files.push_back(std::move(jf));
+            m.files.push_back(read_journal_file(f, v1));
         }
         m.created_dirs = doc.value("created_dirs", std::vector<std::string>{});
         for (const auto& c : doc.at("commands")) {
-            // Effects come from the table; journals written before they
-            // were recorded get the same answer from their argv.
-            JournalCommand jc = journal_command(c.at("argv").get<std::vector<std::string>>(), c.value("reason", ""));
-            for (const auto& r : c.value("created", json::array())) {
-                jc.created.push_back(JournalResource{r.at("kind").get<std::string>(), r.at("id").get<std::string>(), r.value("vm", ""),
-                                                     r.value("config_key", "")});
-            }
-            jc.output = c.value("output", std::vector<std::string>{});
-            jc.status = c.value("status", "planned");
-            if (c.contains("exit_code") && !c.at("exit_code").is_null()) {
-                jc.exit_code = c.at("exit_code").get<int>();
-            }
-            m.commands.push_back(std::move(jc));
+            m.commands.push_back(read_journal_command(c));
         }
         m.commands_started = doc.value("commands_started", false);
         for (const auto& d : doc.value("domains", json::array())) {
@@ -233,6 +340,8 @@ Result<Manifest> manifest_from_json(const json& doc)
         }
         m.error = get_opt_string(doc, "error").value_or("");
         m.manual_steps = doc.value("manual_steps", std::vector<std::string>{});
+    } catch (const ManifestError& e) {
+        return tl::unexpected(bad_manifest(id, e.why));
     } catch (const json::exception& e) {
         return tl::unexpected(bad_manifest(id, e.what()));
     }

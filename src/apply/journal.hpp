@@ -71,19 +71,32 @@ struct JournalResource
     std::string config_key; // the VM config key that named it ("efidisk0")
 };
 
+// Where an after-step got to.
+enum class CommandStatus
+{
+    planned,  // not run (yet)
+    recorded, // written to the command log instead of run (under --root)
+    ran,      // ran and succeeded
+    failed,   // ran and failed
+};
+
+std::string_view to_string(CommandStatus status);
+// nullopt for any other word.
+std::optional<CommandStatus> command_status_from(std::string_view word);
+
 // One after-step (update-initramfs, proxmox-boot-tool refresh, ...), with
 // what it changes and how it is undone (plan/after_step.hpp).
 struct JournalCommand
 {
     std::vector<std::string> argv;
     std::string reason;
-    std::string status = "planned"; // planned | recorded (under --root) | ran | failed
+    CommandStatus status = CommandStatus::planned;
     std::optional<int> exit_code;
     plan::StepUndo undo = plan::StepUndo::manual;
     std::vector<std::string> edits;       // journaled files it rewrites
-    std::vector<JournalResource> created; // what it allocated (status "ran")
+    std::vector<JournalResource> created; // what it allocated (status ran)
     std::vector<std::string> manual_undo; // undo == manual: the commands to run by hand
-    std::vector<std::string> output;      // status "failed": the last lines it printed
+    std::vector<std::string> output;      // status failed: the last lines it printed
 };
 
 // A journal command for argv with its effects from plan/after_step's table.
@@ -106,14 +119,17 @@ struct Manifest
     std::string created;  // UTC, ISO 8601
     std::string finished; // empty while pending
     std::string version = PASSTHRU_VERSION;
-    nlohmann::json request;                        // the passthru.plan/1 request (apply); null for rollback
-    nlohmann::json gpus = nlohmann::json::array(); // apply: [{slot, functions, iommu_groups}] (what verify checks)
-    std::vector<std::string> kernel_args;          // apply: arguments the plan added to the command line
-    std::vector<std::uint64_t> undoes;             // rollback: the generations it undid
-    std::vector<JournalFile> files;                // in the order they are written
-    std::vector<std::string> created_dirs;         // directories made for new files, parents first
-    std::vector<JournalCommand> commands;          // after-steps, in order
-    bool commands_started = false;                 // saved before the first after-step runs
+    // The "request" member: apply, the passthru.plan/1 request; rollback,
+    // {"rollback_to_before": N}; null (neither) for a spec without one.
+    std::optional<plan::Request> request;
+    std::optional<std::uint64_t> rollback_to_before;
+    std::vector<plan::SelectedGpu> gpus;   // apply: the selected cards (what verify checks)
+    std::vector<std::string> kernel_args;  // apply: arguments the plan added to the command line
+    std::vector<std::uint64_t> undoes;     // rollback: the generations it undid
+    std::vector<JournalFile> files;        // in the order they are written
+    std::vector<std::string> created_dirs; // directories made for new files, parents first
+    std::vector<JournalCommand> commands;  // after-steps, in order
+    bool commands_started = false;         // saved before the first after-step runs
     std::vector<JournalDomain> domains;
     std::string error;                     // what went wrong (failed generations)
     std::vector<std::string> manual_steps; // restore_failed: what to do by hand

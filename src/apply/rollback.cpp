@@ -58,7 +58,7 @@ std::optional<std::uint64_t> steps_already_recorded(const std::vector<Manifest>&
         std::optional<std::uint64_t> found;
         for (auto it = active.rbegin(); it != active.rend() && !found; ++it) {
             for (const auto& c : it->commands) {
-                if (c.argv == want.argv && c.status == "recorded") {
+                if (c.argv == want.argv && c.status == CommandStatus::recorded) {
                     found = it->id;
                     break;
                 }
@@ -98,7 +98,7 @@ void plan_step_undo(const std::vector<const Manifest*>& undone, RemoveVolumes re
                 }
                 continue;
             }
-            if (cmd.status != "ran") {
+            if (cmd.status != CommandStatus::ran) {
                 continue; // recorded under --root or never run: it changed nothing
             }
             for (const auto& r : cmd.created) {
@@ -263,7 +263,7 @@ RollbackPlan plan_rollback(const Journal& journal, std::optional<std::uint64_t> 
         out.active.push_back(a.id);
     }
     out.spec.kind = GenerationKind::rollback;
-    out.spec.request = nlohmann::json{{"rollback_to_before", undone.back()->id}};
+    out.spec.rollback_to_before = undone.back()->id;
     for (const auto* m : undone) {
         out.undoes.push_back(m->id);
     }

@@ -131,12 +131,12 @@ void run_after_step(const util::HostFs& fs, util::CommandRunner& runner, std::ve
     }
     auto result = run_timed(runner, cmd.argv, progress, "[" + std::to_string(i + 1) + "/" + std::to_string(commands.size()) + "] ");
     if (!result) {
-        cmd.status = "failed";
+        cmd.status = CommandStatus::failed;
         Error err(result.error().code(), which + " " + util::shell_quote(cmd.argv) + " failed: " + result.error().what());
         throw err;
     }
     cmd.exit_code = result->exit_code;
-    cmd.status = runner.mode() == util::RunMode::record ? "recorded" : "ran";
+    cmd.status = runner.mode() == util::RunMode::record ? CommandStatus::recorded : CommandStatus::ran;
     if (runner.mode() != util::RunMode::record) {
         for (std::size_t k = 0; k < creates.size(); ++k) {
             auto now = config_volume(fs, creates[k]);
@@ -146,7 +146,7 @@ void run_after_step(const util::HostFs& fs, util::CommandRunner& runner, std::ve
         }
     }
     if (result->exit_code != 0) {
-        cmd.status = "failed";
+        cmd.status = CommandStatus::failed;
         Error err(Errc::io, which + " " + util::shell_quote(cmd.argv) + " failed with exit code " + std::to_string(result->exit_code));
         auto lines = util::split_lines(result->output);
         const std::size_t from = lines.size() > 5 ? lines.size() - 5 : 0;
@@ -222,15 +222,13 @@ std::vector<std::string> kept_resources(const JournalCommand& cmd)
     return out;
 }
 
-TransactionSpec spec_from_plan(const plan::Plan& plan, nlohmann::json request)
+TransactionSpec spec_from_plan(const plan::Plan& plan)
 {
     TransactionSpec spec;
     spec.kind = GenerationKind::apply;
-    spec.request = std::move(request);
+    spec.request = plan.request;
     spec.kernel_args = plan.kernel_args.add;
-    for (const auto& g : plan.gpus) {
-        spec.gpus.push_back({{"slot", g.slot}, {"functions", g.functions}, {"iommu_groups", g.iommu_groups}});
-    }
+    spec.gpus = plan.gpus;
     for (const auto& fc : plan.files) {
         Change c;
         c.path = fc.path;
@@ -262,6 +260,7 @@ Manifest new_manifest(const Journal& journal, const TransactionSpec& spec)
     m.state = GenerationState::pending;
     m.created = utc_now();
     m.request = spec.request;
+    m.rollback_to_before = spec.rollback_to_before;
     m.gpus = spec.gpus;
     m.kernel_args = spec.kernel_args;
     m.undoes = spec.undoes;
@@ -676,7 +675,7 @@ void undo_after_steps(util::CommandRunner& runner, const Manifest& m, const Prog
             }
             continue;
         }
-        if (cmd.status != "ran" && cmd.status != "failed") {
+        if (cmd.status != CommandStatus::ran && cmd.status != CommandStatus::failed) {
             continue; // never run (or only recorded): nothing to undo
         }
         if (cmd.undo == plan::StepUndo::command) {

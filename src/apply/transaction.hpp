@@ -66,10 +66,11 @@ struct Change
 struct TransactionSpec
 {
     GenerationKind kind = GenerationKind::apply;
-    nlohmann::json request;                        // stored in the manifest (apply)
-    nlohmann::json gpus = nlohmann::json::array(); // the selected cards, for verify
-    std::vector<std::string> kernel_args;          // added kernel arguments, for verify
-    std::vector<std::uint64_t> undoes;             // rollback: generations it undoes
+    std::optional<plan::Request> request;            // stored in the manifest (apply)
+    std::optional<std::uint64_t> rollback_to_before; // stored in the manifest (rollback)
+    std::vector<plan::SelectedGpu> gpus;             // the selected cards, for verify
+    std::vector<std::string> kernel_args;            // added kernel arguments, for verify
+    std::vector<std::uint64_t> undoes;               // rollback: generations it undoes
     std::vector<Change> files;
     std::vector<plan::PlannedCommand> commands;
     std::vector<plan::DomainChange> domains;
@@ -87,8 +88,8 @@ struct TransactionReport
     std::vector<JournalCommand> commands;
 };
 
-// Converts a plan into a spec: the plan's files, commands and domains.
-TransactionSpec spec_from_plan(const plan::Plan& plan, nlohmann::json request);
+// Converts a plan into a spec: the plan's request, cards, files, commands and domains.
+TransactionSpec spec_from_plan(const plan::Plan& plan);
 
 // Runs the transaction. The caller holds the journal lock. Throws Error:
 //  - Errc::conflict / precondition from the preflight (nothing written);

@@ -418,14 +418,14 @@ VerifyTarget target_of_generation(const Manifest& m)
     target.kernel_args = m.kernel_args;
     std::set<scan::PciAddress> seen;
     for (const auto& g : m.gpus) {
-        for (const auto& f : g.value("functions", std::vector<std::string>{})) {
+        for (const auto& f : g.functions) {
             if (auto a = scan::PciAddress::parse(f); a && seen.insert(*a).second) {
                 target.functions.push_back(*a);
             }
         }
     }
-    if (m.request.is_object() && m.request.contains("vmid") && m.request["vmid"].is_number_unsigned()) {
-        target.vmid = m.request["vmid"].get<std::uint64_t>();
+    if (m.request) {
+        target.vmid = m.request->vmid;
     }
     return target;
 }

@@ -32,7 +32,7 @@ std::optional<apply::Manifest> active_trial(const apply::Journal& journal)
         return std::nullopt;
     }
     const auto& m = active.back();
-    if (m.request.is_object() && m.request.contains("trial_minutes") && !m.request["trial_minutes"].is_null()) {
+    if (m.request && m.request->trial_minutes) {
         return m;
     }
     return std::nullopt;

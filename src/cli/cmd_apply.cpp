@@ -343,7 +343,7 @@ int commit_plan(Context& ctx, const apply::Journal& journal, const plan::Plan& p
         throw Error(Errc::precondition, "generation " + std::to_string(m->id) + " was interrupted and may have left the host half-changed")
             .with_hint("run 'passthru rollback' to restore it first, then plan again");
     }
-    apply::TransactionSpec spec = apply::spec_from_plan(p, plan::request_to_json(p.request));
+    apply::TransactionSpec spec = apply::spec_from_plan(p);
     if (apply::network_guard_wanted(p)) {
         spec.before_commit = network_guard_step(ctx, p);
     }

@@ -16,7 +16,7 @@
 #include "cli/apply_common.hpp"
 #include "cli/commands.hpp"
 #include "cli/plan_render.hpp"
-#include "plan/plan_json.hpp"
+#include "plan/request.hpp"
 #include "plan/trial.hpp"
 #include "scan/boot_loader.hpp"
 
@@ -48,11 +48,14 @@ int confirm_trial(Context& ctx, const apply::Journal& journal, const apply::Mani
             .with_hint("'passthru verify' shows every check; 'passthru rollback' removes the trial, and the watchdog or a reboot "
                        "brings back the unchanged default entry");
     }
-    auto request = plan::request_from_json(m.request);
-    if (!request) {
-        throw Error(Errc::parse, gen + ": its request cannot be read: " + std::string(request.error().what()));
+    if (!m.request) {
+        throw Error(Errc::parse, gen + ": its request cannot be read: not a valid passthru request: request must be an object");
     }
-    auto made = plan::make_confirm_plan(inventory, ctx.fs, data, *request);
+    if (auto valid = plan::validate_request(*m.request); !valid) {
+        throw Error(Errc::parse,
+                    gen + ": its request cannot be read: not a valid passthru request: request: " + std::string(valid.error().what()));
+    }
+    auto made = plan::make_confirm_plan(inventory, ctx.fs, data, *m.request);
     if (!made) {
         throw made.error();
     }

@@ -17,26 +17,27 @@ namespace passthru::cli {
 
 namespace {
 
-std::string request_text(const nlohmann::json& req)
+std::string request_text(const apply::Manifest& m)
 {
-    if (!req.is_object()) {
+    if (m.rollback_to_before) {
+        return "back to before generation " + std::to_string(*m.rollback_to_before);
+    }
+    if (!m.request) {
         return "";
     }
-    if (req.contains("rollback_to_before")) {
-        return "back to before generation " + req["rollback_to_before"].dump();
-    }
+    const plan::Request& req = *m.request;
     std::string out;
-    auto add = [&](const char* key, const char* flag) {
-        if (req.contains(key) && req[key].is_string() && !req[key].get<std::string>().empty()) {
-            out += std::string(out.empty() ? "" : " ") + flag + " " + req[key].get<std::string>();
+    auto add = [&](const std::string& value, const char* flag) {
+        if (!value.empty()) {
+            out += std::string(out.empty() ? "" : " ") + flag + " " + value;
         }
     };
-    add("vm", "--vm");
-    add("gpus", "--gpus");
-    if (req.contains("backend") && req["backend"] == "libvirt") {
-        out += " --backend libvirt";
+    add(req.vm, "--vm");
+    add(req.gpus, "--gpus");
+    if (req.backend != plan::Backend::proxmox) {
+        out += " --backend " + std::string(plan::to_string(req.backend));
     }
-    if (req.contains("network") && req["network"].is_object()) {
+    if (req.network) {
         out += " (+network)";
     }
     return out;
@@ -126,7 +127,7 @@ void print_history_table(const History& h)
             state += " (active)";
         }
         std::string kind(apply::to_string(m.kind));
-        table.add_row({std::to_string(m.id), m.created, kind, state, std::to_string(m.files.size()), request_text(m.request)});
+        table.add_row({std::to_string(m.id), m.created, kind, state, std::to_string(m.files.size()), request_text(m)});
     }
     std::fputs(table.render().c_str(), stdout);
 }
@@ -138,7 +139,7 @@ void print_generation(const apply::Manifest& m)
         std::printf("  %-6s %s\n", std::string(plan::to_string(f.action)).c_str(), f.path.c_str());
     }
     for (const auto& c : m.commands) {
-        std::printf("  run    %s  [%s]\n", util::shell_quote(c.argv).c_str(), c.status.c_str());
+        std::printf("  run    %s  [%s]\n", util::shell_quote(c.argv).c_str(), std::string(apply::to_string(c.status)).c_str());
         for (const auto& r : c.created) {
             std::printf("         created %s %s (VM %s's %s)\n", r.kind.c_str(), r.id.c_str(), r.vm.c_str(), r.config_key.c_str());
         }

@@ -108,13 +108,11 @@ plan::Request parse_request(const po::variables_map& vm)
 {
     plan::Request req;
     const std::string backend = vm["backend"].as<std::string>();
-    if (backend == "proxmox") {
-        req.backend = plan::Backend::proxmox;
-    } else if (backend == "libvirt") {
-        req.backend = plan::Backend::libvirt;
-    } else {
+    const auto chosen = plan::backend_from(backend);
+    if (!chosen) {
         throw Error(Errc::usage, "--backend must be proxmox or libvirt, not '" + backend + "'");
     }
+    req.backend = *chosen;
     if (vm.count("vm") != 0U) {
         req.vm = vm["vm"].as<std::string>();
         if (req.backend == plan::Backend::proxmox) {
@@ -170,7 +168,7 @@ std::string request_to_options(const plan::Request& req)
         args.emplace_back("--no-fabric");
     }
     if (req.backend == plan::Backend::libvirt) {
-        args.insert(args.end(), {"--backend", "libvirt"});
+        args.insert(args.end(), {"--backend", std::string(plan::to_string(req.backend))});
     }
     if (req.connect_uri) {
         args.insert(args.end(), {"--connect", *req.connect_uri});

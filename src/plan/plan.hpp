@@ -38,6 +38,11 @@ enum class Backend
     libvirt,
 };
 
+// "proxmox" or "libvirt": the word of --backend, the plan JSON and the journal.
+std::string_view to_string(Backend backend);
+// nullopt for any other word.
+std::optional<Backend> backend_from(std::string_view word);
+
 enum class ApplyNetwork
 {
     staged, // write /etc/network/interfaces.new only (PVE's pending file)

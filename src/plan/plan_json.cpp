@@ -99,7 +99,8 @@ const json& get_array(const json& obj, const char* key, std::string_view where)
     return v;
 }
 
-Request parse_request(const json& r)
+// Checks the request (plan/request.hpp) after reading it, unless check is shape_only.
+Request parse_request(const json& r, RequestCheck check = RequestCheck::validate)
 {
     const std::string w = "request";
     if (!r.is_object()) {
@@ -116,14 +117,11 @@ Request parse_request(const json& r)
     req.gpus = get_string(r, "gpus", w);
     req.acs_override = get_bool(r, "acs_override", w, false) ? AcsOverride::yes : AcsOverride::no;
     req.no_fabric = get_bool(r, "no_fabric", w, false) ? NoFabric::yes : NoFabric::no;
-    const std::string backend = r.value("backend", "proxmox");
-    if (backend == "proxmox") {
-        req.backend = Backend::proxmox;
-    } else if (backend == "libvirt") {
-        req.backend = Backend::libvirt;
-    } else {
+    const auto backend = backend_from(r.value("backend", std::string(to_string(Backend::proxmox))));
+    if (!backend) {
         throw ParseError{"request.backend must be proxmox or libvirt"};
     }
+    req.backend = *backend;
     req.mapping = get_opt_string(r, "mapping", w);
     req.connect_uri = get_opt_string(r, "connect_uri", w);
     req.vm_profile = get_opt_string(r, "vm_profile", w);
@@ -159,7 +157,7 @@ Request parse_request(const json& r)
         }
         req.trial_minutes = r["trial_minutes"].get<int>();
     }
-    if (auto valid = validate_request(req); !valid) {
+    if (auto valid = check == RequestCheck::validate ? validate_request(req) : Result<void>{}; !valid) {
         throw ParseError{"request: " + std::string(valid.error().what())};
     }
     return req;
@@ -180,6 +178,27 @@ std::string_view to_string(FileAction action)
     return "modify";
 }
 
+std::string_view to_string(Backend backend)
+{
+    switch (backend) {
+    case Backend::proxmox:
+        return "proxmox";
+    case Backend::libvirt:
+        return "libvirt";
+    }
+    return "proxmox";
+}
+
+std::optional<Backend> backend_from(std::string_view word)
+{
+    for (const auto backend : {Backend::proxmox, Backend::libvirt}) {
+        if (to_string(backend) == word) {
+            return backend;
+        }
+    }
+    return std::nullopt;
+}
+
 std::optional<FileAction> file_action_from(std::string_view word)
 {
     for (const auto action : {FileAction::create, FileAction::modify, FileAction::remove}) {
@@ -198,7 +217,7 @@ json request_to_json(const Request& request)
         {"gpus", request.gpus},
         {"acs_override", request.acs_override == AcsOverride::yes},
         {"no_fabric", request.no_fabric == NoFabric::yes},
-        {"backend", request.backend == Backend::libvirt ? "libvirt" : "proxmox"},
+        {"backend", to_string(request.backend)},
         {"mapping", opt_string(request.mapping)},
         {"connect_uri", opt_string(request.connect_uri)},
         {"vm_profile", opt_string(request.vm_profile)},
@@ -226,10 +245,10 @@ json request_to_json(const Request& request)
     return r;
 }
 
-Result<Request> request_from_json(const nlohmann::json& doc)
+Result<Request> request_from_json(const nlohmann::json& doc, RequestCheck check)
 {
     try {
-        return parse_request(doc);
+        return parse_request(doc, check);
     } catch (const ParseError& e) {
         return fail(Errc::parse, "not a valid passthru request: " + e.message);
     }
@@ -257,12 +276,7 @@ json plan_to_json(const Plan& plan)
     const auto cards_json = [](const std::vector<SelectedGpu>& list) {
         json out = json::array();
         for (const auto& g : list) {
-            out.push_back({{"slot", g.slot},
-                           {"name", g.name},
-                           {"functions", g.functions},
-                           {"ids", g.ids},
-                           {"iommu_groups", g.iommu_groups},
-                           {"boot_vga", g.boot_vga}});
+            out.push_back(selected_gpu_to_json(g));
         }
         return out;
     };
@@ -432,6 +446,25 @@ Plan plan_from_object(const json& doc)
 }
 
 } // namespace
+
+json selected_gpu_to_json(const SelectedGpu& gpu)
+{
+    return {
+        {"slot", gpu.slot},        {"name", gpu.name}, {"functions", gpu.functions}, {"ids", gpu.ids}, {"iommu_groups", gpu.iommu_groups},
+        {"boot_vga", gpu.boot_vga}};
+}
+
+Result<SelectedGpu> selected_gpu_from_json(const nlohmann::json& doc, std::string_view where)
+{
+    try {
+        if (!doc.is_object()) {
+            throw ParseError{std::string(where) + " must be an object"};
+        }
+        return gpu_from(doc, std::string(where));
+    } catch (const ParseError& e) {
+        return fail(Errc::parse, e.message);
+    }
+}
 
 Result<Plan> plan_from_json(const nlohmann::json& doc)
 {

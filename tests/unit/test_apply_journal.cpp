@@ -8,6 +8,7 @@
 #include "apply/journal.hpp"
 #include "apply/rollback.hpp"
 #include "apply/transaction.hpp"
+#include "plan/plan_json.hpp"
 #include "util/command_runner.hpp"
 #include "util/sha256.hpp"
 
@@ -110,11 +111,11 @@ TEST_SUITE("apply::journal")
         m.undoes = {5, 6};
         m.files.push_back(JournalFile{"/etc/x", FileAction::create, std::nullopt, "ab", 0640, 1, 2});
         JournalCommand cmd = journal_command({"update-grub"}, "why");
-        cmd.status = "ran";
+        cmd.status = CommandStatus::ran;
         cmd.exit_code = 0;
         m.commands.push_back(cmd);
         JournalCommand qm = journal_command({"qm", "set", "101", "--efidisk0", "local:1,efitype=4m"}, "efi");
-        qm.status = "ran";
+        qm.status = CommandStatus::ran;
         qm.created.push_back(JournalResource{"volume", "local:101/vm-101-disk-0.raw", "101", "efidisk0"});
         m.commands.push_back(qm);
         m.manual_steps = {"do this"};
@@ -134,6 +135,140 @@ TEST_SUITE("apply::journal")
         CHECK(back->commands[1].created[0].config_key == "efidisk0");
         CHECK(back->undoes == std::vector<std::uint64_t>{5, 6});
         CHECK_FALSE(manifest_from_json(nlohmann::json{{"schema", "other"}}));
+    }
+
+    TEST_CASE("the request and the selected cards are written with the plan's key sets and read back typed")
+    {
+        Manifest m;
+        m.id = 4;
+        m.created = "2025-01-01T00:00:00Z";
+        m.request = plan::Request{};
+        m.request->vm = "101";
+        m.request->vmid = 101;
+        m.request->gpus = "all";
+        m.request->trial_minutes = 7;
+        m.gpus.push_back(plan::SelectedGpu{"0000:01:00", "RTX", {"0000:01:00.0", "0000:01:00.1"}, {"10de:1e07", "10de:10f7"}, {12}, true});
+        auto doc = to_json(m);
+        CHECK(doc["request"] == plan::request_to_json(*m.request));
+        CHECK(doc["gpus"][0] == plan::selected_gpu_to_json(m.gpus[0]));
+        auto back = manifest_from_json(doc);
+        REQUIRE(back);
+        REQUIRE(back->request);
+        CHECK(plan::request_to_json(*back->request) == plan::request_to_json(*m.request));
+        CHECK(back->request->trial_minutes == 7);
+        CHECK_FALSE(back->rollback_to_before);
+        REQUIRE(back->gpus.size() == 1);
+        CHECK(back->gpus[0].ids == m.gpus[0].ids);
+        CHECK(back->gpus[0].iommu_groups == std::vector<int>{12});
+        CHECK(back->gpus[0].boot_vga);
+        CHECK(to_json(*back) == doc);
+
+        // A rollback's request names the generation it went back before.
+        Manifest r;
+        r.id = 5;
+        r.kind = GenerationKind::rollback;
+        r.created = m.created;
+        r.rollback_to_before = 4;
+        CHECK(to_json(r)["request"] == nlohmann::json{{"rollback_to_before", 4}});
+        auto rb = manifest_from_json(to_json(r));
+        REQUIRE(rb);
+        CHECK(rb->rollback_to_before == 4);
+        CHECK_FALSE(rb->request);
+
+        // Neither: null, and read back as neither.
+        r.rollback_to_before.reset();
+        CHECK(to_json(r)["request"].is_null());
+        rb = manifest_from_json(to_json(r));
+        REQUIRE(rb);
+        CHECK_FALSE(rb->request);
+        CHECK_FALSE(rb->rollback_to_before);
+    }
+
+    TEST_CASE("command statuses are one word each, both ways")
+    {
+        for (const auto status : {CommandStatus::planned, CommandStatus::recorded, CommandStatus::ran, CommandStatus::failed}) {
+            CHECK(command_status_from(to_string(status)) == status);
+        }
+        CHECK(to_string(CommandStatus::recorded) == "recorded");
+        CHECK_FALSE(command_status_from("run"));
+        CHECK_FALSE(command_status_from(""));
+    }
+
+    TEST_CASE("a manifest as passthru.generation/2 was first written reads: three-member cards, a request not validated")
+    {
+        // The members an apply generation had before the cards were written
+        // with the plan's key set; the request's VM is one a later check refuses.
+        const auto doc = nlohmann::json::parse(R"({
+          "schema": "passthru.generation/2", "id": 1, "kind": "apply", "state": "committed",
+          "created": "2025-01-01T00:00:00Z", "finished": "2025-01-01T00:00:01Z", "passthru_version": "0.1",
+          "request": {"vm": "abc", "vmid": null, "gpus": "all", "acs_override": false, "no_fabric": false,
+                      "backend": "proxmox", "mapping": null, "connect_uri": null, "vm_profile": null, "network": null},
+          "gpus": [{"slot": "0000:01:00", "functions": ["0000:01:00.0"], "iommu_groups": [3]}],
+          "kernel_args": ["iommu=pt"], "undoes": [], "files": [], "created_dirs": [],
+          "commands": [{"argv": ["update-grub"], "reason": "r", "status": "recorded", "exit_code": 0}],
+          "commands_started": true, "domains": [], "error": null, "manual_steps": []})");
+        auto m = manifest_from_json(doc);
+        REQUIRE(m);
+        REQUIRE(m->request);
+        CHECK(m->request->vm == "abc");
+        REQUIRE(m->gpus.size() == 1);
+        CHECK(m->gpus[0].functions == std::vector<std::string>{"0000:01:00.0"});
+        CHECK(m->gpus[0].iommu_groups == std::vector<int>{3});
+        CHECK(m->gpus[0].name.empty());
+        CHECK(m->commands[0].status == CommandStatus::recorded);
+
+        // A command without a status was never run.
+        auto no_status = doc;
+        no_status["commands"][0].erase("status");
+        REQUIRE(manifest_from_json(no_status));
+        CHECK(manifest_from_json(no_status)->commands[0].status == CommandStatus::planned);
+    }
+
+    TEST_CASE("a damaged status, request or card makes a malformed manifest")
+    {
+        Manifest m;
+        m.id = 2;
+        m.created = "2025-01-01T00:00:00Z";
+        m.request = plan::Request{};
+        m.request->vm = "101";
+        m.request->vmid = 101;
+        m.request->gpus = "all";
+        m.gpus.push_back(plan::SelectedGpu{"0000:01:00", "", {"0000:01:00.0"}, {}, {}, false});
+        m.commands.push_back(journal_command({"update-grub"}, "why"));
+        const auto doc = to_json(m);
+        REQUIRE(manifest_from_json(doc));
+        const auto refused = [](const nlohmann::json& d, const std::string& why) {
+            auto r = manifest_from_json(d);
+            REQUIRE_FALSE(r);
+            CHECK(r.error().code() == Errc::parse);
+            const std::string what = r.error().what();
+            CHECK(what.find("generation 2 has a malformed manifest") != std::string::npos);
+            CHECK_MESSAGE(what.find(why) != std::string::npos, what);
+        };
+        auto d = doc;
+        d["commands"][0]["status"] = "exploded";
+        refused(d, "unknown status of command 'update-grub'");
+        d = doc;
+        d["request"]["vm"] = 101;
+        refused(d, "request.vm must be a string");
+        d = doc;
+        d["request"]["backend"] = "xen";
+        refused(d, "request.backend must be proxmox or libvirt");
+        d = doc;
+        d["request"] = "--vm 101";
+        refused(d, "request must be an object");
+        d = doc;
+        d["request"] = nlohmann::json{{"rollback_to_before", "one"}};
+        refused(d, "rollback_to_before is not a generation number");
+        d = doc;
+        d["gpus"][0].erase("slot");
+        refused(d, "gpus[0].slot is missing");
+        d = doc;
+        d["gpus"][0]["iommu_groups"] = {"x"};
+        refused(d, "gpus[0].iommu_groups must hold integers");
+        d = doc;
+        d["gpus"] = {7};
+        refused(d, "gpus[0] must be an object");
     }
 
     TEST_CASE("file actions are written in the plan's words and journals of schema 1 still read")
@@ -184,7 +319,7 @@ TEST_SUITE("apply::journal")
         edit.before_sha256 = util::sha256_hex(*edit.before);
         edit.after = *edit.before + "vfio_pci\n";
         p.files.push_back(edit);
-        run_transaction(journal, runner, spec_from_plan(p, nullptr), {}, nullptr);
+        run_transaction(journal, runner, spec_from_plan(p), {}, nullptr);
         CHECK_FALSE(std::filesystem::exists(root.path() / "etc/modprobe.d/old.conf"));
 
         // Rewrite the manifest as an older passthru wrote it.

@@ -74,7 +74,7 @@ TEST_SUITE("apply::transaction")
         const auto plan = make_plan_by_hand(fs);
         auto lock = journal.lock();
         REQUIRE(lock);
-        const auto report = run_transaction(journal, runner, spec_from_plan(plan, nullptr), {}, nullptr);
+        const auto report = run_transaction(journal, runner, spec_from_plan(plan), {}, nullptr);
         CHECK(report.generation == 1);
         CHECK(report.written.size() == 3);
         CHECK(root.read("etc/kernel/cmdline") == "root=ZFS=rpool/ROOT/pve-1 boot=zfs iommu=pt\n");
@@ -90,7 +90,7 @@ TEST_SUITE("apply::transaction")
         CHECK(m->files[0].mode == 0600);
         CHECK(m->files[2].before_sha256 == std::nullopt);
         CHECK(m->created_dirs == std::vector<std::string>{"/etc/modprobe.d"});
-        CHECK(m->commands[0].status == "recorded");
+        CHECK(m->commands[0].status == CommandStatus::recorded);
         CHECK(journal.next_id() == 2);
     }
 
@@ -104,7 +104,7 @@ TEST_SUITE("apply::transaction")
         const auto plan = make_plan_by_hand(fs);
         root.write("etc/modules", "# edited by the admin\n");
         try {
-            run_transaction(journal, runner, spec_from_plan(plan, nullptr), {}, nullptr);
+            run_transaction(journal, runner, spec_from_plan(plan), {}, nullptr);
             FAIL("expected a conflict");
         } catch (const Error& e) {
             CHECK(e.code() == Errc::conflict);
@@ -132,7 +132,7 @@ TEST_SUITE("apply::transaction")
         }
         Journal journal(fs);
         util::CommandRunner runner(util::RunMode::record);
-        CHECK_THROWS_AS(run_transaction(journal, runner, spec_from_plan(plan, nullptr), {}, nullptr), Error);
+        CHECK_THROWS_AS(run_transaction(journal, runner, spec_from_plan(plan), {}, nullptr), Error);
         CHECK(root.read("etc/kernel/cmdline") == "root=ZFS=rpool/ROOT/pve-1 boot=zfs\n");
         CHECK(journal.ids().empty());
     }
@@ -158,7 +158,7 @@ TEST_SUITE("apply::transaction")
         Progress progress;
         progress.step = [&](std::string_view s) { steps.emplace_back(s); };
         try {
-            run_transaction(journal, runner, spec_from_plan(plan, nullptr), progress, &hooks);
+            run_transaction(journal, runner, spec_from_plan(plan), progress, &hooks);
             FAIL("expected failure");
         } catch (const Error& e) {
             CHECK(e.code() == Errc::io);
@@ -189,7 +189,7 @@ TEST_SUITE("apply::transaction")
         util::CommandRunner runner(util::RunMode::execute);
         auto plan = make_plan_by_hand(fs);
         plan.commands = {plan::PlannedCommand{{"false"}, "a step that fails"}};
-        CHECK_THROWS_AS(run_transaction(journal, runner, spec_from_plan(plan, nullptr), {}, nullptr), Error);
+        CHECK_THROWS_AS(run_transaction(journal, runner, spec_from_plan(plan), {}, nullptr), Error);
         CHECK(root.read("etc/modules") == "# /etc/modules\n");
         // Read without Journal::load, which refuses `false` as an after-step
         // passthru does not plan (apply/manifest_check).
@@ -197,7 +197,7 @@ TEST_SUITE("apply::transaction")
         REQUIRE(m);
         CHECK(m->state == GenerationState::rolled_back);
         CHECK(m->commands_started);
-        CHECK(m->commands[0].status == "failed");
+        CHECK(m->commands[0].status == CommandStatus::failed);
     }
 
     TEST_CASE("an interrupted generation is restored byte for byte")
@@ -207,7 +207,7 @@ TEST_SUITE("apply::transaction")
         auto fs = util::HostFs::open(root.path()).value();
         Journal journal(fs);
         util::CommandRunner runner(util::RunMode::record);
-        run_transaction(journal, runner, spec_from_plan(make_plan_by_hand(fs), nullptr), {}, nullptr);
+        run_transaction(journal, runner, spec_from_plan(make_plan_by_hand(fs)), {}, nullptr);
         // Pretend the process died before the commit.
         auto m = journal.load(1).value();
         m.state = GenerationState::pending;
@@ -235,7 +235,7 @@ TEST_SUITE("apply::transaction")
         auto fs = util::HostFs::open(root.path()).value();
         Journal journal(fs);
         util::CommandRunner runner(util::RunMode::record);
-        run_transaction(journal, runner, spec_from_plan(make_plan_by_hand(fs), nullptr), {}, nullptr);
+        run_transaction(journal, runner, spec_from_plan(make_plan_by_hand(fs)), {}, nullptr);
         auto m = journal.load(1).value();
         m.state = GenerationState::pending;
         REQUIRE(journal.save(m));
@@ -280,7 +280,7 @@ TEST_SUITE("apply::rollback")
         auto fs = util::HostFs::open(root.path()).value();
         Journal journal(fs);
         util::CommandRunner runner(util::RunMode::record);
-        run_transaction(journal, runner, spec_from_plan(make_plan_by_hand(fs), nullptr), {}, nullptr);
+        run_transaction(journal, runner, spec_from_plan(make_plan_by_hand(fs)), {}, nullptr);
         // Generation 2 edits /etc/modules again and creates another file.
         plan::Plan second;
         plan::FileChange fc;
@@ -294,7 +294,7 @@ TEST_SUITE("apply::rollback")
         extra.action = plan::FileAction::create;
         extra.after = "x\n";
         second.files.push_back(extra);
-        run_transaction(journal, runner, spec_from_plan(second, nullptr), {}, nullptr);
+        run_transaction(journal, runner, spec_from_plan(second), {}, nullptr);
         CHECK(root.read("etc/modules") == "# /etc/modules\nvfio\nvfio_iommu_type1\nvfio_pci\nkvm\n");
 
         auto rb = plan_rollback(journal, std::nullopt, Force::no);
@@ -334,7 +334,7 @@ TEST_SUITE("apply::rollback")
         auto fs = util::HostFs::open(root.path()).value();
         Journal journal(fs);
         util::CommandRunner runner(util::RunMode::record);
-        run_transaction(journal, runner, spec_from_plan(make_plan_by_hand(fs), nullptr), {}, nullptr);
+        run_transaction(journal, runner, spec_from_plan(make_plan_by_hand(fs)), {}, nullptr);
         CHECK_THROWS_AS(plan_rollback(journal, std::uint64_t{9}, Force::no), Error);
         run_transaction(journal, runner, plan_rollback(journal, std::nullopt, Force::no).spec, {}, nullptr);
         try {

@@ -166,9 +166,11 @@ TEST_SUITE("apply::verify")
         apply::Manifest m;
         m.id = 7;
         m.kernel_args = {"iommu=pt"};
-        m.gpus = nlohmann::json::array({{{"slot", "0000:01:00"}, {"functions", {"0000:01:00.0", "0000:01:00.1"}}},
-                                        {{"slot", "0000:01:00"}, {"functions", {"0000:01:00.1", "not-an-address"}}}});
-        m.request = nlohmann::json::parse(R"({"vmid": 101})"); // as a manifest read back from disk
+        m.gpus = {plan::SelectedGpu{"0000:01:00", "", {"0000:01:00.0", "0000:01:00.1"}, {}, {}, false},
+                  plan::SelectedGpu{"0000:01:00", "", {"0000:01:00.1", "not-an-address"}, {}, {}, false}};
+        m.request = plan::Request{};
+        m.request->vm = "101";
+        m.request->vmid = 101;
         auto t = apply::target_of_generation(m);
         CHECK(t.source == "generation 7");
         CHECK(t.kernel_args == std::vector<std::string>{"iommu=pt"});
@@ -177,7 +179,8 @@ TEST_SUITE("apply::verify")
         REQUIRE(t.vmid);
         CHECK(*t.vmid == 101);
 
-        m.request = nlohmann::json::array(); // a rollback's null or a damaged request: no VM, no exception
+        m.request.reset(); // a rollback's: no VM
+        m.rollback_to_before = 3;
         CHECK_FALSE(apply::target_of_generation(m).vmid);
     }
 }

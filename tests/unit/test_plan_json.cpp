@@ -149,3 +149,49 @@ TEST_CASE("the shipped templates and GPU profiles load")
 }
 
 TEST_SUITE_END();
+
+TEST_CASE("the backend has one word each way; a recorded request may be read for its shape only")
+{
+    CHECK(plan::to_string(plan::Backend::proxmox) == "proxmox");
+    CHECK(plan::to_string(plan::Backend::libvirt) == "libvirt");
+    CHECK(plan::backend_from("libvirt") == plan::Backend::libvirt);
+    CHECK_FALSE(plan::backend_from("Proxmox"));
+    plan::Request r;
+    r.vm = "guest";
+    r.backend = plan::Backend::libvirt;
+    CHECK(plan::request_to_json(r)["backend"] == "libvirt");
+    CHECK(plan::request_from_json(plan::request_to_json(r))->backend == plan::Backend::libvirt);
+
+    // A Proxmox VE request for a VM that is no VMID: refused as a request to
+    // act on, read as a recorded one.
+    r.backend = plan::Backend::proxmox;
+    const auto doc = plan::request_to_json(r);
+    CHECK_FALSE(plan::request_from_json(doc));
+    REQUIRE(plan::request_from_json(doc, plan::RequestCheck::shape_only));
+    CHECK(plan::request_from_json(doc, plan::RequestCheck::shape_only)->vm == "guest");
+}
+
+TEST_CASE("a selected card: one key set, written by the plan and read back")
+{
+    const plan::SelectedGpu g{"0000:01:00", "RTX", {"0000:01:00.0"}, {"10de:1e07"}, {4}, true};
+    const auto doc = plan::selected_gpu_to_json(g);
+    CHECK(doc
+          == nlohmann::json{{"slot", "0000:01:00"},
+                            {"name", "RTX"},
+                            {"functions", {"0000:01:00.0"}},
+                            {"ids", {"10de:1e07"}},
+                            {"iommu_groups", {4}},
+                            {"boot_vga", true}});
+    plan::Plan p;
+    p.gpus = {g};
+    p.nvswitches = {g};
+    const auto plan_doc = plan::plan_to_json(p);
+    CHECK(plan_doc["gpus"][0] == doc);
+    CHECK(plan_doc["nvswitches"][0] == doc);
+    auto back = plan::selected_gpu_from_json(doc, "gpus[0]");
+    REQUIRE(back);
+    CHECK(plan::selected_gpu_to_json(*back) == doc);
+    auto bad = plan::selected_gpu_from_json(nlohmann::json{{"slot", 1}, {"functions", nlohmann::json::array()}}, "gpus[3]");
+    REQUIRE_FALSE(bad);
+    CHECK(std::string(bad.error().what()) == "gpus[3].slot must be a string");
+}
