@@ -5,9 +5,8 @@
 #include <string_view>
 
 #include "format/grammar.hpp"
+#include "plan/after_step.hpp"
 #include "plan/paths.hpp"
-#include "plan/trial.hpp"
-#include "scan/boot_loader.hpp"
 #include "util/command_runner.hpp"
 #include "util/strings.hpp"
 
@@ -37,29 +36,6 @@ bool safe_word(const std::string& word)
 {
     return !word.empty()
            && std::none_of(word.begin(), word.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
-}
-
-// "STORAGE:NAME", as qm and pvesm name a volume.
-bool volume_id(const std::string& id)
-{
-    const auto colon = id.find(':');
-    if (colon == std::string::npos || !format::matches(format::Grammar::storage_id, id.substr(0, colon))) {
-        return false;
-    }
-    const std::string name = id.substr(colon + 1);
-    return !name.empty() && name.find("..") == std::string::npos && name.front() != '/'
-           && name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/-") == std::string::npos;
-}
-
-// The commands run verbatim again after a restore (StepUndo::rerun).
-bool rerun_argv(const std::vector<std::string>& argv)
-{
-    if (argv == std::vector<std::string>{"update-initramfs", "-u", "-k", "all"} || argv == std::vector<std::string>{"ifreload", "-a"}) {
-        return true;
-    }
-    const auto& loaders = scan::boot_loaders();
-    return std::any_of(loaders.begin(), loaders.end(),
-                       [&](const scan::BootLoaderSpec& s) { return !s.refresh.empty() && s.refresh == argv; });
 }
 
 Error refused(const Manifest& m, const std::string& why)
@@ -116,7 +92,8 @@ Result<void> check_command(const Manifest& m, const JournalCommand& c)
         return tl::unexpected(refused(m, "after-step '" + util::shell_quote(c.argv) + "' is not one passthru runs"));
     }
     for (const auto& r : c.created) {
-        if (r.kind != "volume" || !volume_id(r.id) || !format::matches(format::Grammar::vm_id, r.vm) || r.config_key != "efidisk0") {
+        if (r.kind != "volume" || !plan::is_volume_id(r.id) || !format::matches(format::Grammar::vm_id, r.vm)
+            || r.config_key != "efidisk0") {
             return tl::unexpected(refused(m, "it records a volume passthru's after-steps do not allocate ('" + r.id + "')"));
         }
     }
@@ -145,29 +122,9 @@ bool is_passthru_path(const std::string& path)
 
 bool is_planned_after_step(const std::vector<std::string>& argv)
 {
-    if (argv.empty() || !std::all_of(argv.begin(), argv.end(), safe_word)) {
-        return false;
-    }
-    const auto at = [&](std::size_t i) { return i < argv.size() ? argv[i] : std::string(); };
-    const std::string& tool = argv.front();
-    if (rerun_argv(argv)) {
-        return true;
-    }
-    if (tool == "qm" && format::matches(format::Grammar::vm_id, at(2))) {
-        // qm create is never run again (its undo is manual); qm set --efidisk0 neither.
-        return at(1) == "create" || (at(1) == "set" && argv.size() == 5 && at(3) == "--efidisk0");
-    }
-    if (tool == "grub-reboot") {
-        return argv.size() == 2 && at(1) == plan::k_trial_entry_id;
-    }
-    if (tool == plan::trial_loader_helper()) {
-        // The systemd-boot trial's helper, by the path this build installs it to.
-        return (argv.size() == 3 && at(1) == "install" && at(2) == plan::k_trial_loader_entry) || (argv.size() == 2 && at(1) == "remove");
-    }
-    if (tool == "grub-editenv") {
-        return argv == std::vector<std::string>{"grub-editenv", std::string(plan::k_grubenv), "unset", "next_entry"};
-    }
-    return tool == "pvesm" && argv.size() == 3 && at(1) == "free" && volume_id(at(2));
+    // The shapes are the after-step table's (plan/after_step.cpp): exactly
+    // the argv passthru plans, nothing a tampered manifest could add.
+    return !argv.empty() && std::all_of(argv.begin(), argv.end(), safe_word) && plan::recorded_step_kind(argv).has_value();
 }
 
 Result<void> check_manifest(const Manifest& m, const AllowedOwners& owners)

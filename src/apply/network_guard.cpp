@@ -6,7 +6,9 @@
 #include <thread>
 
 #include "apply/journal.hpp"
+#include "plan/after_step.hpp"
 #include "plan/paths.hpp"
+#include "util/command_runner.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::apply {
@@ -121,13 +123,14 @@ Result<GuardOutcome> run_network_guard(const util::HostFs& fs, util::CommandRunn
     if (auto r = restore(fs, spec); !r) {
         return tl::unexpected(r.error());
     }
-    auto reload = runner.run({"ifreload", "-a"});
+    const auto reload_argv = plan::ifreload_argv();
+    auto reload = runner.run(reload_argv);
     if (!reload) {
         return fail(Errc::rollback_failed,
-                    std::string("the previous network files are back, but ifreload -a failed: ") + reload.error().what());
+                    "the previous network files are back, but " + util::shell_quote(reload_argv) + " failed: " + reload.error().what());
     }
     if (reload->exit_code != 0) {
-        return fail(Errc::rollback_failed, "the previous network files are back, but ifreload -a exited with "
+        return fail(Errc::rollback_failed, "the previous network files are back, but " + util::shell_quote(reload_argv) + " exited with "
                                                + std::to_string(reload->exit_code) + ": " + reload->output);
     }
     return GuardOutcome::restored;

@@ -305,9 +305,8 @@ std::function<Result<void>()> network_guard_step(Context& ctx, const plan::Plan&
 // What to do after apply, in the order it must be done.
 void print_next_steps(const Context& ctx, const plan::Plan& p)
 {
-    const bool boots = std::any_of(p.commands.begin(), p.commands.end(), [](const plan::PlannedCommand& c) {
-        return plan::after_step_effects(c.argv).undo == plan::StepUndo::rerun && c.argv.front() != "ifreload";
-    });
+    const bool boots =
+        std::any_of(p.commands.begin(), p.commands.end(), [](const plan::PlannedCommand& c) { return plan::is_boot_refresh_step(c.argv); });
     if (!boots) {
         return;
     }

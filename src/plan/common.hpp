@@ -8,7 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "plan/paths.hpp" // the rooms' paths: they include plan/paths.hpp through here
+#include "plan/after_step.hpp" // the after-steps: the rooms build their commands from its table
+#include "plan/paths.hpp"      // the rooms' paths: they include plan/paths.hpp through here
 #include "plan/planner.hpp"
 #include "util/strings.hpp"
 

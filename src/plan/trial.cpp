@@ -9,6 +9,7 @@
 
 #include "format/grammar.hpp"
 #include "format/kernel_cmdline.hpp"
+#include "plan/after_step.hpp"
 #include "plan/common.hpp"
 #include "scan/boot_loader.hpp"
 #include "util/strings.hpp"
@@ -131,10 +132,10 @@ bool stage_grub_script(const PlanContext& ctx, Plan& plan, const std::vector<std
 
 void grub_commands(Plan& plan)
 {
-    const auto& refresh = scan::boot_loader(scan::Bootloader::grub).refresh;
-    plan.commands.push_back({refresh, "regenerates /boot/grub/grub.cfg with the trial entry (the default entry is generated as before)"});
     plan.commands.push_back(
-        {{"grub-reboot", std::string(k_trial_entry_id)},
+        {update_grub_argv(), "regenerates /boot/grub/grub.cfg with the trial entry (the default entry is generated as before)"});
+    plan.commands.push_back(
+        {grub_reboot_argv(),
          "selects the trial entry for the next boot only (next_entry in /boot/grub/grubenv, cleared when GRUB uses it)"});
 }
 
@@ -142,7 +143,7 @@ void grub_confirm_commands(Plan& plan)
 {
     // GRUB clears the one-time selection when it uses it, except where it
     // cannot write /boot/grub/grubenv (docs/facts.md: trial-boot).
-    plan.commands.push_back({{"grub-editenv", std::string(k_grubenv), "unset", "next_entry"},
+    plan.commands.push_back({grub_editenv_unset_argv(),
                              "clears GRUB's one-time selection of the trial entry, in case GRUB could not (a /boot on LVM, RAID, "
                              "btrfs or ZFS)"});
 }
@@ -215,19 +216,19 @@ bool stage_loader_entry(const PlanContext& ctx, Plan& plan, const std::vector<st
 
 void systemd_boot_commands(Plan& plan)
 {
-    const auto& refresh = scan::boot_loader(scan::Bootloader::systemd_boot).refresh;
-    plan.commands.push_back({refresh, "copies the kernel and the rebuilt initrd to every ESP (the default entries keep their command "
-                                      "line: /etc/kernel/cmdline is unchanged)"});
-    plan.commands.push_back({{trial_loader_helper(), "install", std::string(k_trial_loader_entry)},
-                             "copies the trial entry to every ESP as loader/entries/" + std::string(k_trial_loader_entry_id)
-                                 + " and selects it for the next boot only (LoaderEntryOneShot, removed by systemd-boot when it "
-                                   "uses it)"});
+    plan.commands.push_back({proxmox_boot_refresh_argv(),
+                             "copies the kernel and the rebuilt initrd to every ESP (the default entries keep their command "
+                             "line: /etc/kernel/cmdline is unchanged)"});
+    plan.commands.push_back(
+        {trial_loader_install_argv(), "copies the trial entry to every ESP as loader/entries/" + std::string(k_trial_loader_entry_id)
+                                          + " and selects it for the next boot only (LoaderEntryOneShot, removed by systemd-boot when it "
+                                            "uses it)"});
 }
 
 void systemd_boot_confirm_commands(Plan& plan)
 {
-    plan.commands.push_back({{trial_loader_helper(), "remove"},
-                             "removes the trial entry from every ESP, and its one-time selection if systemd-boot has not used it"});
+    plan.commands.push_back(
+        {trial_loader_remove_argv(), "removes the trial entry from every ESP, and its one-time selection if systemd-boot has not used it"});
 }
 
 const std::vector<TrialLoader>& trial_loaders()
@@ -307,7 +308,7 @@ bool stage_revert(const PlanContext& ctx, Plan& plan)
 // them, then the loader's one-time selection.
 void trial_commands(Plan& plan, const TrialLoader& loader)
 {
-    const auto& refresh = scan::boot_loader(loader.id).refresh;
+    const auto refresh = boot_refresh_argv(loader.id);
     auto& cmds = plan.commands;
     cmds.erase(std::remove_if(cmds.begin(), cmds.end(), [&](const PlannedCommand& c) { return c.argv == refresh; }), cmds.end());
     loader.commands(plan);
@@ -392,7 +393,7 @@ Result<Plan> make_confirm_plan(const scan::Inventory& inventory, const util::Hos
     if (!removed) {
         return made;
     }
-    const auto& refresh = scan::boot_loader(loader->id).refresh;
+    const auto refresh = boot_refresh_argv(loader->id);
     const bool refreshes =
         std::any_of(plan.commands.begin(), plan.commands.end(), [&](const PlannedCommand& c) { return c.argv == refresh; });
     if (!refreshes) {

@@ -74,7 +74,7 @@ std::vector<BootLoaderSpec> make_table()
                  "/etc/default/grub",
                  k_grub_where,
                  "GRUB needs /etc/default/grub",
-                 {"update-grub"},
+                 {std::string(k_update_grub)},
                  "regenerates /boot/grub/grub.cfg with the new kernel command line",
                  "/boot/grub/grub.cfg",
                  "linux"});
@@ -85,7 +85,7 @@ std::vector<BootLoaderSpec> make_table()
                  "/etc/default/grub",
                  k_grub_where,
                  "",
-                 {"proxmox-boot-tool", "refresh"},
+                 {std::string(k_proxmox_boot_tool), "refresh"},
                  k_pbt_reason,
                  "",
                  ""});
@@ -96,7 +96,7 @@ std::vector<BootLoaderSpec> make_table()
                  "/etc/kernel/cmdline",
                  "in /etc/kernel/cmdline (one line, keep root=)",
                  "systemd-boot needs /etc/kernel/proxmox-boot-uuids and /etc/kernel/cmdline",
-                 {"proxmox-boot-tool", "refresh"},
+                 {std::string(k_proxmox_boot_tool), "refresh"},
                  k_pbt_reason,
                  "",
                  ""});

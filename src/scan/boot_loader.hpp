@@ -65,6 +65,11 @@ struct MissExplanation
     std::string fix;
 };
 
+// The programs behind the boot loaders' refresh commands (proxmox-boot-tool
+// is also what scan asks for its status on a live host).
+inline constexpr std::string_view k_update_grub = "update-grub";
+inline constexpr std::string_view k_proxmox_boot_tool = "proxmox-boot-tool";
+
 struct BootLoaderSpec
 {
     Bootloader id = Bootloader::unknown;

@@ -2,6 +2,7 @@
 // Host facts: CPU, kernel, command line, boot loader, IOMMU, Proxmox VE.
 #include <algorithm>
 
+#include "scan/boot_loader.hpp"
 #include "scan/scanner.hpp"
 #include "util/strings.hpp"
 
@@ -170,7 +171,7 @@ std::optional<std::string> dpkg_version(const util::HostFs& fs, std::string_view
 // otherwise. The table in boot_loader.cpp turns the evidence into a boot loader.
 BootProbe probe_proxmox_boot_tool(const util::CommandRunner& runner)
 {
-    auto status = runner.query({"proxmox-boot-tool", "status"});
+    auto status = runner.query({std::string(k_proxmox_boot_tool), "status"});
     if (!status) {
         return BootProbe::not_installed;
     }

@@ -8,6 +8,7 @@
 
 #include "../support/fake_host.hpp"
 #include "../support/shipped_data.hpp"
+#include "plan/after_step.hpp"
 #include "plan/host/common.hpp"
 #include "plan/planner.hpp"
 #include "scan/scanner.hpp"
@@ -57,6 +58,16 @@ std::string after_of(const plan::Plan& p, const std::string& path)
     return it->after.value_or("");
 }
 
+// The after-steps the plan's files call for (plan/after_step.cpp).
+std::vector<plan::StepKind> modules_steps(const plan::Plan& p)
+{
+    std::vector<std::string> paths;
+    for (const auto& f : p.files) {
+        paths.push_back(f.path);
+    }
+    return plan::steps_for_files(paths, scan::Bootloader::grub);
+}
+
 bool lists(const std::string& text, const std::string& module)
 {
     for (std::size_t pos = 0; (pos = text.find(module, pos)) != std::string::npos; pos += module.size()) {
@@ -87,7 +98,7 @@ TEST_SUITE("plan::host::modules")
         CHECK_FALSE(lists(load, "vfio_virqfd"));
         const auto init = after_of(r.plan, "/etc/initramfs-tools/modules");
         CHECK(lists(init, "vfio_pci"));
-        CHECK(r.in.module_files_changed);
+        CHECK(modules_steps(r.plan) == std::vector<plan::StepKind>{plan::StepKind::update_initramfs});
     }
 
     TEST_CASE("an old kernel without a module tree: vfio_virqfd by the data's release, with a note")

@@ -300,7 +300,7 @@ void refuse_overriding_dropins(const std::vector<GrubFile>& files, const std::ve
 }
 
 // Remove what must go from the files that carry it.
-void remove_grub_args(const PlanContext& ctx, Plan& plan, HostInputs& in, std::vector<GrubFile>& files, const Decision& d)
+void remove_grub_args(const PlanContext& ctx, Plan& plan, std::vector<GrubFile>& files, const Decision& d)
 {
     for (auto& f : files) {
         std::vector<std::string> reasons;
@@ -322,14 +322,14 @@ void remove_grub_args(const PlanContext& ctx, Plan& plan, HostInputs& in, std::v
                 changed = true;
             }
         }
-        if (changed && stage_file(ctx, plan, f.path, f.join(), reasons)) {
-            in.cmdline_changed = true;
+        if (changed) {
+            stage_file(ctx, plan, f.path, f.join(), reasons);
         }
     }
 }
 
 // The drop-in carries every argument passthru adds (and goes when none is left).
-void stage_grub_dropin(const PlanContext& ctx, Plan& plan, HostInputs& in, const Decision& d)
+void stage_grub_dropin(const PlanContext& ctx, Plan& plan, const Decision& d)
 {
     std::optional<std::string> dropin;
     std::vector<std::string> reasons;
@@ -348,16 +348,14 @@ void stage_grub_dropin(const PlanContext& ctx, Plan& plan, HostInputs& in, const
     } else {
         reasons.push_back("no longer needed: every argument passthru needs is already on the command line");
     }
-    if (stage_file(ctx, plan, k_grub_dropin, dropin, reasons)) {
-        in.cmdline_changed = true;
-    }
+    stage_file(ctx, plan, k_grub_dropin, dropin, reasons);
     for (const auto& [token, reason] : d.remove) {
         plan.kernel_args.remove.push_back(token);
     }
     plan.kernel_args.add = d.add;
 }
 
-void plan_grub(const PlanContext& ctx, Plan& plan, HostInputs& in, const scan::BootLoaderSpec& loader, const std::vector<WantedArg>& wanted,
+void plan_grub(const PlanContext& ctx, Plan& plan, const scan::BootLoaderSpec& loader, const std::vector<WantedArg>& wanted,
                const std::vector<UnwantedArg>& unwanted)
 {
     std::vector<std::string> later_dropins; // after ours in glob order
@@ -368,14 +366,14 @@ void plan_grub(const PlanContext& ctx, Plan& plan, HostInputs& in, const scan::B
         return;
     }
     const Decision d = decide(sources, wanted, unwanted);
-    remove_grub_args(ctx, plan, in, files, d);
-    stage_grub_dropin(ctx, plan, in, d);
+    remove_grub_args(ctx, plan, files, d);
+    stage_grub_dropin(ctx, plan, d);
 }
 
 // --- one-line command-line file (systemd-boot through proxmox-boot-tool) -----
 
-void plan_first_line(const PlanContext& ctx, Plan& plan, HostInputs& in, const scan::BootLoaderSpec& loader,
-                     const std::vector<WantedArg>& wanted, const std::vector<UnwantedArg>& unwanted)
+void plan_first_line(const PlanContext& ctx, Plan& plan, const scan::BootLoaderSpec& loader, const std::vector<WantedArg>& wanted,
+                     const std::vector<UnwantedArg>& unwanted)
 {
     const std::string path(loader.cmdline_file);
     const std::string refresh = util::join(loader.refresh, " ");
@@ -429,9 +427,7 @@ void plan_first_line(const PlanContext& ctx, Plan& plan, HostInputs& in, const s
     if (d.add.empty() && d.remove.empty()) {
         return;
     }
-    if (stage_file(ctx, plan, path, after, reasons)) {
-        in.cmdline_changed = true;
-    }
+    stage_file(ctx, plan, path, after, reasons);
     for (const auto& [token, reason] : d.remove) {
         plan.kernel_args.remove.push_back(token);
     }
@@ -440,7 +436,7 @@ void plan_first_line(const PlanContext& ctx, Plan& plan, HostInputs& in, const s
 
 } // namespace
 
-void plan_cmdline(const PlanContext& ctx, Plan& plan, HostInputs& in)
+void plan_cmdline(const PlanContext& ctx, Plan& plan, const HostInputs& in)
 {
     std::vector<WantedArg> wanted;
     std::vector<UnwantedArg> unwanted;
@@ -448,10 +444,10 @@ void plan_cmdline(const PlanContext& ctx, Plan& plan, HostInputs& in)
     const scan::BootLoaderSpec& loader = scan::boot_loader(ctx.inventory.host.bootloader);
     switch (loader.edit) {
     case scan::CmdlineEdit::grub_default:
-        plan_grub(ctx, plan, in, loader, wanted, unwanted);
+        plan_grub(ctx, plan, loader, wanted, unwanted);
         break;
     case scan::CmdlineEdit::first_line:
-        plan_first_line(ctx, plan, in, loader, wanted, unwanted);
+        plan_first_line(ctx, plan, loader, wanted, unwanted);
         break;
     case scan::CmdlineEdit::none: {
         std::vector<std::string> needs;

@@ -21,9 +21,7 @@ struct HostInputs
     std::vector<scan::PciAddress> functions;           // every function of every selected card
     std::vector<std::string> vfio_ids;                 // sorted, unique vendor:device
     bool boot_vga_selected = false;
-    bool acs_override = false;         // pcie_acs_override goes on the command line
-    bool module_files_changed = false; // set by generators: initramfs needs a refresh
-    bool cmdline_changed = false;      // set by generators: boot loader needs a refresh
+    bool acs_override = false; // pcie_acs_override goes on the command line
 };
 
 // Whether the target kernel's module tree has a module (loadable or
@@ -34,9 +32,9 @@ std::optional<bool> target_has_module(const util::HostFs& fs, std::string_view k
 std::optional<bool> target_module_builtin(const util::HostFs& fs, std::string_view kernel_release, std::string_view name);
 
 // The generators (plan/host/cmdline.cpp, modules.cpp, modprobe.cpp, readiness.cpp).
-void plan_cmdline(const PlanContext& ctx, Plan& plan, HostInputs& in);
-void plan_modules(const PlanContext& ctx, Plan& plan, HostInputs& in);
-void plan_modprobe(const PlanContext& ctx, Plan& plan, HostInputs& in);
+void plan_cmdline(const PlanContext& ctx, Plan& plan, const HostInputs& in);
+void plan_modules(const PlanContext& ctx, Plan& plan, const HostInputs& in);
+void plan_modprobe(const PlanContext& ctx, Plan& plan, const HostInputs& in);
 void plan_readiness(const PlanContext& ctx, Plan& plan, const HostInputs& in);
 
 } // namespace passthru::plan::detail

@@ -129,17 +129,8 @@ void plan_host(const PlanContext& ctx, Plan& plan)
     detail::plan_modprobe(ctx, plan, in);
     detail::plan_readiness(ctx, plan, in);
 
-    if (in.module_files_changed) {
-        plan.commands.push_back({{"update-initramfs", "-u", "-k", "all"},
-                                 "mkinitramfs copies /etc/modprobe.d and the /etc/initramfs-tools/modules list into every initramfs: "
-                                 "the early binding only works once they are rebuilt"});
-    }
-    if (in.cmdline_changed) {
-        const scan::BootLoaderSpec& loader = scan::boot_loader(inv.host.bootloader);
-        if (!loader.refresh.empty()) {
-            plan.commands.push_back({loader.refresh, std::string(loader.refresh_reason)});
-        }
-    }
+    // update-initramfs and the boot loader's refresh, as the files written call for them.
+    add_file_steps(plan, inv.host.bootloader);
     if (!plan.files.empty()) {
         plan.notes.push_back("a reboot is needed: the kernel command line and the early vfio-pci binding only take effect at boot");
         plan.notes.push_back("after the reboot, 'passthru verify --vm " + ctx.request.vm

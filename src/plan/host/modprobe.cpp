@@ -97,11 +97,11 @@ const HostDriver* blacklist_entry(const HostDriverData& drivers, const std::stri
 // and what the earlier steps decided.
 struct ModprobeJob
 {
-    ModprobeJob(const PlanContext& c, Plan& p, HostInputs& i, const HostDriverData& d) : ctx(c), plan(p), in(i), drivers(d) {}
+    ModprobeJob(const PlanContext& c, Plan& p, const HostInputs& i, const HostDriverData& d) : ctx(c), plan(p), in(i), drivers(d) {}
 
     const PlanContext& ctx;
     Plan& plan;
-    HostInputs& in;
+    const HostInputs& in;
     const HostDriverData& drivers;
     // drivers that count only on this kernel (nova_core), and why
     std::vector<std::string> kernel_driver_reasons;
@@ -498,9 +498,6 @@ void fix_conf_file(ModprobeJob& job, const ModprobeFile& file)
         edits.reasons.push_back("deletes the file: nothing but comments would be left");
     }
     stage_file(job.ctx, job.plan, path, after, edits.reasons);
-    job.in.module_files_changed =
-        job.in.module_files_changed
-        || std::any_of(job.plan.files.begin(), job.plan.files.end(), [&](const FileChange& c) { return c.path == path; });
 }
 
 // The host's effective modprobe.d configuration (libkmod), every file but
@@ -704,14 +701,12 @@ void render_modprobe_conf(ModprobeJob& job)
     if (!text) {
         return;
     }
-    if (stage_file(job.ctx, job.plan, k_modprobe_conf, *text, reasons)) {
-        job.in.module_files_changed = true;
-    }
+    stage_file(job.ctx, job.plan, k_modprobe_conf, *text, reasons);
 }
 
 } // namespace
 
-void plan_modprobe(const PlanContext& ctx, Plan& plan, HostInputs& in)
+void plan_modprobe(const PlanContext& ctx, Plan& plan, const HostInputs& in)
 {
     const auto loaded = load_host_drivers(ctx.data);
     if (!loaded) {

@@ -57,8 +57,7 @@ VirqfdDecision decide_virqfd(const PlanContext& ctx, const HostInputs& in)
 }
 
 // Removes vfio_virqfd lines from a module list file.
-void drop_virqfd(const PlanContext& ctx, Plan& plan, HostInputs& in, const std::string& path, const VirqfdDecision& virqfd,
-                 bool affects_initramfs)
+void drop_virqfd(const PlanContext& ctx, Plan& plan, const std::string& path, const VirqfdDecision& virqfd)
 {
     const auto text = read_current(ctx, plan, path);
     if (!text) {
@@ -80,16 +79,13 @@ void drop_virqfd(const PlanContext& ctx, Plan& plan, HostInputs& in, const std::
     if (!text->empty() && text->back() != '\n' && !after.empty()) {
         after.pop_back();
     }
-    if (stage_file(ctx, plan, path, after, {"removes vfio_virqfd: " + virqfd.reason}) && affects_initramfs) {
-        in.module_files_changed = true;
-    }
+    stage_file(ctx, plan, path, after, {"removes vfio_virqfd: " + virqfd.reason});
 }
 
 // /etc/initramfs-tools/modules: append what is missing, keep the rest
 // (vfio_virqfd goes when the kernel no longer has it). False when the
 // template cannot be rendered (a refusal says why).
-bool plan_initramfs_modules(const PlanContext& ctx, Plan& plan, HostInputs& in, const std::vector<std::string>& modules,
-                            const VirqfdDecision& virqfd)
+bool plan_initramfs_modules(const PlanContext& ctx, Plan& plan, const std::vector<std::string>& modules, const VirqfdDecision& virqfd)
 {
     const std::string path(k_initramfs_modules);
     const auto current = read_current(ctx, plan, path);
@@ -135,17 +131,17 @@ bool plan_initramfs_modules(const PlanContext& ctx, Plan& plan, HostInputs& in, 
                                + " to the initramfs so vfio-pci is loaded before the host drivers can claim the cards "
                                  "(the other lines stay as they are)");
     }
-    if (!init_reasons.empty() && stage_file(ctx, plan, path, after, init_reasons)) {
-        in.module_files_changed = true;
+    if (!init_reasons.empty()) {
+        stage_file(ctx, plan, path, after, init_reasons);
     }
     return true;
 }
 
 // Old guides put vfio_virqfd into /etc/modules or another modules-load.d file.
-void drop_stale_virqfd(const PlanContext& ctx, Plan& plan, HostInputs& in, const VirqfdDecision& virqfd)
+void drop_stale_virqfd(const PlanContext& ctx, Plan& plan, const VirqfdDecision& virqfd)
 {
     if (ctx.fs.stat(k_modules).type == util::FileType::regular) {
-        drop_virqfd(ctx, plan, in, std::string(k_modules), virqfd, false);
+        drop_virqfd(ctx, plan, std::string(k_modules), virqfd);
     }
     if (auto names = ctx.fs.list_dir(k_modules_load_d.dir)) {
         std::vector<std::string> sorted = *names;
@@ -153,7 +149,7 @@ void drop_stale_virqfd(const PlanContext& ctx, Plan& plan, HostInputs& in, const
         for (const auto& name : sorted) {
             const std::string path = k_modules_load_d.file(name);
             if (name.ends_with(".conf") && path != k_modules_load_conf && ctx.fs.stat(path).type == util::FileType::regular) {
-                drop_virqfd(ctx, plan, in, path, virqfd, false);
+                drop_virqfd(ctx, plan, path, virqfd);
             }
         }
     }
@@ -161,7 +157,7 @@ void drop_stale_virqfd(const PlanContext& ctx, Plan& plan, HostInputs& in, const
 
 } // namespace
 
-void plan_modules(const PlanContext& ctx, Plan& plan, HostInputs& in)
+void plan_modules(const PlanContext& ctx, Plan& plan, const HostInputs& in)
 {
     const VirqfdDecision virqfd = decide_virqfd(ctx, in);
     std::vector<std::string> modules{"vfio", "vfio_iommu_type1", "vfio_pci"};
@@ -180,11 +176,11 @@ void plan_modules(const PlanContext& ctx, Plan& plan, HostInputs& in)
     reasons.push_back(virqfd.needed ? "includes vfio_virqfd: " + virqfd.reason : "leaves out vfio_virqfd: " + virqfd.reason);
     stage_file(ctx, plan, k_modules_load_conf, *text, reasons);
 
-    if (!plan_initramfs_modules(ctx, plan, in, modules, virqfd)) {
+    if (!plan_initramfs_modules(ctx, plan, modules, virqfd)) {
         return;
     }
     if (!virqfd.needed) {
-        drop_stale_virqfd(ctx, plan, in, virqfd);
+        drop_stale_virqfd(ctx, plan, virqfd);
     }
     if (virqfd.needed && before_virqfd_fold(ctx, in)) {
         plan.notes.push_back("vfio_virqfd is listed for kernel " + in.kernel_release.value_or("?") + "; after an upgrade to a "

@@ -418,7 +418,7 @@ void apply_network_now(const PlanContext& ctx, const BaseInterfaces& base, const
                             + "; left in place it would overwrite "
                               "the file again at the next boot (pvenetcommit)"});
     }
-    plan.commands.push_back({{"ifreload", "-a"}, "apply the new network configuration now (--apply-network)"});
+    add_file_steps(plan, ctx.inventory.host.bootloader); // ifreload -a, for the live file
     if (net.confirm_timeout_seconds) {
         std::string why = risk.reasons.empty() ? std::string("requested with --confirm-timeout") : util::join(risk.reasons, "; ");
         plan.notes.push_back("network: after ifreload -a, apply waits " + std::to_string(*net.confirm_timeout_seconds)

@@ -964,8 +964,8 @@ void plan_qm_create(VmJob& job)
     const std::string& id = job.id;
     const auto vram = total_vram_mib(job.ctx, job.cards);
     std::uint64_t memory = new_vm_memory(job, vram);
-    std::vector<std::string> argv{"qm",        "create",        id,       "--name",    "gpu-" + id, "--ostype", profile.ostype,
-                                  "--machine", profile.machine, "--bios", profile.bios};
+    std::vector<std::string> argv =
+        qm_create_argv(id, {"--name", "gpu-" + id, "--ostype", profile.ostype, "--machine", profile.machine, "--bios", profile.bios});
     std::vector<std::string> bad_flags; // none: a new VM has no flags of its own
     const AddressDecision cpu = job.check_address_space(wanted_cpu(std::nullopt, profile, bad_flags), std::nullopt, memory);
     if (cpu.reason) {
@@ -1053,7 +1053,7 @@ bool edit_bios(VmJob& job)
     }
     const auto storage = vm_disk_storage(job.config) ? vm_disk_storage(job.config) : images_storage(job.ctx.fs);
     if (storage) {
-        job.plan.commands.push_back({{"qm", "set", id, "--efidisk0", efidisk_volume(*storage, profile)},
+        job.plan.commands.push_back({qm_set_efidisk_argv(id, efidisk_volume(*storage, profile)),
                                      "VM " + id
                                          + " has no efidisk0: OVMF would keep its settings in a temporary "
                                            "EFI vars disk and forget boot entries at every start"});
