@@ -63,9 +63,11 @@ seed fuzz_pve_storage
 # Plans and journal manifests as passthru writes them, on copies of two fixture hosts.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-plans=() manifests=()
+plans=() manifests=() scans=()
 for host in epyc-4x2080ti t180-4xv100; do
     cp -a "$hosts/$host" "$work/$host"
+    "$build/passthru" --root "$work/$host" scan --json > "$work/$host.scan.json" 2> /dev/null
+    scans+=("$work/$host.scan.json")
     "$build/passthru" --root "$work/$host" plan --vm 101 --gpus all --json > "$work/$host.plan.json" 2> /dev/null
     plans+=("$work/$host.plan.json")
     "$build/passthru" --root "$work/$host" apply --vm 101 --gpus all --yes > /dev/null 2>&1
@@ -74,6 +76,7 @@ for host in epyc-4x2080ti t180-4xv100; do
 done
 seed fuzz_plan_json "${plans[@]}"
 seed fuzz_manifest "${manifests[@]}"
+seed fuzz_node_scan "${scans[@]}"
 for target in "${targets[@]}"; do
     for dir in seeds regressions; do
         if [[ -d $here/tests/fuzz/$dir/$target ]]; then

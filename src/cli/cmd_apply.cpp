@@ -219,7 +219,7 @@ PlanToApply fresh_plan(Context& ctx, const po::variables_map& vm, const Result<s
             throw valid.error();
         }
     }
-    if (request.vm.empty() || request.gpus.empty()) {
+    if ((request.vm.empty() && request.node_scans.empty()) || request.gpus.empty()) {
         throw Error(Errc::usage, "give the request (--vm and --gpus) or a saved plan (--plan FILE)")
             .with_hint("e.g. passthru apply --vm 101 --gpus all --dry-run");
     }

@@ -56,8 +56,15 @@ namespace {
 std::string render_summary(const plan::Plan& plan, bool color)
 {
     std::string out;
-    out += styled(plan.request.vm.empty() ? std::string("Plan for the host network") : "Plan for VM " + plan.request.vm, Style::bold, color)
-           + "\n";
+    std::string title = "Plan for VM " + plan.request.vm;
+    if (plan.request.vm.empty()) {
+        title = plan.request.node_scans.empty() ? std::string("Plan for the host network")
+                                                : "Plan for the cluster mapping " + plan.request.mapping.value_or("");
+    }
+    out += styled(title, Style::bold, color) + "\n";
+    for (const auto& ns : plan.request.node_scans) {
+        out += "  node " + ns.node + "  scan " + ns.file + "\n";
+    }
     for (const auto& g : plan.gpus) {
         out += "  GPU " + g.slot + (g.name.empty() ? "" : "  " + g.name) + "  functions " + util::join(g.functions, " ");
         if (!g.iommu_groups.empty()) {

@@ -20,6 +20,8 @@ void add_request_options(po::options_description& options)
         "backend", po::value<std::string>()->default_value("proxmox"), "proxmox or libvirt")("connect", po::value<std::string>(),
                                                                                              "libvirt connection URI (--backend libvirt)")(
         "mapping", po::value<std::string>(), "use a Proxmox cluster PCI mapping with this id")(
+        "node-scan", po::value<std::vector<std::string>>()->composing(),
+        "NODE=FILE: build the cluster mapping from this node's 'passthru scan --json' (repeat per node; without --vm)")(
         "profile", po::value<std::string>(), "VM profile from profiles/vm (default: linux-ml)")("bond", po::value<std::string>(),
                                                                                                 "bond these NICs: NIC,NIC[,...]")(
         "bond-mode", po::value<std::string>(), "balance-rr|active-backup|balance-xor|broadcast|802.3ad|balance-tlb|balance-alb")(
@@ -36,7 +38,7 @@ void add_request_options(po::options_description& options)
 
 bool has_request_options(const po::variables_map& vm)
 {
-    for (const char* key : {"vm", "gpus", "bond", "bridge", "mapping", "address", "gateway"}) {
+    for (const char* key : {"vm", "gpus", "bond", "bridge", "mapping", "node-scan", "address", "gateway"}) {
         if (vm.count(key) != 0U) {
             return true;
         }
@@ -142,6 +144,15 @@ plan::Request parse_request(const po::variables_map& vm)
     if (vm.count("mapping") != 0U) {
         req.mapping = vm["mapping"].as<std::string>();
     }
+    if (vm.count("node-scan") != 0U) {
+        for (const auto& value : vm["node-scan"].as<std::vector<std::string>>()) {
+            const auto eq = value.find('=');
+            if (eq == std::string::npos) {
+                throw Error(Errc::usage, "--node-scan '" + value + "': write NODE=FILE").with_hint("e.g. --node-scan gpu2=/tmp/gpu2.json");
+            }
+            req.node_scans.push_back({value.substr(0, eq), value.substr(eq + 1)});
+        }
+    }
     if (vm.count("profile") != 0U) {
         req.vm_profile = vm["profile"].as<std::string>();
     }
@@ -175,6 +186,9 @@ std::string request_to_options(const plan::Request& req)
     }
     if (req.mapping) {
         args.insert(args.end(), {"--mapping", *req.mapping});
+    }
+    for (const auto& ns : req.node_scans) {
+        args.insert(args.end(), {"--node-scan", ns.node + "=" + ns.file});
     }
     if (req.vm_profile) {
         args.insert(args.end(), {"--profile", *req.vm_profile});

@@ -69,6 +69,14 @@ struct NetworkRequest
 inline constexpr std::uint64_t k_min_vmid = 100;
 inline constexpr std::uint64_t k_max_vmid = 999'999'999;
 
+// --node-scan NODE=FILE: another cluster node's 'passthru scan --json' document,
+// read on this machine (not under --root) each time the plan is made.
+struct NodeScan
+{
+    std::string node; // the node's Proxmox VE name
+    std::string file;
+};
+
 // What the user asked for. Serialised into saved plans and journals.
 struct Request
 {
@@ -79,6 +87,7 @@ struct Request
     NoFabric no_fabric = NoFabric::no;
     Backend backend = Backend::proxmox;
     std::optional<std::string> mapping;     // --mapping NAME (PVE cluster mapping)
+    std::vector<NodeScan> node_scans;       // --node-scan: a cluster mapping from these nodes' scans (no --vm)
     std::optional<std::string> connect_uri; // --connect URI (libvirt)
     std::optional<std::string> vm_profile;  // --profile NAME (VM profile)
     std::optional<NetworkRequest> network;

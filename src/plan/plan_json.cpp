@@ -123,6 +123,17 @@ Request parse_request(const json& r, RequestCheck check = RequestCheck::validate
     }
     req.backend = *backend;
     req.mapping = get_opt_string(r, "mapping", w);
+    if (r.contains("node_scans") && !r["node_scans"].is_null()) {
+        if (!r["node_scans"].is_array()) {
+            throw ParseError{"request.node_scans must be an array"};
+        }
+        for (const auto& ns : r["node_scans"]) {
+            if (!ns.is_object()) {
+                throw ParseError{"request.node_scans must hold objects"};
+            }
+            req.node_scans.push_back({get_string(ns, "node", "request.node_scans"), get_string(ns, "file", "request.node_scans")});
+        }
+    }
     req.connect_uri = get_opt_string(r, "connect_uri", w);
     req.vm_profile = get_opt_string(r, "vm_profile", w);
     if (r.contains("network") && !r["network"].is_null()) {
@@ -223,6 +234,13 @@ json request_to_json(const Request& request)
         {"vm_profile", opt_string(request.vm_profile)},
         {"network", nullptr},
     };
+    if (!request.node_scans.empty()) {
+        json nodes = json::array();
+        for (const auto& ns : request.node_scans) {
+            nodes.push_back({{"node", ns.node}, {"file", ns.file}});
+        }
+        r["node_scans"] = std::move(nodes);
+    }
     if (request.network) {
         const auto& n = *request.network;
         r["network"] = {

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "plan/common.hpp"
+#include "plan/node_scan.hpp"
 #include "plan/planner.hpp"
 #include "plan/trial.hpp"
 #include "util/sha256.hpp"
@@ -442,12 +443,80 @@ void refuse_cards_serving_vfs(const scan::Inventory& inv, const std::vector<cons
     }
 }
 
+// NODE's refusals and warnings, named by the node, into PLAN.
+void add_node_verdicts(const std::string& node, Plan& checked, Plan& plan)
+{
+    for (auto& r : checked.refusals) {
+        plan.refusals.push_back({"node " + node + ": " + r.message, std::move(r.hints)});
+    }
+    for (auto& w : checked.warnings) {
+        plan.warnings.push_back("node " + node + ": " + w);
+    }
+}
+
+// NODE's cards for --gpus, after the checks a VM plan on that node makes
+// (SR-IOV in use, group safety); false when a check refuses.
+Result<bool> select_node_cards(const Request& request, MappedNode& node, Plan& plan)
+{
+    auto cards = select_cards(node.inventory, request.gpus);
+    if (!cards) {
+        Error err(cards.error().code(), "node " + node.node + ": " + cards.error().what());
+        for (const auto& hint : cards.error().hints()) {
+            err.with_hint(hint);
+        }
+        return tl::unexpected(std::move(err));
+    }
+    node.cards = std::move(*cards);
+    Plan checked;
+    refuse_cards_serving_vfs(node.inventory, node.cards, checked);
+    check_groups(node.inventory, request, node.cards, checked);
+    const bool fine = !checked.refused();
+    add_node_verdicts(node.node, checked, plan);
+    return fine;
+}
+
+// --mapping NAME --gpus SPEC --node-scan NODE=FILE...: the cluster mapping alone,
+// from the nodes' scans; the cards each node's VM plan selects, in the same order,
+// under the same ids (docs/facts.md: pci-mapping).
+Result<Plan> cluster_mapping_plan(const scan::Inventory& inventory, const util::HostFs& fs, const DataDir& data, const Request& request)
+{
+    Plan plan;
+    plan.request = request;
+    std::vector<MappedNode> nodes;
+    nodes.reserve(request.node_scans.size());
+    for (const auto& ns : request.node_scans) {
+        auto inv = read_node_scan(ns);
+        if (!inv) {
+            return tl::unexpected(inv.error());
+        }
+        nodes.push_back({ns.node, std::move(*inv), {}});
+        const auto selected = select_node_cards(request, nodes.back(), plan);
+        if (!selected) {
+            return tl::unexpected(selected.error());
+        }
+    }
+    if (!plan.refused()) {
+        const PlanContext ctx{inventory, fs, data, request, {}, nullptr};
+        plan_cluster_mapping(ctx, nodes, plan);
+    }
+    dedupe(plan.warnings);
+    if (plan.refused()) {
+        plan.files.clear();
+    } else if (plan.empty()) {
+        plan.notes.insert(plan.notes.begin(), "nothing to do: the cluster mapping is already as planned");
+    }
+    return plan;
+}
+
 } // namespace
 
 Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs, const DataDir& data, const Request& request)
 {
     if (request.vm.empty() && request.gpus.empty() && request.network) {
         return network_only_plan(inventory, fs, data, request);
+    }
+    if (request.vm.empty() && !request.node_scans.empty()) {
+        return cluster_mapping_plan(inventory, fs, data, request);
     }
     if (request.vm.empty()) {
         return tl::unexpected(Error(Errc::usage, "--vm is required").with_hint("e.g. passthru plan --vm 101 --gpus all"));

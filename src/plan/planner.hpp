@@ -81,8 +81,19 @@ Result<std::vector<const scan::GpuCard*>> select_cards(const scan::Inventory& in
 Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs, const DataDir& data, const Request& request);
 
 // The parts, each appending to the plan.
+// One node of a cluster mapping built from --node-scan: its name, the inventory
+// of its scan and the cards --gpus selects there (pointers into that inventory).
+struct MappedNode
+{
+    std::string node;
+    scan::Inventory inventory;
+    std::vector<const scan::GpuCard*> cards;
+};
+
 void plan_host(const PlanContext& ctx, Plan& plan);    // cmdline, modules, modprobe.d, initramfs (plan/host_*.cpp)
 void plan_vm(const PlanContext& ctx, Plan& plan);      // VM config, mappings, libvirt (plan/vm_*.cpp)
 void plan_network(const PlanContext& ctx, Plan& plan); // bond/bridge (plan/network_*.cpp)
+// The cluster mapping of --node-scan: every node's cards in pci.cfg (plan/vm/proxmox.cpp).
+void plan_cluster_mapping(const PlanContext& ctx, const std::vector<MappedNode>& nodes, Plan& plan);
 
 } // namespace passthru::plan

@@ -2,6 +2,7 @@
 #include "plan/request.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include "util/strings.hpp"
 
@@ -50,10 +51,52 @@ Result<void> validate_network(const NetworkRequest& net)
     return {};
 }
 
+// pve-node (pve-common's JSONSchema): letters, digits and '-', neither first nor
+// last a '-' (docs/facts.md: pci-mapping).
+bool valid_node_name(std::string_view node)
+{
+    const auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
+    if (node.empty() || !alnum(node.front()) || !alnum(node.back())) {
+        return false;
+    }
+    return std::all_of(node.begin(), node.end(), [&](char c) { return alnum(c) || c == '-'; });
+}
+
+// --node-scan builds a cluster mapping on its own: --mapping and --gpus, no VM,
+// no network, each node once.
+Result<void> validate_node_scans(const Request& request)
+{
+    if (request.node_scans.empty()) {
+        return {};
+    }
+    if (!request.vm.empty() || request.network || request.trial_minutes || request.backend != Backend::proxmox) {
+        return usage_error("--node-scan builds a cluster mapping on its own: leave out --vm, the network options, --trial and --backend");
+    }
+    if (!request.mapping || request.gpus.empty()) {
+        return usage_error("--node-scan needs --mapping (the mapping id) and --gpus (which cards of each node)");
+    }
+    std::set<std::string> seen;
+    for (const auto& ns : request.node_scans) {
+        if (!valid_node_name(ns.node)) {
+            return usage_error("--node-scan: '" + ns.node + "' is not a Proxmox VE node name (letters, digits and '-')");
+        }
+        if (ns.file.empty()) {
+            return usage_error("--node-scan " + ns.node + "= names no file");
+        }
+        if (!seen.insert(ns.node).second) {
+            return usage_error("--node-scan: node " + ns.node + " is given twice");
+        }
+    }
+    return {};
+}
+
 } // namespace
 
 Result<void> validate_request(const Request& request)
 {
+    if (auto nodes = validate_node_scans(request); !nodes) {
+        return nodes;
+    }
     if (!request.vm.empty()) {
         if (request.backend == Backend::proxmox) {
             const bool numeric = request.vm.find_first_not_of("0123456789") == std::string::npos;

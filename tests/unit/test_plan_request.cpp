@@ -105,3 +105,60 @@ TEST_SUITE("plan::request")
         CHECK_FALSE(plan::plan_from_json(bad_nic));
     }
 }
+
+TEST_SUITE("plan::request")
+{
+    TEST_CASE("--node-scan: a cluster mapping on its own, Proxmox VE node names, each node once")
+    {
+        plan::Request r;
+        r.gpus = "all";
+        r.mapping = "v100";
+        r.node_scans = {{"gpu1", "/tmp/gpu1.json"}, {"gpu-2", "/tmp/gpu2.json"}};
+        CHECK(rejected(r).empty());
+
+        plan::Request with_vm = r;
+        with_vm.vm = "101";
+        with_vm.vmid = 101;
+        CHECK(rejected(with_vm).find("--node-scan builds a cluster mapping on its own") == 0);
+        plan::Request no_mapping = r;
+        no_mapping.mapping.reset();
+        CHECK(rejected(no_mapping).find("--node-scan needs --mapping") == 0);
+        plan::Request no_gpus = r;
+        no_gpus.gpus.clear();
+        CHECK(rejected(no_gpus).find("--node-scan needs --mapping") == 0);
+        plan::Request libvirt = r;
+        libvirt.backend = plan::Backend::libvirt;
+        CHECK(rejected(libvirt).find("--node-scan builds a cluster mapping on its own") == 0);
+        for (const char* bad : {"-gpu1", "gpu1-", "gpu_1", "gpu1.example", "", "g\xc3\xa9"}) {
+            CAPTURE(bad);
+            plan::Request named = r;
+            named.node_scans[0].node = bad;
+            CHECK(rejected(named).find("is not a Proxmox VE node name") != std::string::npos);
+        }
+        plan::Request twice = r;
+        twice.node_scans[1].node = "gpu1";
+        CHECK(rejected(twice) == "--node-scan: node gpu1 is given twice");
+        plan::Request no_file = r;
+        no_file.node_scans[0].file.clear();
+        CHECK(rejected(no_file) == "--node-scan gpu1= names no file");
+    }
+
+    TEST_CASE("--node-scan round-trips through a saved plan's request")
+    {
+        plan::Request r;
+        r.gpus = "all";
+        r.mapping = "v100";
+        r.node_scans = {{"gpu1", "/tmp/a b.json"}, {"gpu2", "/tmp/gpu2.json"}};
+        const auto back = plan::request_from_json(plan::request_to_json(r));
+        REQUIRE(back);
+        REQUIRE(back->node_scans.size() == 2);
+        CHECK(back->node_scans[0].node == "gpu1");
+        CHECK(back->node_scans[0].file == "/tmp/a b.json");
+        CHECK(back->node_scans[1].node == "gpu2");
+        plan::Request plain;
+        plain.vm = "101";
+        plain.vmid = 101;
+        plain.gpus = "all";
+        CHECK_FALSE(plan::request_to_json(plain).contains("node_scans")); // plans without it keep their bytes
+    }
+}

@@ -70,31 +70,37 @@ std::string vm_conf_path(std::uint64_t vmid)
     return k_qemu_server_d.file(std::to_string(vmid) + ".conf");
 }
 
+// CARD of INVENTORY as the planner names it: NAME (the profile's) or its pci.ids name.
+Card card_of(const scan::Inventory& inventory, const scan::GpuCard& gpu, std::string name)
+{
+    Card c;
+    c.card = &gpu;
+    c.slot = util::to_lower(gpu.slot);
+    for (const auto& fn : gpu.functions) {
+        c.functions.push_back(util::to_lower(fn.str()));
+    }
+    if (!gpu.functions.empty()) {
+        c.fn0 = inventory.find(gpu.functions.front());
+    }
+    if (name.empty() && c.fn0 != nullptr) {
+        name = c.fn0->device_name;
+    }
+    c.label =
+        std::string(c.fn0 != nullptr && c.fn0->is_nvswitch() ? "NVSwitch " : "GPU ") + c.slot + (name.empty() ? "" : " (" + name + ")");
+    return c;
+}
+
 std::vector<Card> describe_cards(const PlanContext& ctx, const Plan& plan)
 {
     std::vector<Card> cards;
     for (const auto* gpu : ctx.selected) {
-        Card c;
-        c.card = gpu;
-        c.slot = util::to_lower(gpu->slot);
-        for (const auto& fn : gpu->functions) {
-            c.functions.push_back(util::to_lower(fn.str()));
-        }
-        if (!gpu->functions.empty()) {
-            c.fn0 = ctx.inventory.find(gpu->functions.front());
-        }
         std::string name;
         for (const auto& sel : plan.gpus) {
             if (sel.slot == gpu->slot) {
                 name = sel.name;
             }
         }
-        if (name.empty() && c.fn0 != nullptr) {
-            name = c.fn0->device_name;
-        }
-        c.label =
-            std::string(c.fn0 != nullptr && c.fn0->is_nvswitch() ? "NVSwitch " : "GPU ") + c.slot + (name.empty() ? "" : " (" + name + ")");
-        cards.push_back(std::move(c));
+        cards.push_back(card_of(ctx.inventory, *gpu, name));
     }
     return cards;
 }
@@ -618,6 +624,15 @@ void refuse_busy_vm(VmJob& job)
     }
 }
 
+// --mapping NAME and the ids it gives N cards (NAME, NAME-1 .. NAME-(N-1)) are mapping ids.
+void check_mapping_name(const std::string& mapping, std::size_t cards)
+{
+    if (!format::pve::valid_config_id(mapping) || !format::pve::valid_config_id(mapping_id_for(mapping, cards))) {
+        throw Error(Errc::usage, "--mapping: '" + mapping + "' is not a valid mapping id")
+            .with_hint("a letter, then letters, digits, '-' or '_' (at least 2 characters)");
+    }
+}
+
 // This node's name and the cluster mappings; --mapping checked against them.
 void read_mappings(VmJob& job)
 {
@@ -633,10 +648,7 @@ void read_mappings(VmJob& job)
     if (!mapping) {
         return;
     }
-    if (!format::pve::valid_config_id(*mapping) || !format::pve::valid_config_id(mapping_id_for(*mapping, job.cards.size()))) {
-        throw Error(Errc::usage, "--mapping: '" + *mapping + "' is not a valid mapping id")
-            .with_hint("a letter, then letters, digits, '-' or '_' (at least 2 characters)");
-    }
+    check_mapping_name(*mapping, job.cards.size());
     if (!mctx.node) {
         job.plan.refusals.push_back({"cannot tell this node's name (/etc/hostname is missing or empty): a mapping needs it", {}});
     }
@@ -758,16 +770,16 @@ bool assign_slots(VmJob& job)
 
 // --- mapping: /etc/pve/mapping/pci.cfg ---------------------------------------
 
-// This node's entry for CARD in mapping MAP_ID of FILE; false when refused.
-bool map_card(VmJob& job, const Card& card, const std::string& map_id, format::pve::PciMappingFile& file,
+// NODE's entry for CARD in mapping MAP_ID of FILE; false when refused (into PLAN).
+bool map_card(Plan& plan, const std::string& node, const Card& card, const std::string& map_id, format::pve::PciMappingFile& file,
               std::vector<std::string>& map_reasons)
 {
     if (card.fn0 == nullptr || !card.fn0->vendor || !card.fn0->device) {
-        job.plan.refusals.push_back({"cannot map " + card.label + ": its vendor/device id is unknown", {}});
+        plan.refusals.push_back({"cannot map " + card.label + ": its vendor/device id is unknown", {}});
         return false;
     }
     format::pve::MapEntry entry;
-    entry.node = *job.mctx.node;
+    entry.node = node;
     entry.paths = {card.slot};
     entry.id = card.fn0->vendor_device();
     if (card.fn0->subsystem_vendor && card.fn0->subsystem_device) {
@@ -787,9 +799,8 @@ bool map_card(VmJob& job, const Card& card, const std::string& map_id, format::p
         const auto other =
             std::find_if(section->maps.begin(), section->maps.end(), [&](const format::pve::MapEntry& map) { return map.id != entry.id; });
         if (other != section->maps.end()) {
-            job.plan.warnings.push_back("mapping " + map_id + " maps node " + other->node + " to a " + other->id
-                                        + " device, this node's card is " + entry.id
-                                        + ": a VM moved between them sees a different GPU model");
+            plan.warnings.push_back("mapping " + map_id + " maps node " + other->node + " to a " + other->id
+                                    + " device, this node's card is " + entry.id + ": a VM moved between them sees a different GPU model");
         }
         file.add_map(map_id, entry);
         map_reasons.push_back("mapping " + map_id + ": add node " + entry.node + ": " + entry.str());
@@ -799,17 +810,33 @@ bool map_card(VmJob& job, const Card& card, const std::string& map_id, format::p
         return util::to_lower(p) == card.slot || util::to_lower(p) == card.functions.front();
     });
     if (!same) {
-        job.plan.refusals.push_back(
+        plan.refusals.push_back(
             {"mapping " + map_id + " already maps node " + entry.node + " to " + util::join(local->paths, ";") + ", not " + card.slot,
              {"choose another --mapping name"}});
         return false;
     }
     if (local->paths.size() == 1 && local->paths.front() == card.functions.front() && card.functions.size() > 1) {
-        job.plan.warnings.push_back("mapping " + map_id + " names only function 0 (" + local->paths.front() + "): the other functions of "
-                                    + card.label + " stay on the host side");
+        plan.warnings.push_back("mapping " + map_id + " names only function 0 (" + local->paths.front() + "): the other functions of "
+                                + card.label + " stay on the host side");
     }
-    job.plan.notes.push_back("mapping " + map_id + " already maps " + card.slot + " on node " + entry.node);
+    plan.notes.push_back("mapping " + map_id + " already maps " + card.slot + " on node " + entry.node);
     return true;
+}
+
+// pci.cfg as FILE has it, when that differs from BEFORE.
+void stage_mapping_file(const PlanContext& ctx, Plan& plan, const std::optional<std::string>& before,
+                        const format::pve::PciMappingFile& file, const std::vector<std::string>& reasons)
+{
+    const std::string after = file.str();
+    if (before && *before == after) {
+        return;
+    }
+    stage_file(ctx, plan, k_pci_mapping_file, after, reasons);
+    for (auto& f : plan.files) {
+        if (f.path == k_pci_mapping_file && f.action == FileAction::create) {
+            f.mode = 0640; // pmxcfs shows every file as root:www-data 0640
+        }
+    }
 }
 
 // With --mapping: one mapping per card in pci.cfg; false when refused.
@@ -821,19 +848,11 @@ bool plan_mappings(VmJob& job)
     format::pve::PciMappingFile file = job.mctx.file ? *job.mctx.file : format::pve::PciMappingFile::parse("");
     std::vector<std::string> map_reasons;
     for (std::size_t k = 0; k < job.cards.size(); ++k) {
-        if (!map_card(job, job.cards[k], mapping_id_for(*job.ctx.request.mapping, k), file, map_reasons)) {
+        if (!map_card(job.plan, *job.mctx.node, job.cards[k], mapping_id_for(*job.ctx.request.mapping, k), file, map_reasons)) {
             return false;
         }
     }
-    const std::string after = file.str();
-    if (!job.mctx.before || *job.mctx.before != after) {
-        stage_file(job.ctx, job.plan, k_pci_mapping_file, after, map_reasons);
-        for (auto& f : job.plan.files) {
-            if (f.path == k_pci_mapping_file && f.action == FileAction::create) {
-                f.mode = 0640; // pmxcfs shows every file as root:www-data 0640
-            }
-        }
-    }
+    stage_mapping_file(job.ctx, job.plan, job.mctx.before, file, map_reasons);
     job.mctx.file = std::move(file); // the mappings as the VM will start with them
     return true;
 }
@@ -1220,3 +1239,35 @@ void plan_proxmox_vm(const PlanContext& ctx, const VmProfile& profile, Plan& pla
 }
 
 } // namespace passthru::plan::detail
+
+namespace passthru::plan {
+
+void plan_cluster_mapping(const PlanContext& ctx, const std::vector<MappedNode>& nodes, Plan& plan)
+{
+    std::size_t most = 0;
+    for (const auto& node : nodes) {
+        most = std::max(most, node.cards.size());
+    }
+    const std::string& mapping = ctx.request.mapping.value();
+    detail::check_mapping_name(mapping, most);
+    std::optional<std::string> before;
+    if (ctx.fs.exists(k_pci_mapping_file)) {
+        before = detail::read_current(ctx, plan, k_pci_mapping_file);
+        if (plan.refused()) {
+            return;
+        }
+    }
+    auto file = format::pve::PciMappingFile::parse(before.value_or(""));
+    std::vector<std::string> reasons;
+    for (const auto& node : nodes) {
+        for (std::size_t k = 0; k < node.cards.size(); ++k) {
+            const auto card = detail::card_of(node.inventory, *node.cards[k], "");
+            if (!detail::map_card(plan, node.node, card, detail::mapping_id_for(mapping, k), file, reasons)) {
+                return;
+            }
+        }
+    }
+    detail::stage_mapping_file(ctx, plan, before, file, reasons);
+}
+
+} // namespace passthru::plan

@@ -70,6 +70,26 @@ def run_json(module, args, what):
     return None
 
 
+def plan_diff(plan):
+    """Ansible's diff list: one before/after pair per file of a passthru plan."""
+    diffs = []
+    for f in plan.get('files', []):
+        diffs.append(dict(before=f.get('before') or '', after=f.get('content') or '',
+                          before_header='%s (%s)' % (f['path'], 'absent' if f.get('before') is None else 'before'),
+                          after_header='%s (%s)' % (f['path'], 'absent' if f.get('content') is None else f['action'])))
+    return diffs
+
+
+def generation_of(stdout):
+    """The generation number apply or rollback reports, else None."""
+    for line in stdout.splitlines():
+        if line.startswith('Applied as generation ') or line.startswith('Rolled back as generation '):
+            number = line.split()[3].rstrip(':.,')
+            if number.isdigit():
+                return int(number)
+    return None
+
+
 def node_name(hostname_text):
     """This node's name as Proxmox VE sees it: the host name up to the first dot."""
     for line in (hostname_text or '').splitlines():

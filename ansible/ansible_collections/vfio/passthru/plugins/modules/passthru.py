@@ -224,25 +224,6 @@ def request_argv(params):
     return argv
 
 
-def plan_diff(plan):
-    """Ansible's diff list: one before/after pair per file of the plan."""
-    diffs = []
-    for f in plan.get('files', []):
-        diffs.append(dict(before=f.get('before') or '', after=f.get('content') or '',
-                          before_header='%s (%s)' % (f['path'], 'absent' if f.get('before') is None else 'before'),
-                          after_header='%s (%s)' % (f['path'], 'absent' if f.get('content') is None else f['action'])))
-    return diffs
-
-
-def generation_of(stdout):
-    for line in stdout.splitlines():
-        if line.startswith('Applied as generation ') or line.startswith('Rolled back as generation '):
-            number = line.split()[3].rstrip(':.,')
-            if number.isdigit():
-                return int(number)
-    return None
-
-
 def present(module):
     params = module.params
     workdir = tempfile.mkdtemp(prefix='passthru-', dir=module.tmpdir)
@@ -264,7 +245,7 @@ def present(module):
     changed = bool(plan.get('changes_pending')) or bool(plan.get('files'))
     result = dict(changed=changed, refused=False, plan=plan, rc=rc)
     if module._diff:
-        result['diff'] = plan_diff(plan)
+        result['diff'] = pt.plan_diff(plan)
     if not changed:
         module.exit_json(stdout_lines=[], **result)
     step = ['apply', '--dry-run', '--plan', plan_file] if module.check_mode else ['apply', '--yes', '--plan', plan_file]
@@ -273,7 +254,7 @@ def present(module):
         pt.fail(module, 'passthru ' + ' '.join(step[:2]), rc, out, err, refused=rc == pt.EXIT_REFUSED, plan=plan)
     result['rc'] = rc
     if not module.check_mode:
-        result['generation'] = generation_of(out)
+        result['generation'] = pt.generation_of(out)
     module.exit_json(stdout_lines=out.splitlines(), **result)
 
 
@@ -301,7 +282,7 @@ def absent(module):
     if module._diff:
         result['diff'] = dict(prepared=out)
     if not module.check_mode:
-        result['generation'] = generation_of(out)
+        result['generation'] = pt.generation_of(out)
     module.exit_json(stdout_lines=out.splitlines(), **result)
 
 

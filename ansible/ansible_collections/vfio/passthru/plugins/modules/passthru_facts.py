@@ -24,10 +24,12 @@ options:
       - Which parts to return besides C(node) and C(schema).
       - C(host) the CPU, kernel, boot loader and IOMMU state; C(gpus) the GPU cards, each with the vendor,
         device and subsystem ids of its function 0; C(groups) the IOMMU groups; C(problems) what is
-        wrong with the host; C(devices) every PCI function (large); C(all) all of them but C(devices).
+        wrong with the host; C(devices) every PCI function (large); C(scan) the whole C(passthru scan --json)
+        document, which M(vfio.passthru.pci_mapping) hands back to passthru (large); C(all) all of them but
+        C(devices) and C(scan).
     type: list
     elements: str
-    choices: [all, host, gpus, groups, problems, devices]
+    choices: [all, host, gpus, groups, problems, devices, scan]
     default: [all]
   root:
     description:
@@ -78,7 +80,8 @@ ansible_facts:
       description:
         - C(node) the node's name (the host name up to the first dot, from C(/etc/hostname) under the
           root; null when unknown), C(schema) the scan's schema, and the parts of I(gather_subset) -
-          C(host), C(gpus), C(groups), C(problems), C(devices) - as C(passthru scan --json) gives them.
+          C(host), C(gpus), C(groups), C(problems), C(devices) - as C(passthru scan --json) gives them, and
+          C(scan), that whole document.
         - Each GPU also carries C(id) (vendor:device of function 0), C(subsystem_id) and C(iommu_group)
           (of function 0), the values a cluster PCI mapping needs.
       returned: always
@@ -120,7 +123,7 @@ def read_node(root):
 def main():
     argument_spec = dict(
         gather_subset=dict(type='list', elements='str', default=['all'],
-                           choices=['all', 'host', 'gpus', 'groups', 'problems', 'devices']),
+                           choices=['all', 'host', 'gpus', 'groups', 'problems', 'devices', 'scan']),
     )
     argument_spec.update(pt.COMMON_ARGS)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
@@ -139,6 +142,8 @@ def main():
         facts['problems'] = scan.get('problems', [])
     if 'devices' in subset:
         facts['devices'] = scan.get('devices', [])
+    if 'scan' in subset:
+        facts['scan'] = scan
     module.exit_json(changed=False, ansible_facts=dict(passthru=facts))
 
 
