@@ -120,3 +120,32 @@ run_rc "$P" --root "$R" apply "${REQ[@]}" --yes
 [[ $RC -eq 3 && $(tree_sum --with-journal "$R") == "$S0" ]] || fail "a dangling qemu-server: apply exit $RC or wrote something"
 stop_if_failed
 ok "a dangling /etc/pve/qemu-server is refused (exit 3), no 'qm create'"
+
+# --- host text that spells passthru's own colour, or bidi/invisible characters
+# With --color always, a VM description holding ESC[1;31m (the very colour
+# passthru writes) reached the terminal as colour, and U+202E (right-to-left
+# override), U+200B (zero width space) or U+FEFF passed as they were: a name
+# could read as another. Now only passthru's own styling (marked with a key
+# the host cannot know) is colour; the rest is shown as \e[..., \u202e.
+R=$T/bidi
+copy_host epyc-4x2080ti "$R"
+own_copy "$R/etc/pve/qemu-server/101.conf"
+# (the characters as bytes: $'\u202e' depends on the locale)
+desc=$'red\e[1;31mALERT\e[0m rlo\xe2\x80\xaeexe.txt zw\xe2\x80\x8bsp bom\xef\xbb\xbfx'
+{ printf 'description: %s\n' "$desc"; cat "$R/etc/pve/qemu-server/101.conf"; } > "$T/101.conf"
+cat "$T/101.conf" > "$R/etc/pve/qemu-server/101.conf"
+run_rc "$P" --root "$R" --color always plan "${REQ[@]}"
+[[ $RC -eq 0 ]] || fail "bidi: plan exit $RC: $(head -2 "$T/err")"
+LC_ALL=C grep -q $'\e\\[1;31mALERT' "$T/out" && fail "bidi: the description's ESC[1;31m reached the terminal as colour"
+grep -qF 'red\e[1;31mALERT\e[0m' "$T/out" || fail "bidi: the description's colour sequence is not shown escaped: $(grep -a ALERT "$T/out" | cat -v)"
+LC_ALL=C grep -q $'\xe2\x80\xae\|\xe2\x80\x8b\|\xef\xbb\xbf' "$T/out" "$T/err" && fail "bidi: a bidi control or invisible character reached the terminal"
+grep -qF 'rlo\u202eexe.txt zw\u200bsp bom\ufeffx' "$T/out" || fail "bidi: the characters are not shown as \\uNNNN: $(grep -a rlo "$T/out" | cat -v)"
+LC_ALL=C grep -q $'\e\\[' "$T/out" || fail "bidi: --color always shows no colour of passthru's own"
+"$P" --root "$R" plan "${REQ[@]}" --json 2> /dev/null | jq -r '.. | strings' > "$T/strings"
+grep -qF "$desc" "$T/strings" || fail "bidi: plan --json does not carry the description exactly"
+# A usage error names the word typed: it goes through the same guard.
+run_rc "$P" --root "$R" --color always $'--bogus\e]0;title\a'
+[[ $RC -eq 2 ]] || fail "bidi: an unknown option with an escape: exit $RC, expected 2"
+LC_ALL=C grep -q $'\e\\]' "$T/err" && fail "bidi: the typed escape reached the terminal raw in a usage error"
+stop_if_failed
+ok "host text spelling passthru's colour or bidi/invisible characters is shown escaped; passthru's own colour stays"
