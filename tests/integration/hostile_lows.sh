@@ -149,3 +149,30 @@ run_rc "$P" --root "$R" --color always $'--bogus\e]0;title\a'
 LC_ALL=C grep -q $'\e\\]' "$T/err" && fail "bidi: the typed escape reached the terminal raw in a usage error"
 stop_if_failed
 ok "host text spelling passthru's colour or bidi/invisible characters is shown escaped; passthru's own colour stays"
+
+# --- generation ids out of range -------------------------------------------------
+# After generation 999999999999999999 (18 digits, the most ids have) a
+# rollback wrote generation 1000000000000000000, which every later command
+# skipped as no generation of passthru's: the host was changed and history
+# did not show it. Now the next id is refused before anything is written,
+# and a directory with a longer number is named, not skipped.
+R=$T/ids
+copy_host epyc-4x2080ti "$R"
+"$P" --root "$R" apply "${REQ[@]}" --yes > /dev/null 2>&1 || fatal "apply on the fixture failed"
+G=$R/var/lib/passthru/generations
+big=999999999999999999
+mv "$G/1" "$G/$big"
+sed -i "s/\"id\": 1,/\"id\": $big,/" "$G/$big/manifest.json"
+run_rc "$P" --root "$R" history
+[[ $RC -eq 0 ]] && grep -q "^$big " "$T/out" || fail "ids: history of generation $big: exit $RC: $(head -2 "$T/err")"
+S1=$(tree_sum --with-journal "$R")
+run_rc "$P" --root "$R" rollback
+[[ $RC -eq 3 ]] || fail "ids: rollback after generation $big: exit $RC, expected 3"
+grep -q "generation $big is the last id passthru can number" "$T/err" || fail "ids: the exhausted ids are not explained: $(head -2 "$T/err")"
+[[ $(tree_sum --with-journal "$R") == "$S1" ]] || fail "ids: the refused rollback wrote something: $(ls "$G")"
+mkdir "$G/1${big//9/0}0"
+run_rc "$P" --root "$R" history
+[[ $RC -eq 3 ]] || fail "ids: history with a 19-digit generation directory: exit $RC, expected 3"
+grep -q "generations/1${big//9/0}0 is out of range for a generation id" "$T/err" || fail "ids: the 19-digit directory is not named: $(head -2 "$T/err")"
+stop_if_failed
+ok "generation ids: the id after 18 digits is refused (exit 3, nothing written), a longer-numbered directory is named"
