@@ -38,6 +38,22 @@ bool valid_kind(std::string_view kind)
     return kind == "templates" || kind == "profiles";
 }
 
+// Whether this binary runs from the build tree it was built in (the tests,
+// a developer): only then are the repository's templates/ and profiles/ a
+// layer of their own. An installed binary (/usr/bin/passthru) reads only
+// the installed data, whatever was left at the path it was built from.
+bool runs_from_build_tree()
+{
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec) {
+        return false;
+    }
+    const std::filesystem::path build = std::filesystem::path(PASSTHRU_BUILD_DIR).lexically_normal();
+    const auto rel = exe.lexically_normal().lexically_relative(build);
+    return !rel.empty() && *rel.begin() != "..";
+}
+
 std::optional<std::string> read_local(const std::filesystem::path& path)
 {
     std::error_code ec;
@@ -120,7 +136,9 @@ DataDir::DataDir(const util::HostFs& fs, std::optional<std::filesystem::path> da
         m_dirs.push_back(*data_dir);
     }
     m_dirs.emplace_back(PASSTHRU_INSTALLED_DATA_DIR);
-    m_dirs.emplace_back(PASSTHRU_SOURCE_DATA_DIR);
+    if (runs_from_build_tree()) {
+        m_dirs.emplace_back(PASSTHRU_SOURCE_DATA_DIR);
+    }
 }
 
 Result<std::string> DataDir::read(std::string_view kind, std::string_view name) const

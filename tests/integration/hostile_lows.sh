@@ -176,3 +176,26 @@ run_rc "$P" --root "$R" history
 grep -q "generations/1${big//9/0}0 is out of range for a generation id" "$T/err" || fail "ids: the 19-digit directory is not named: $(head -2 "$T/err")"
 stop_if_failed
 ok "generation ids: the id after 18 digits is refused (exit 3, nothing written), a longer-numbered directory is named"
+
+# --- the repository's data is read only from the build tree ------------------
+# Every binary fell back to the templates and profiles of the directory it was
+# compiled in: an installed passthru would read whatever was left there. A
+# copy of the binary outside the build tree (as installed) reads only the
+# installed data and --data-dir.
+R=$T/datadir
+copy_host epyc-4x2080ti "$R"
+mkdir "$T/bin"
+cp "$P" "$T/bin/passthru"
+if [[ -d /usr/share/passthru || -d /usr/local/share/passthru ]]; then
+    ok "data dir: skipped, passthru's data is installed on this machine"
+else
+    run_rc "$T/bin/passthru" --root "$R" plan "${REQ[@]}"
+    [[ $RC -ne 0 ]] || fail "data dir: a binary outside the build tree read the repository's data"
+    grep -q 'passthru data file .* not found' "$T/err" || fail "data dir: not explained: $(head -2 "$T/err")"
+    run_rc "$T/bin/passthru" --root "$R" --data-dir "$SRC" plan "${REQ[@]}"
+    [[ $RC -eq 0 ]] || fail "data dir: the copy with --data-dir: exit $RC: $(head -2 "$T/err")"
+    run_rc "$P" --root "$R" plan "${REQ[@]}"
+    [[ $RC -eq 0 ]] || fail "data dir: the binary in the build tree: exit $RC: $(head -2 "$T/err")"
+    stop_if_failed
+    ok "data dir: the repository's data only for a binary in its build tree, never for one installed elsewhere"
+fi
