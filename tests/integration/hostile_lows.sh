@@ -199,3 +199,30 @@ else
     stop_if_failed
     ok "data dir: the repository's data only for a binary in its build tree, never for one installed elsewhere"
 fi
+
+# --- plan records the pending plan only under the journal's lock -------------
+# plan wrote pending-plan.json without the lock, so a plan during an apply
+# reported a pending plan that the apply then deleted. Now, while another
+# passthru holds the lock, plan still prints the plan but records nothing
+# and says so.
+if command -v flock > /dev/null; then
+    R=$T/planlock
+    copy_host epyc-4x2080ti "$R"
+    mkdir -p "$R/var/lib/passthru"
+    (flock 9 && exec sleep 30) 9> "$R/var/lib/passthru/lock" &
+    holder=$!
+    for _ in $(seq 100); do
+        flock -n "$R/var/lib/passthru/lock" true 2> /dev/null || break
+        sleep 0.1
+    done
+    run_rc "$P" --root "$R" plan "${REQ[@]}"
+    kill "$holder"
+    wait "$holder" 2> /dev/null || true
+    [[ $RC -eq 0 ]] || fail "plan under a held lock: exit $RC, expected 0: $(head -2 "$T/err")"
+    [[ ! -e $R/var/lib/passthru/pending-plan.json ]] || fail "plan under a held lock recorded the pending plan"
+    grep -q 'not recorded as the pending plan: another passthru' "$T/err" "$T/out" || fail "plan under a held lock: not explained: $(grep -h pending "$T/err" "$T/out")"
+    run_rc "$P" --root "$R" plan "${REQ[@]}"
+    [[ $RC -eq 0 && -f $R/var/lib/passthru/pending-plan.json ]] || fail "plan without the lock held: exit $RC, or no pending plan"
+    stop_if_failed
+    ok "plan records the pending plan only under the journal's lock; held by another, it says so"
+fi
