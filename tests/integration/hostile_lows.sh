@@ -226,3 +226,25 @@ if command -v flock > /dev/null; then
     stop_if_failed
     ok "plan records the pending plan only under the journal's lock; held by another, it says so"
 fi
+
+# --- recovery deletes no file it did not write --------------------------------
+# A pending manifest (interrupted, or tampered with) that names a file as
+# created by passthru: recovery would delete it. It deletes or restores a
+# file only when its bytes are what the manifest says passthru wrote (or
+# what was there before); the admin's own file is refused (exit 1) and kept.
+R=$T/recover-created
+copy_host epyc-4x2080ti "$R"
+"$P" --root "$R" apply "${REQ[@]}" --yes > /dev/null 2>&1 || fatal "apply on the fixture failed"
+m=$R/var/lib/passthru/generations/1/manifest.json
+sed -i 's/"state": "committed"/"state": "pending"/' "$m"
+grep -q '"state": "pending"' "$m" || fatal "recover-created: the manifest has no state to set"
+conf=$R/etc/modprobe.d/passthru-vfio.conf
+printf '# the admin own file\noptions vfio-pci ids=10de:1e07\n' > "$conf"
+S1=$(tree_sum --with-journal "$R")
+run_rc "$P" --root "$R" rollback
+[[ $RC -eq 1 ]] || fail "recover-created: recovery exit $RC, expected 1: $(head -2 "$T/err")"
+grep -q 'changed since generation 1 was interrupted: .*/etc/modprobe.d/passthru-vfio.conf' "$T/err" \
+    || fail "recover-created: the admin's file is not named: $(head -2 "$T/err")"
+[[ -f $conf && $(tree_sum --with-journal "$R") == "$S1" ]] || fail "recover-created: the admin's file was deleted or something written"
+stop_if_failed
+ok "recovery deletes no file it created when its bytes are not what the manifest says passthru wrote (exit 1, kept)"
