@@ -248,3 +248,21 @@ grep -q 'changed since generation 1 was interrupted: .*/etc/modprobe.d/passthru-
 [[ -f $conf && $(tree_sum --with-journal "$R") == "$S1" ]] || fail "recover-created: the admin's file was deleted or something written"
 stop_if_failed
 ok "recovery deletes no file it created when its bytes are not what the manifest says passthru wrote (exit 1, kept)"
+
+# --- a dangling /etc/kernel/cmdline on a systemd-boot host --------------------
+# It read as "no /etc/kernel/cmdline", so the host was taken for GRUB through
+# proxmox-boot-tool and its kernel arguments planned into /etc/default/grub,
+# which systemd-boot never reads. Now the link counts as the file: the plan
+# names systemd-boot, and reading the file fails closed.
+R=$T/sdboot
+copy_host epyc-4x2080ti-zfs "$R"
+rm "$R/etc/kernel/cmdline"
+ln -s ../../nowhere/cmdline "$R/etc/kernel/cmdline"
+S0=$(tree_sum "$R")
+run_rc "$P" --root "$R" plan "${REQ[@]}"
+[[ $RC -ne 0 && $RC -lt 70 ]] || fail "a dangling /etc/kernel/cmdline: plan exit $RC, expected a refusal"
+grep -q 'GRUB via proxmox-boot-tool' "$T/out" "$T/err" && fail "a dangling /etc/kernel/cmdline: the host is taken for GRUB"
+grep -q 'etc/kernel/cmdline' "$T/err" || fail "a dangling /etc/kernel/cmdline: not named: $(head -2 "$T/err")"
+[[ $(tree_sum "$R") == "$S0" ]] || fail "a dangling /etc/kernel/cmdline: plan wrote something"
+stop_if_failed
+ok "a dangling /etc/kernel/cmdline on a systemd-boot host is no GRUB host: plan refuses, naming it"
