@@ -286,7 +286,9 @@ int main(int argc, char** argv)
     } catch (const po::error& err) {
         return report_error(Error(Errc::usage, err.what()).with_hint("run 'passthru --help' or 'passthru COMMAND --help'"), color, json);
     } catch (const std::bad_alloc&) {
-        std::fputs("passthru: error: out of memory\n", stderr);
+        // Straight to the descriptor: the guarded stream would allocate.
+        static constexpr std::string_view k_oom = "passthru: error: out of memory\n";
+        (void)!::write(STDERR_FILENO, k_oom.data(), k_oom.size());
         return exit_code::internal;
     } catch (const std::exception& err) {
         return report_error(Error(Errc::internal, std::string("internal error: ") + err.what())
