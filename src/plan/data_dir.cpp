@@ -10,6 +10,7 @@
 
 #include "format/grammar.hpp"
 #include "plan/planner.hpp"
+#include "util/local_file.hpp"
 
 namespace passthru::plan {
 
@@ -44,9 +45,8 @@ bool valid_kind(std::string_view kind)
 // the installed data, whatever was left at the path it was built from.
 bool runs_from_build_tree()
 {
-    std::error_code ec;
-    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-    if (ec) {
+    const std::filesystem::path exe = util::own_executable_path();
+    if (exe.empty()) {
         return false;
     }
     const std::filesystem::path build = std::filesystem::path(PASSTHRU_BUILD_DIR).lexically_normal();
