@@ -380,8 +380,17 @@ std::vector<std::uint64_t> Journal::ids() const
         throw Error(names.error()).with_hint("passthru cannot tell which generations exist; nothing was done");
     }
     for (const auto& name : *names) {
-        if (name.empty() || name.size() > 18 || name.find_first_not_of("0123456789") != std::string::npos) {
+        if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) {
             continue;
+        }
+        if (name.size() > 18 && name.front() != '0') {
+            throw Error(Errc::precondition,
+                        std::string(k_generations_dir) + "/" + name + " is out of range for a generation id (at most 18 digits)")
+                .with_hint("passthru never writes such a generation; move the directory out of " + std::string(k_generations_dir)
+                           + " once you know where it came from");
+        }
+        if (name.size() > 18) {
+            continue; // "0...": not ours
         }
         const std::uint64_t id = std::stoull(name);
         if (std::to_string(id) != name) {
@@ -402,6 +411,12 @@ std::vector<std::uint64_t> Journal::ids() const
 std::uint64_t Journal::next_id() const
 {
     const auto all = ids();
+    if (!all.empty() && all.back() >= k_max_generation_id) {
+        throw Error(Errc::precondition,
+                    "generation " + std::to_string(all.back()) + " is the last id passthru can number (at most 18 digits)")
+            .with_hint("nothing was written; the journal in " + std::string(k_generations_dir)
+                       + " was renumbered by hand, renumber it back");
+    }
     return all.empty() ? 1 : all.back() + 1;
 }
 

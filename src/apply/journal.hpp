@@ -29,6 +29,9 @@ inline constexpr std::string_view k_generations_dir = "/var/lib/passthru/generat
 // Manifests are written as passthru.generation/2 (file actions in the plan's
 // words). passthru.generation/1, whose file action for a deleted file was
 // "remove", is still read, so journals written before keep rolling back.
+// Generation ids have at most 18 digits (they fit a signed 64-bit integer,
+// as JSON readers take them); an id above is refused, never written.
+inline constexpr std::uint64_t k_max_generation_id = 999'999'999'999'999'999;
 inline constexpr std::string_view k_manifest_schema = "passthru.generation/2";
 inline constexpr std::string_view k_manifest_schema_v1 = "passthru.generation/1";
 
@@ -183,12 +186,14 @@ public:
     // is ignored and its number is reused. A manifest that is not a regular
     // file, or a generation directory that cannot be read, is listed (load()
     // refuses it), and a generations directory that cannot be read throws:
-    // no generation is ever hidden.
+    // no generation is ever hidden: a directory named by more digits than
+    // a generation id has (k_max_generation_id) throws (Errc::precondition).
     std::vector<std::uint64_t> ids() const;
     Result<Manifest> load(std::uint64_t id) const;
     // Every readable manifest, ascending; unreadable ones are reported in errors.
     std::vector<Manifest> load_all(std::vector<std::string>* errors = nullptr) const;
-    // Highest existing number + 1 (1 for the first).
+    // Highest existing number + 1 (1 for the first); throws
+    // (Errc::precondition) when that would be above k_max_generation_id.
     std::uint64_t next_id() const;
 
     // Host path of generation id's directory ("/var/lib/passthru/generations/0007").

@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include "apply/journal.hpp"
 #include "apply/pending.hpp"
 #include "cli/apply_common.hpp"
 #include "cli/commands.hpp"
@@ -47,6 +48,14 @@ void record_pending(const Context& ctx, const nlohmann::json& doc)
     if (ctx.fs.is_live() && ::geteuid() != 0) {
         print_note(ctx, "not recorded as the pending plan: only root may write " + std::string(apply::k_pending_plan)
                             + " (run plan as root, or save it with --out FILE)");
+        return;
+    }
+    // Under the journal's lock, as apply deletes it: a plan during an apply
+    // must not report a pending plan that the apply then removes.
+    const apply::Journal journal(ctx.fs);
+    auto lock = journal.lock();
+    if (!lock) {
+        print_note(ctx, "not recorded as the pending plan: " + std::string(lock.error().what()));
         return;
     }
     if (auto r = apply::save_pending(ctx.fs, doc); !r) {

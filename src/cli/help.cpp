@@ -144,7 +144,7 @@ const std::vector<ExitCodeDoc> k_exit_codes{
     {exit_code::refused, "refused: the host or request is unsafe (nothing was changed)"},
     {exit_code::rollback_failed, "rollback failed: manual attention needed (the affected paths are listed)"},
     {exit_code::pending, "changes are pending (with --exit-code)"},
-    {exit_code::internal, "internal error (a bug in passthru)"},
+    {exit_code::internal, "internal error (a bug in passthru), or out of memory"},
 };
 
 std::string exit_codes_text()

@@ -221,7 +221,7 @@ int run_command(const Command& command, const GlobalOptions& options, const po::
     return command.run(ctx, vm);
 }
 
-int run(int argc, char** argv, bool& error_color)
+int run(int argc, char** argv, bool& error_color, std::FILE* real_stderr)
 {
     po::options_description global("Global options");
     add_global_options(global);
@@ -229,7 +229,8 @@ int run(int argc, char** argv, bool& error_color)
     const po::variables_map gvm = parse_global_options(std::vector<std::string>(argv + 1, argv + at), global);
 
     const auto color_mode = parse_color(gvm["color"].as<std::string>());
-    error_color = util::use_color(stderr, color_mode);
+    error_color = util::use_color(real_stderr, color_mode);
+    guard_stream(stderr, error_color);
     if (gvm.count("version") != 0U) {
         std::printf("passthru %s\n", PASSTHRU_VERSION);
         return exit_code::ok;
@@ -249,7 +250,7 @@ int run(int argc, char** argv, bool& error_color)
         return exit_code::ok;
     }
     const GlobalOptions options = global_options(gvm, vm, color_mode);
-    error_color = util::use_color(stderr, options.color);
+    error_color = util::use_color(real_stderr, options.color);
     // From here on host text may be printed: both streams escape control
     // characters on their way out (cli/terminal_guard.hpp); JSON stays exact.
     guard_stream(stderr, error_color);
@@ -270,10 +271,14 @@ int main(int argc, char** argv)
     // instead, which no command takes as a reason to stop. The commands it
     // runs get the default action back (util/command_runner.cpp).
     std::signal(SIGPIPE, SIG_IGN);
+    std::FILE* const real_stderr = stderr;
     bool color = util::use_color(stderr, util::ColorMode::auto_detect);
+    // Every error line goes through the guard, a usage error's too: it
+    // carries the words typed, and styled() colour needs the guard to show.
+    guard_stream(stderr, color);
     const bool json = json_requested(argc, argv);
     try {
-        const int rc = run(argc, argv, color);
+        const int rc = run(argc, argv, color, real_stderr);
         std::fflush(stdout);
         return rc;
     } catch (const Error& err) {
@@ -281,7 +286,9 @@ int main(int argc, char** argv)
     } catch (const po::error& err) {
         return report_error(Error(Errc::usage, err.what()).with_hint("run 'passthru --help' or 'passthru COMMAND --help'"), color, json);
     } catch (const std::bad_alloc&) {
-        std::fputs("passthru: error: out of memory\n", stderr);
+        // Straight to the descriptor: the guarded stream would allocate.
+        static constexpr std::string_view k_oom = "passthru: error: out of memory\n";
+        (void)!::write(STDERR_FILENO, k_oom.data(), k_oom.size());
         return exit_code::internal;
     } catch (const std::exception& err) {
         return report_error(Error(Errc::internal, std::string("internal error: ") + err.what())

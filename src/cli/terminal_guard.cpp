@@ -76,6 +76,13 @@ void flush_guards()
 
 void guard_stream(std::FILE*& stream, bool keep_color)
 {
+    for (Guard* guard : g_guards) {
+        if (guard != nullptr && guard->file == stream) {
+            std::fflush(stream);
+            guard->keep_color = keep_color; // guarded already: the colour decided since
+            return;
+        }
+    }
     const int fd = ::fileno(stream);
     std::fflush(stream);
     const bool tty = ::isatty(fd) == 1;

@@ -9,8 +9,10 @@ namespace passthru::cli {
 // `stream` (stdout or stderr) and its file descriptor: the stream is replaced
 // by one that escapes control characters in host text on their way out, so
 // every human renderer goes through the one guard. keep_color lets the
-// tool's own colour through. Called once by main; JSON output keeps the
-// plain stdout (it is exact).
+// tool's own colour through (util::styled() marks it with a key host text
+// cannot know). Called by main for stderr before anything is printed and
+// again once --color is known (which only sets keep_color), and for stdout
+// unless the output is JSON (it stays exact).
 void guard_stream(std::FILE*& stream, bool keep_color);
 
 } // namespace passthru::cli

@@ -10,6 +10,7 @@
 
 #include "format/grammar.hpp"
 #include "plan/planner.hpp"
+#include "util/local_file.hpp"
 
 namespace passthru::plan {
 
@@ -36,6 +37,21 @@ bool valid_name(std::string_view name)
 bool valid_kind(std::string_view kind)
 {
     return kind == "templates" || kind == "profiles";
+}
+
+// Whether this binary runs from the build tree it was built in (the tests,
+// a developer): only then are the repository's templates/ and profiles/ a
+// layer of their own. An installed binary (/usr/bin/passthru) reads only
+// the installed data, whatever was left at the path it was built from.
+bool runs_from_build_tree()
+{
+    const std::filesystem::path exe = util::own_executable_path();
+    if (exe.empty()) {
+        return false;
+    }
+    const std::filesystem::path build = std::filesystem::path(PASSTHRU_BUILD_DIR).lexically_normal();
+    const auto rel = exe.lexically_normal().lexically_relative(build);
+    return !rel.empty() && *rel.begin() != "..";
 }
 
 std::optional<std::string> read_local(const std::filesystem::path& path)
@@ -120,7 +136,9 @@ DataDir::DataDir(const util::HostFs& fs, std::optional<std::filesystem::path> da
         m_dirs.push_back(*data_dir);
     }
     m_dirs.emplace_back(PASSTHRU_INSTALLED_DATA_DIR);
-    m_dirs.emplace_back(PASSTHRU_SOURCE_DATA_DIR);
+    if (runs_from_build_tree()) {
+        m_dirs.emplace_back(PASSTHRU_SOURCE_DATA_DIR);
+    }
 }
 
 Result<std::string> DataDir::read(std::string_view kind, std::string_view name) const

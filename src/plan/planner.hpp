@@ -37,7 +37,9 @@ private:
     Result<std::string> read_uncached(std::string_view kind, std::string_view name) const;
 
     const util::HostFs& m_fs;
-    std::vector<std::filesystem::path> m_dirs; // shipped layers, after the override
+    // Shipped layers, after the override: --data-dir, the installed data,
+    // and the repository's only for a binary run from its build tree.
+    std::vector<std::filesystem::path> m_dirs;
     // Every file is read once per command, however many planners ask for it.
     mutable std::map<std::string, Result<std::string>> m_read_cache;
 };

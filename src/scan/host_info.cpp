@@ -196,7 +196,9 @@ void detect_bootloader(const util::HostFs& fs, const util::CommandRunner& runner
         const auto lines = util::split_lines(*uuids);
         e.esps = std::any_of(lines.begin(), lines.end(), [](const std::string& l) { return !util::trim(l).empty(); });
     }
-    e.kernel_cmdline = fs.exists("/etc/kernel/cmdline");
+    // A dangling symlink there is systemd-boot's file all the same (and its
+    // reading then fails, closed), never a sign that GRUB boots the host.
+    e.kernel_cmdline = fs.exists("/etc/kernel/cmdline") || fs.read_link("/etc/kernel/cmdline").has_value();
     e.grub_config = fs.exists("/etc/default/grub") || fs.is_dir("/boot/grub");
     if (fs.is_live()) {
         e.probe = probe_proxmox_boot_tool(runner);

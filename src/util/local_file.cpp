@@ -102,4 +102,11 @@ std::string PrivateTextFile::fd_path() const
     return "/proc/self/fd/" + std::to_string(m_fd);
 }
 
+std::string own_executable_path()
+{
+    std::error_code ec;
+    auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
+    return ec ? std::string() : path.string();
+}
+
 } // namespace passthru::util

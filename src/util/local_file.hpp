@@ -17,6 +17,9 @@ namespace passthru::util {
 // Errors: Errc::usage, with the reason as the message ("not a regular file", ...).
 Result<std::string> read_local_file(const std::string& path, std::size_t max);
 
+// The path of this process's own binary (/proc/self/exe), empty when it cannot be told.
+std::string own_executable_path();
+
 // A file only this process can reach, holding the text put() last gave it: an anonymous
 // memory file (memfd_create(2)) named as /proc/self/fd/N, so nothing is left behind
 // whatever ends the process; where that cannot be opened by name (no memfd, no /proc),

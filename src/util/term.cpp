@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 
 namespace passthru::util {
 
@@ -33,7 +35,30 @@ namespace {
 
 // The colour sequences styled() writes, and the only ones terminal_safe() keeps.
 constexpr std::array<std::string_view, 7> kSgrCodes{"1", "1;31", "1;33", "32", "36", "2", "0"};
-constexpr std::size_t kMaxSgr = 8; // "\x1b[1;31m"
+constexpr std::size_t kKeySize = 16;
+// "\x1b" KEY "[1;31m": what styled() writes for its longest colour.
+constexpr std::size_t kMaxSgr = 1 + kKeySize + 6;
+
+// The process's colour key: 16 random hex digits that styled() writes
+// between ESC and "[" and terminal_safe() takes out again. Host text cannot
+// know it, so a colour sequence of the tool's own spelling inside a VM name
+// or a file's content is shown escaped like any other.
+const std::string& color_key()
+{
+    static const std::string key = [] {
+        static constexpr char kDigits[] = "0123456789abcdef";
+        std::random_device random;
+        std::string out;
+        while (out.size() < kKeySize) {
+            unsigned bits = random();
+            for (int k = 0; k < 8 && out.size() < kKeySize; ++k, bits >>= 4U) {
+                out += kDigits[bits & 0xfU];
+            }
+        }
+        return out;
+    }();
+    return key;
+}
 
 std::string_view sgr_code(Style style)
 {
@@ -54,16 +79,42 @@ std::string_view sgr_code(Style style)
     return kSgrCodes[6];
 }
 
-// The length of the colour sequence of styled() that starts text, or 0.
-std::size_t own_sgr_at(std::string_view text)
+// The length of the colour sequence of styled() (ESC, the key, "[CODEm")
+// that starts text, or 0; its CODE in `code`.
+std::size_t own_sgr_at(std::string_view text, std::string_view& code)
 {
-    for (const auto code : kSgrCodes) {
-        const std::size_t n = code.size() + 3;
-        if (text.size() >= n && text.substr(0, 2) == "\x1b[" && text.substr(2, code.size()) == code && text[n - 1] == 'm') {
-            return n;
+    const std::string& key = color_key();
+    if (text.size() < 1 + key.size() || text[0] != '\x1b' || text.substr(1, key.size()) != key) {
+        return 0;
+    }
+    const std::string_view rest = text.substr(1 + key.size());
+    for (const auto c : kSgrCodes) {
+        const std::size_t n = c.size() + 2;
+        if (rest.size() >= n && rest[0] == '[' && rest.substr(1, c.size()) == c && rest[n - 1] == 'm') {
+            code = c;
+            return 1 + key.size() + n;
         }
     }
     return 0;
+}
+
+// Bidirectional controls and characters that take no room (a zero-width
+// space, a word joiner, a byte-order mark): they reorder or hide what is
+// shown, so a name can read as another.
+bool invisible_or_bidi(std::uint32_t cp)
+{
+    return cp == 0x061c || cp == 0x180e || (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202e)
+           || (cp >= 0x2060 && cp <= 0x206f) || cp == 0xfeff;
+}
+
+std::uint32_t code_point(std::string_view text, std::size_t i, std::size_t n)
+{
+    const auto at = [&](std::size_t k) { return static_cast<std::uint32_t>(static_cast<unsigned char>(text[i + k])); };
+    std::uint32_t cp = n == 2 ? at(0) & 0x1fU : n == 3 ? at(0) & 0x0fU : at(0) & 0x07U;
+    for (std::size_t k = 1; k < n; ++k) {
+        cp = (cp << 6U) | (at(k) & 0x3fU);
+    }
+    return cp;
 }
 
 // The length of the well-formed UTF-8 sequence that starts at text[i]
@@ -140,7 +191,19 @@ std::string styled(std::string_view text, Style style, bool color)
     if (!color) {
         return std::string(text);
     }
-    return "\x1b[" + std::string(sgr_code(style)) + "m" + std::string(text) + "\x1b[0m";
+    const std::string& key = color_key();
+    std::string out;
+    out.reserve(text.size() + 2 * kMaxSgr);
+    out += '\x1b';
+    out += key;
+    out += '[';
+    out += sgr_code(style);
+    out += 'm';
+    out += text;
+    out += '\x1b';
+    out += key;
+    out += "[0m";
+    return out;
 }
 
 std::string terminal_safe(std::string_view text, bool keep_color)
@@ -149,9 +212,14 @@ std::string terminal_safe(std::string_view text, bool keep_color)
     out.reserve(text.size());
     for (std::size_t i = 0; i < text.size(); ++i) {
         const auto c = static_cast<unsigned char>(text[i]);
-        if (c == 0x1b && keep_color) {
-            if (const std::size_t n = own_sgr_at(text.substr(i)); n != 0) {
-                out.append(text.substr(i, n));
+        if (c == 0x1b) {
+            std::string_view code;
+            if (const std::size_t n = own_sgr_at(text.substr(i), code); n != 0) {
+                if (keep_color) {
+                    out += "\x1b[";
+                    out += code;
+                    out += 'm';
+                }
                 i += n - 1;
                 continue;
             }
@@ -162,6 +230,9 @@ std::string terminal_safe(std::string_view text, bool keep_color)
                 append_hex(out, "\\x", c); // not UTF-8: the byte, shown
             } else if (c == 0xc2 && static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
                 append_hex(out, "\\u00", static_cast<unsigned char>(text[i + 1])); // a C1 control
+            } else if (const std::uint32_t cp = code_point(text, i, n); invisible_or_bidi(cp)) {
+                append_hex(out, "\\u", cp >> 8U); // U+202E as \u202e
+                append_hex(out, "", cp & 0xffU);
             } else {
                 out.append(text.substr(i, n));
             }
@@ -184,11 +255,17 @@ std::size_t terminal_safe_pending(std::string_view text)
     const std::size_t from = text.size() > kMaxSgr ? text.size() - kMaxSgr : 0;
     const auto esc = text.find_last_of('\x1b');
     if (esc != std::string_view::npos && esc >= from) {
-        const auto tail = text.substr(esc);
-        const bool open = tail.find('m') == std::string_view::npos && (tail.size() < 2 || tail[1] == '[')
-                          && tail.substr(std::min<std::size_t>(2, tail.size())).find_first_not_of("0123456789;") == std::string_view::npos;
+        const std::string& key = color_key();
+        const auto tail = text.substr(esc + 1);
+        bool open = false;
+        if (tail.size() <= key.size()) {
+            open = key.compare(0, tail.size(), tail) == 0;
+        } else if (tail.substr(0, key.size()) == key) {
+            const auto rest = tail.substr(key.size());
+            open = rest[0] == '[' && rest.substr(1).find_first_not_of("0123456789;") == std::string_view::npos;
+        }
         if (open) {
-            return tail.size();
+            return tail.size() + 1;
         }
     }
     return utf8_cut_at_end(text);

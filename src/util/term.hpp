@@ -39,17 +39,20 @@ std::string heading(std::string_view title, Style style, bool color);
 // or a device name must not erase lines, move the cursor or retitle the
 // terminal). Returns `text` with every control character shown escaped:
 // ESC as \e, CR as \r, the other C0 bytes and DEL as \xNN, the C1 controls
-// (U+0080..U+009F, which some terminals obey) as \u00NN, and every byte that
-// is not part of well-formed UTF-8 (a Latin-1 description, a sysfs name) as
-// \xNN; newlines and tabs stay. With keep_color, exactly the colour sequences
-// styled() writes pass.
+// (U+0080..U+009F, which some terminals obey) as \u00NN, the bidirectional
+// controls and invisible characters (U+202E, U+200B, U+FEFF, ...) as \uNNNN,
+// and every byte that is not part of well-formed UTF-8 (a Latin-1
+// description, a sysfs name) as \xNN; newlines and tabs stay. styled() marks
+// its colour sequences with a random per-process key that host text cannot
+// know: with keep_color exactly those become colour (the key taken out),
+// without it they go; a colour sequence spelt in host text is escaped.
 // cli/main.cpp puts it between every human renderer and stdout/stderr;
 // JSON output does not go through it (it stays exact).
 std::string terminal_safe(std::string_view text, bool keep_color);
 // The number of bytes at the end of `text` that may begin a sequence that
 // terminal_safe() keeps (a colour sequence, a C1 control or another UTF-8
 // character cut in two), so a stream can hold them back until the next
-// chunk (at most 8).
+// chunk (at most 23).
 std::size_t terminal_safe_pending(std::string_view text);
 
 // A plain-text table: columns padded to their widest cell.

@@ -120,3 +120,149 @@ run_rc "$P" --root "$R" apply "${REQ[@]}" --yes
 [[ $RC -eq 3 && $(tree_sum --with-journal "$R") == "$S0" ]] || fail "a dangling qemu-server: apply exit $RC or wrote something"
 stop_if_failed
 ok "a dangling /etc/pve/qemu-server is refused (exit 3), no 'qm create'"
+
+# --- host text that spells passthru's own colour, or bidi/invisible characters
+# With --color always, a VM description holding ESC[1;31m (the very colour
+# passthru writes) reached the terminal as colour, and U+202E (right-to-left
+# override), U+200B (zero width space) or U+FEFF passed as they were: a name
+# could read as another. Now only passthru's own styling (marked with a key
+# the host cannot know) is colour; the rest is shown as \e[..., \u202e.
+R=$T/bidi
+copy_host epyc-4x2080ti "$R"
+own_copy "$R/etc/pve/qemu-server/101.conf"
+# (the characters as bytes: $'\u202e' depends on the locale)
+desc=$'red\e[1;31mALERT\e[0m rlo\xe2\x80\xaeexe.txt zw\xe2\x80\x8bsp bom\xef\xbb\xbfx'
+{ printf 'description: %s\n' "$desc"; cat "$R/etc/pve/qemu-server/101.conf"; } > "$T/101.conf"
+cat "$T/101.conf" > "$R/etc/pve/qemu-server/101.conf"
+run_rc "$P" --root "$R" --color always plan "${REQ[@]}"
+[[ $RC -eq 0 ]] || fail "bidi: plan exit $RC: $(head -2 "$T/err")"
+LC_ALL=C grep -q $'\e\\[1;31mALERT' "$T/out" && fail "bidi: the description's ESC[1;31m reached the terminal as colour"
+grep -qF 'red\e[1;31mALERT\e[0m' "$T/out" || fail "bidi: the description's colour sequence is not shown escaped: $(grep -a ALERT "$T/out" | cat -v)"
+LC_ALL=C grep -q $'\xe2\x80\xae\|\xe2\x80\x8b\|\xef\xbb\xbf' "$T/out" "$T/err" && fail "bidi: a bidi control or invisible character reached the terminal"
+grep -qF 'rlo\u202eexe.txt zw\u200bsp bom\ufeffx' "$T/out" || fail "bidi: the characters are not shown as \\uNNNN: $(grep -a rlo "$T/out" | cat -v)"
+LC_ALL=C grep -q $'\e\\[' "$T/out" || fail "bidi: --color always shows no colour of passthru's own"
+"$P" --root "$R" plan "${REQ[@]}" --json 2> /dev/null | jq -r '.. | strings' > "$T/strings"
+grep -qF "$desc" "$T/strings" || fail "bidi: plan --json does not carry the description exactly"
+# A usage error names the word typed: it goes through the same guard.
+run_rc "$P" --root "$R" --color always $'--bogus\e]0;title\a'
+[[ $RC -eq 2 ]] || fail "bidi: an unknown option with an escape: exit $RC, expected 2"
+LC_ALL=C grep -q $'\e\\]' "$T/err" && fail "bidi: the typed escape reached the terminal raw in a usage error"
+stop_if_failed
+ok "host text spelling passthru's colour or bidi/invisible characters is shown escaped; passthru's own colour stays"
+
+# --- generation ids out of range -------------------------------------------------
+# After generation 999999999999999999 (18 digits, the most ids have) a
+# rollback wrote generation 1000000000000000000, which every later command
+# skipped as no generation of passthru's: the host was changed and history
+# did not show it. Now the next id is refused before anything is written,
+# and a directory with a longer number is named, not skipped.
+R=$T/ids
+copy_host epyc-4x2080ti "$R"
+"$P" --root "$R" apply "${REQ[@]}" --yes > /dev/null 2>&1 || fatal "apply on the fixture failed"
+G=$R/var/lib/passthru/generations
+big=999999999999999999
+mv "$G/1" "$G/$big"
+sed -i "s/\"id\": 1,/\"id\": $big,/" "$G/$big/manifest.json"
+run_rc "$P" --root "$R" history
+[[ $RC -eq 0 ]] && grep -q "^$big " "$T/out" || fail "ids: history of generation $big: exit $RC: $(head -2 "$T/err")"
+S1=$(tree_sum --with-journal "$R")
+run_rc "$P" --root "$R" rollback
+[[ $RC -eq 3 ]] || fail "ids: rollback after generation $big: exit $RC, expected 3"
+grep -q "generation $big is the last id passthru can number" "$T/err" || fail "ids: the exhausted ids are not explained: $(head -2 "$T/err")"
+[[ $(tree_sum --with-journal "$R") == "$S1" ]] || fail "ids: the refused rollback wrote something: $(ls "$G")"
+mkdir "$G/1${big//9/0}0"
+run_rc "$P" --root "$R" history
+[[ $RC -eq 3 ]] || fail "ids: history with a 19-digit generation directory: exit $RC, expected 3"
+grep -q "generations/1${big//9/0}0 is out of range for a generation id" "$T/err" || fail "ids: the 19-digit directory is not named: $(head -2 "$T/err")"
+stop_if_failed
+ok "generation ids: the id after 18 digits is refused (exit 3, nothing written), a longer-numbered directory is named"
+
+# --- the repository's data is read only from the build tree ------------------
+# Every binary fell back to the templates and profiles of the directory it was
+# compiled in: an installed passthru would read whatever was left there. A
+# copy of the binary outside the build tree (as installed) reads only the
+# installed data and --data-dir.
+R=$T/datadir
+copy_host epyc-4x2080ti "$R"
+mkdir "$T/bin"
+cp "$P" "$T/bin/passthru"
+if [[ -d /usr/share/passthru || -d /usr/local/share/passthru ]]; then
+    ok "data dir: skipped, passthru's data is installed on this machine"
+else
+    run_rc "$T/bin/passthru" --root "$R" plan "${REQ[@]}"
+    [[ $RC -ne 0 ]] || fail "data dir: a binary outside the build tree read the repository's data"
+    grep -q 'passthru data file .* not found' "$T/err" || fail "data dir: not explained: $(head -2 "$T/err")"
+    run_rc "$T/bin/passthru" --root "$R" --data-dir "$SRC" plan "${REQ[@]}"
+    [[ $RC -eq 0 ]] || fail "data dir: the copy with --data-dir: exit $RC: $(head -2 "$T/err")"
+    run_rc "$P" --root "$R" plan "${REQ[@]}"
+    [[ $RC -eq 0 ]] || fail "data dir: the binary in the build tree: exit $RC: $(head -2 "$T/err")"
+    stop_if_failed
+    ok "data dir: the repository's data only for a binary in its build tree, never for one installed elsewhere"
+fi
+
+# --- plan records the pending plan only under the journal's lock -------------
+# plan wrote pending-plan.json without the lock, so a plan during an apply
+# reported a pending plan that the apply then deleted. Now, while another
+# passthru holds the lock, plan still prints the plan but records nothing
+# and says so.
+if command -v flock > /dev/null; then
+    R=$T/planlock
+    copy_host epyc-4x2080ti "$R"
+    mkdir -p "$R/var/lib/passthru"
+    (flock 9 && exec sleep 30) 9> "$R/var/lib/passthru/lock" &
+    holder=$!
+    for _ in $(seq 100); do
+        flock -n "$R/var/lib/passthru/lock" true 2> /dev/null || break
+        sleep 0.1
+    done
+    run_rc "$P" --root "$R" plan "${REQ[@]}"
+    kill "$holder"
+    wait "$holder" 2> /dev/null || true
+    [[ $RC -eq 0 ]] || fail "plan under a held lock: exit $RC, expected 0: $(head -2 "$T/err")"
+    [[ ! -e $R/var/lib/passthru/pending-plan.json ]] || fail "plan under a held lock recorded the pending plan"
+    grep -q 'not recorded as the pending plan: another passthru' "$T/err" "$T/out" || fail "plan under a held lock: not explained: $(grep -h pending "$T/err" "$T/out")"
+    run_rc "$P" --root "$R" plan "${REQ[@]}"
+    [[ $RC -eq 0 && -f $R/var/lib/passthru/pending-plan.json ]] || fail "plan without the lock held: exit $RC, or no pending plan"
+    stop_if_failed
+    ok "plan records the pending plan only under the journal's lock; held by another, it says so"
+fi
+
+# --- recovery deletes no file it did not write --------------------------------
+# A pending manifest (interrupted, or tampered with) that names a file as
+# created by passthru: recovery would delete it. It deletes or restores a
+# file only when its bytes are what the manifest says passthru wrote (or
+# what was there before); the admin's own file is refused (exit 1) and kept.
+R=$T/recover-created
+copy_host epyc-4x2080ti "$R"
+"$P" --root "$R" apply "${REQ[@]}" --yes > /dev/null 2>&1 || fatal "apply on the fixture failed"
+m=$R/var/lib/passthru/generations/1/manifest.json
+sed -i 's/"state": "committed"/"state": "pending"/' "$m"
+grep -q '"state": "pending"' "$m" || fatal "recover-created: the manifest has no state to set"
+conf=$R/etc/modprobe.d/passthru-vfio.conf
+printf '# the admin own file\noptions vfio-pci ids=10de:1e07\n' > "$conf"
+S1=$(tree_sum --with-journal "$R")
+run_rc "$P" --root "$R" rollback
+[[ $RC -eq 1 ]] || fail "recover-created: recovery exit $RC, expected 1: $(head -2 "$T/err")"
+grep -q 'changed since generation 1 was interrupted: .*/etc/modprobe.d/passthru-vfio.conf' "$T/err" \
+    || fail "recover-created: the admin's file is not named: $(head -2 "$T/err")"
+[[ -f $conf && $(tree_sum --with-journal "$R") == "$S1" ]] || fail "recover-created: the admin's file was deleted or something written"
+stop_if_failed
+ok "recovery deletes no file it created when its bytes are not what the manifest says passthru wrote (exit 1, kept)"
+
+# --- a dangling /etc/kernel/cmdline on a systemd-boot host --------------------
+# It read as "no /etc/kernel/cmdline", so the host was taken for GRUB through
+# proxmox-boot-tool and its kernel arguments planned into /etc/default/grub,
+# which systemd-boot never reads. Now the link counts as the file: the plan
+# names systemd-boot, and reading the file fails closed.
+R=$T/sdboot
+copy_host epyc-4x2080ti-zfs "$R"
+rm "$R/etc/kernel/cmdline"
+ln -s ../../nowhere/cmdline "$R/etc/kernel/cmdline"
+S0=$(tree_sum "$R")
+run_rc "$P" --root "$R" plan "${REQ[@]}"
+[[ $RC -ne 0 && $RC -lt 70 ]] || fail "a dangling /etc/kernel/cmdline: plan exit $RC, expected a refusal"
+grep -q 'GRUB via proxmox-boot-tool' "$T/out" "$T/err" && fail "a dangling /etc/kernel/cmdline: the host is taken for GRUB"
+grep -q 'etc/kernel/cmdline' "$T/err" || fail "a dangling /etc/kernel/cmdline: not named: $(head -2 "$T/err")"
+[[ $(tree_sum "$R") == "$S0" ]] || fail "a dangling /etc/kernel/cmdline: plan wrote something"
+stop_if_failed
+ok "a dangling /etc/kernel/cmdline on a systemd-boot host is no GRUB host: plan refuses, naming it"

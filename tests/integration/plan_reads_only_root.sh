@@ -28,6 +28,9 @@ allowed() { # PATH ROOT: 0 when plan may read PATH
     # libkmod parses the text of each modprobe.d file, read through HostFs, from
     # an anonymous memory file of plan's own, which it opens by this name.
     /proc/self/fd/*) return 0 ;;
+    # Where the binary itself lives (readlink, answered by its own path): only
+    # a binary in its build tree reads the repository's templates and profiles.
+    /proc/self/exe | "$P" | "$(readlink -f "$P")") return 0 ;;
     # kmod 34 (Debian 13) reads the running kernel's module compression when it opens a
     # context; it only matters for loading a module, which plan never does.
     /sys/module/compression) return 0 ;;

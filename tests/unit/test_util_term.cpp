@@ -43,18 +43,45 @@ TEST_SUITE("util::term")
     TEST_CASE("only the tool's own colour passes, and only when colour is on")
     {
         const std::string red = styled("error:", Style::red, true);
-        CHECK(terminal_safe(red, true) == red);
-        CHECK(terminal_safe(red, false) == "\\e[1;31merror:\\e[0m");
+        CHECK(terminal_safe(red, true) == "\x1b[1;31merror:\x1b[0m");
+        CHECK(terminal_safe(red, false) == "error:");
         CHECK(terminal_safe("\x1b[8mconcealed", true) == "\\e[8mconcealed");
         CHECK(terminal_safe("\x1b[1;31", true) == "\\e[1;31");
+        // the tool's own colour spelt in host text is no colour of the tool's
+        CHECK(terminal_safe("\x1b[1;31mred\x1b[0m", true) == "\\e[1;31mred\\e[0m");
+        CHECK(terminal_safe(styled("a", Style::red, false), true) == "a");
+        CHECK(display_width(red) == 6);
     }
 
-    TEST_CASE("a sequence cut between two writes is held back, at most 8 bytes")
+    TEST_CASE("bidirectional controls and invisible characters are shown as \\uNNNN")
     {
+        // U+202E RIGHT-TO-LEFT OVERRIDE, U+200B ZERO WIDTH SPACE, U+2066 LRI, U+FEFF, U+061C ALM
+        CHECK(terminal_safe("vm-\xe2\x80\xae"
+                            "gpj.exe",
+                            false)
+              == "vm-\\u202egpj.exe");
+        CHECK(terminal_safe("a\xe2\x80\x8b"
+                            "b\xe2\x81\xa6"
+                            "c\xef\xbb\xbf"
+                            "d\xd8\x9c"
+                            "e",
+                            true)
+              == "a\\u200bb\\u2066c\\ufeffd\\u061ce");
+        // other characters near them stay: U+2013 EN DASH, U+20AC EURO SIGN
+        CHECK(terminal_safe("\xe2\x80\x93 \xe2\x82\xac", false) == "\xe2\x80\x93 \xe2\x82\xac");
+    }
+
+    TEST_CASE("a sequence cut between two writes is held back, at most 23 bytes")
+    {
+        const std::string red = styled("", Style::red, true);
+        const std::string open = red.substr(0, red.find('m'));
         CHECK(terminal_safe_pending("text") == 0);
         CHECK(terminal_safe_pending("text\x1b") == 1);
-        CHECK(terminal_safe_pending("text\x1b[1;3") == 5);
-        CHECK(terminal_safe_pending("text\x1b[1;31m") == 0);
+        for (std::size_t n = 1; n <= open.size(); ++n) {
+            CHECK(terminal_safe_pending("text" + open.substr(0, n)) == n);
+        }
+        CHECK(terminal_safe_pending("text" + red) == 0);
+        CHECK(terminal_safe_pending("text\x1b[1;3") == 0);
         CHECK(terminal_safe_pending("text\x1b[2K") == 0);
         CHECK(terminal_safe_pending("text\xc2") == 1);
         // a UTF-8 character cut in two waits for its rest; a complete one or a stray byte does not
