@@ -23,6 +23,11 @@ struct SchemaError
     std::string message;
 };
 
+// The document's own path in errors, as a named string: a reference bound to what
+// member() returns for a temporary std::string argument is taken by GCC 14 for a
+// dangling one (-Wdangling-reference, a false positive: the result refers into doc).
+const std::string k_scan_where{"scan"};
+
 [[noreturn]] void bad(const std::string& where, const std::string& expected)
 {
     throw SchemaError{where + ": expected " + expected};
@@ -213,7 +218,7 @@ scan::GpuCard card_of(const json& jg, const scan::Inventory& inv, const std::str
 
 void read_devices(const json& doc, scan::Inventory& inv)
 {
-    const json& devices = array_at(doc, "devices", "scan");
+    const json& devices = array_at(doc, "devices", k_scan_where);
     for (std::size_t k = 0; k < devices.size(); ++k) {
         inv.devices.push_back(device_of(devices[k], "devices[" + std::to_string(k) + "]"));
     }
@@ -227,7 +232,7 @@ void read_devices(const json& doc, scan::Inventory& inv)
 
 void read_groups_and_cards(const json& doc, scan::Inventory& inv)
 {
-    const json& groups = array_at(doc, "iommu_groups", "scan");
+    const json& groups = array_at(doc, "iommu_groups", k_scan_where);
     for (std::size_t k = 0; k < groups.size(); ++k) {
         const std::string where = "iommu_groups[" + std::to_string(k) + "]";
         scan::IommuGroup g;
@@ -240,7 +245,7 @@ void read_groups_and_cards(const json& doc, scan::Inventory& inv)
         g.type = opt_text(groups[k], "type", where);
         inv.groups.emplace(g.number, std::move(g));
     }
-    const json& gpus = array_at(doc, "gpus", "scan");
+    const json& gpus = array_at(doc, "gpus", k_scan_where);
     std::set<std::string> slots;
     for (std::size_t k = 0; k < gpus.size(); ++k) {
         const std::string where = "gpus[" + std::to_string(k) + "]";
@@ -257,12 +262,12 @@ void read_groups_and_cards(const json& doc, scan::Inventory& inv)
 Result<scan::Inventory> inventory_from_scan_json(const json& doc, const std::string& what)
 {
     try {
-        const json& schema = member(doc, "schema", "scan");
+        const json& schema = member(doc, "schema", k_scan_where);
         if (!schema.is_string() || schema.get<std::string>() != "passthru.scan/1") {
             throw SchemaError{"scan.schema: expected \"passthru.scan/1\" (the output of 'passthru scan --json')"};
         }
         scan::Inventory inv;
-        const json& host = member(doc, "host", "scan");
+        const json& host = member(doc, "host", k_scan_where);
         inv.host.kernel = opt_text(host, "kernel", "host");
         inv.host.iommu.enabled = boolean_at(member(host, "iommu", "host"), "enabled", "host.iommu");
         read_devices(doc, inv);
