@@ -130,6 +130,7 @@ std::vector<scan::PciAddress> addresses(const json& obj, const char* key, const 
 {
     std::vector<scan::PciAddress> out;
     const json& list = array_at(obj, key, where);
+    out.reserve(list.size());
     for (std::size_t k = 0; k < list.size(); ++k) {
         out.push_back(address(list[k], where + "." + key + "[" + std::to_string(k) + "]"));
     }

@@ -68,6 +68,7 @@ const plan::FileChange* file(const plan::Plan& p, const std::string& path)
 std::vector<plan::StepKind> cmdline_steps(const Planned& r)
 {
     std::vector<std::string> paths;
+    paths.reserve(r.plan.files.size());
     for (const auto& f : r.plan.files) {
         paths.push_back(f.path);
     }

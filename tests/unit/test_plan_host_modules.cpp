@@ -62,6 +62,7 @@ std::string after_of(const plan::Plan& p, const std::string& path)
 std::vector<plan::StepKind> modules_steps(const plan::Plan& p)
 {
     std::vector<std::string> paths;
+    paths.reserve(p.files.size());
     for (const auto& f : p.files) {
         paths.push_back(f.path);
     }
