@@ -19,12 +19,9 @@ namespace {
 
 scan::Inventory fixture_scan(const std::string& name)
 {
-    auto fs = util::HostFs::open(std::filesystem::path(PASSTHRU_FIXTURES_DIR) / "hosts" / name);
-    REQUIRE(fs);
-    util::CommandRunner runner(util::RunMode::record);
-    auto inv = scan::scan_host(*fs, runner, test::shipped_cutoffs(*fs));
-    REQUIRE(inv);
-    return std::move(*inv);
+    auto scanned = test::scan_fixture(name);
+    REQUIRE(scanned);
+    return std::move(scanned->inventory);
 }
 
 // The error a document gives, or "" when it is accepted.

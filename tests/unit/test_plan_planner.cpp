@@ -17,12 +17,9 @@ namespace {
 
 scan::Inventory planner_fixture(const std::string& name)
 {
-    auto fs = util::HostFs::open(std::filesystem::path(PASSTHRU_FIXTURES_DIR) / "hosts" / name);
-    REQUIRE(fs);
-    util::CommandRunner runner(util::RunMode::record);
-    auto inv = scan::scan_host(*fs, runner, test::shipped_cutoffs(*fs));
-    REQUIRE(inv);
-    return std::move(*inv);
+    auto scanned = test::scan_fixture(name);
+    REQUIRE(scanned);
+    return std::move(scanned->inventory);
 }
 
 std::vector<std::string> slots(const scan::Inventory& inv, const std::string& spec)
