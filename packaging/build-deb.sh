@@ -3,7 +3,7 @@
 #   packaging/build-deb.sh [--release bookworm|trixie|12|13] [BUILD_DIR [OUT_DIR]]
 # BUILD_DIR (default build-deb) is reused, so a second run only rebuilds
 # what changed. The build uses Debian's compiler and linker flags
-# (dpkg-buildflags, hardening=+all), installs to /usr and builds no tests
+# (dpkg-buildflags, hardening=+all, without -g), installs to /usr and builds no tests
 # (PASSTHRU_TESTING=OFF; passthru itself never carries the test-only
 # fault-injection hook, which only tests/ passthru-faults links). Prints the path of
 # the .deb on stdout; everything else goes to stderr.
@@ -68,6 +68,11 @@ if [[ -r /etc/os-release ]]; then
 fi
 
 export DEB_BUILD_MAINT_OPTIONS=hardening=+all
+# Without Debian's -g (dpkg-buildflags' own way to drop a flag): the package ships its binary
+# stripped (CPack strips it) and there is no -dbgsym package, so the debug information was
+# thrown away after costing about a third of the compile time (a unity batch of the core:
+# 61.6 s with -g, 40.2 s without, GCC 12 at -O3).
+export DEB_CXXFLAGS_MAINT_STRIP=-g
 CXXFLAGS="$(dpkg-buildflags --get CXXFLAGS) $(dpkg-buildflags --get CPPFLAGS)"
 LDFLAGS="$(dpkg-buildflags --get LDFLAGS)"
 export CXXFLAGS LDFLAGS
@@ -81,6 +86,32 @@ cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/
       -DPASSTHRU_TESTING=OFF -DPASSTHRU_WARNINGS_AS_ERRORS=ON -DPASSTHRU_DEB_RELEASE="$deb_revision" >&2
 cmake --build "$build" -j"$(nproc)" >&2
 rm -f "$out"/passthru_*.deb
+
+# The package is made again only when what goes into it changed. The package test and the
+# reboot hosts of one run share this build tree, and cpack took 50-90 s of a QEMU lane each
+# time for the same package. What goes in: the install tree (DESTDIR install: names, types,
+# modes, link targets and the contents of every file), CPack's configuration (version,
+# control fields) and the packaging directory (maintainer scripts). The kept package
+# is reused when all of it is the same as when it was made.
+kept=$build/package-kept
+fp_root=$build/fingerprint-root
+rm -rf "$fp_root"
+DESTDIR=$fp_root cmake --install "$build" >/dev/null
+fingerprint=$({
+    (cd "$fp_root" && find . -printf '%p %y %m %l\n' | LC_ALL=C sort)
+    (cd "$fp_root" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum)
+    cat "$build/CPackConfig.cmake"
+    (cd "$here/packaging" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum)
+} | sha256sum | cut -d' ' -f1)
+rm -rf "$fp_root"
+if [[ -f $kept/fingerprint && $(cat "$kept/fingerprint") == "$fingerprint" ]] &&
+    compgen -G "$kept/passthru_*.deb" >/dev/null; then
+    echo "build-deb: nothing that goes into the package changed; the package made before is reused" >&2
+    cp "$kept"/passthru_*.deb "$out"/
+    ls "$out"/passthru_*.deb
+    exit 0
+fi
+rm -rf "$kept"
 # cpack leaves its work tree (_CPack_Packages) wherever -B points: it packs into
 # a directory of the build tree, and OUT_DIR gets the .deb alone.
 staging=$build/cpack-out
@@ -88,4 +119,7 @@ rm -rf "$staging"
 (cd "$build" && cpack -G DEB -B "$staging") >&2
 mv "$staging"/passthru_*.deb "$out"/
 rm -rf "$staging"
+mkdir -p "$kept"
+cp "$out"/passthru_*.deb "$kept"/
+echo "$fingerprint" >"$kept/fingerprint"
 ls "$out"/passthru_*.deb
