@@ -143,21 +143,31 @@ fi
 mkdir -p "$CACHE"
 
 # --- the passthru package and the Proxmox stand-ins as packages ---------------------------
-if [ -z "$DEB" ]; then
-    t0=$SECONDS
+# build_package: packaging/build-deb.sh for the release; the path of the .deb into
+# $WORK/deb-path. Called in the background: while the package test of the other lane still
+# builds the package (build-deb.sh takes turns on the build tree's lock), this test makes
+# its Debian root.
+build_package() {
+    local t0=$SECONDS deb
     if [ "$RELEASE" = bookworm ]; then
         # this machine is the Debian 12 CI machine; the build tree integration.package_deb uses
         log "building the passthru package (packaging/build-deb.sh)"
-        DEB=$("$REPO/packaging/build-deb.sh" "$BUILD/package-build" "$WORK/deb" 2>"$WORK/build-deb.log")
+        deb=$("$REPO/packaging/build-deb.sh" "$BUILD/package-build" "$WORK/deb" 2>"$WORK/build-deb.log")
     else
         # built inside a Debian 13 root, in the build tree integration.package_deb_release uses
         log "building the passthru package for $RELEASE (packaging/build-deb.sh --release $RELEASE)"
-        DEB=$("$REPO/packaging/build-deb.sh" --release "$RELEASE" "$BUILD/package-$RELEASE" "$WORK/deb" 2>"$WORK/build-deb.log")
+        deb=$("$REPO/packaging/build-deb.sh" --release "$RELEASE" "$BUILD/package-$RELEASE" "$WORK/deb" 2>"$WORK/build-deb.log")
     fi ||
         { tail -n 30 "$WORK/build-deb.log" >&2; die "packaging/build-deb.sh failed"; }
-    log "package $(basename "$DEB") built in $((SECONDS - t0)) s"
+    log "package $(basename "$deb") built in $((SECONDS - t0)) s"
+    printf '%s\n' "$deb" >"$WORK/deb-path"
+}
+package_pid=
+if [ -z "$DEB" ]; then
+    rm -f "$WORK/deb-path"
+    build_package &
+    package_pid=$!
 fi
-[ -f "$DEB" ] || die "no package at $DEB"
 
 # Proxmox's own packages, as far as passthru sees them: dpkg's record of pve-manager (scan
 # reads its version), qemu-server with the qm stand-in, proxmox-kernel-helper with the
@@ -201,15 +211,48 @@ stub_package proxmox-kernel-helper "${PVE_VERSIONS[2]}" "$HERE/guest/proxmox-boo
 # --- the Debian root (cached) -------------------------------------------------------------
 # passthru's own dependencies go into the cached root, so installing the package needs no
 # download: the names from its Depends (first of each alternative, versions dropped).
-deps=$(dpkg-deb -f "$DEB" Depends | tr ',' '\n' | sed 's/|.*//; s/(.*)//; s/[[:space:]]//g' | grep -v '^$' | sort -u)
-PACKAGES=(linux-image-amd64 initramfs-tools kmod systemd systemd-sysv udev grub2-common grub-pc-bin
-    pciutils busybox zstd $deps)
+# make_root DEPS...: the cached root with the test's packages and DEPS (scripts/debian-root.sh
+# makes it once; a second call with the same packages finds it up to date)
+make_root() {
+    PACKAGES=(linux-image-amd64 initramfs-tools kmod systemd systemd-sysv udev grub2-common grub-pc-bin
+        pciutils busybox zstd "$@")
+    log "Debian root: $RELEASE with ${#PACKAGES[@]} packages in $ROOT"
+    local t0=$SECONDS
+    "$REPO/scripts/debian-root.sh" --variant apt "$RELEASE" "$ROOT" "${PACKAGES[@]}" >/dev/null 2>"$WORK/debian-root.log" ||
+        { tail -n 30 "$WORK/debian-root.log" >&2; die "scripts/debian-root.sh failed"; }
+    log "Debian root ready in $((SECONDS - t0)) s ($(du -sh "$ROOT" | cut -f1))"
+}
+# binary_deps BINARY: the Debian packages of this machine that hold the libraries BINARY
+# links (its NEEDED entries): the packages dpkg-shlibdeps puts into the package's Depends,
+# found before the package is built
+binary_deps() {
+    local lib path real
+    for lib in $(objdump -p "$1" | awk '$1 == "NEEDED" { print $2 }'); do
+        path=$(ldd "$1" | awk -v n="$lib" '$1 == n { print $3 }')
+        [ -n "$path" ] || return 1
+        real=$(readlink -f "$path")
+        { dpkg -S "$path" 2>/dev/null || dpkg -S "$real" 2>/dev/null || dpkg -S "${real#/usr}" 2>/dev/null; } |
+            head -n 1 | cut -d: -f1
+    done | sort -u
+}
 ROOT=$CACHE/root-$RELEASE
-log "Debian root: $RELEASE with ${#PACKAGES[@]} packages in $ROOT"
-t0=$SECONDS
-"$REPO/scripts/debian-root.sh" --variant apt "$RELEASE" "$ROOT" "${PACKAGES[@]}" >/dev/null 2>"$WORK/debian-root.log" ||
-    { tail -n 30 "$WORK/debian-root.log" >&2; die "scripts/debian-root.sh failed"; }
-log "Debian root ready in $((SECONDS - t0)) s ($(du -sh "$ROOT" | cut -f1))"
+# While the package is built: on this machine's release the tree's own build of passthru
+# (<build>/passthru, the same sources and libraries) names the same Depends, so the root is
+# made for them now; the call below, with the package's own Depends, then finds it up to
+# date (or makes it again if they differ).
+if [ -n "$package_pid" ] && [ "$RELEASE" = bookworm ] && [ -x "$BUILD/passthru" ] &&
+    early_deps=$(binary_deps "$BUILD/passthru") && [ -n "$early_deps" ]; then
+    # shellcheck disable=SC2086
+    make_root $early_deps
+fi
+if [ -n "$package_pid" ]; then
+    wait "$package_pid" || die "the passthru package was not built"
+    DEB=$(cat "$WORK/deb-path")
+fi
+[ -f "$DEB" ] || die "no package at $DEB"
+deps=$(dpkg-deb -f "$DEB" Depends | tr ',' '\n' | sed 's/|.*//; s/(.*)//; s/[[:space:]]//g' | grep -v '^$' | sort -u)
+# shellcheck disable=SC2086
+make_root $deps
 
 KVER=
 for k in "$ROOT"/boot/vmlinuz-*; do
@@ -237,7 +280,10 @@ stage() {
 
     echo "pve-test" >"$r/etc/hostname"
     printf '127.0.0.1 localhost\n127.0.1.1 pve-test\n' >"$r/etc/hosts"
-    echo "UUID=$ROOT_UUID / ext4 errors=remount-ro 0 1" >"$r/etc/fstab"
+    # pass number 0: no fsck of the root at boot, and so (initramfs-tools' fsck hook copies
+    # fsck only for a file system with a pass number) no fsck, e2fsck and their libraries in
+    # the initramfs; the disk image is made fresh for every host
+    echo "UUID=$ROOT_UUID / ext4 errors=remount-ro 0 0" >"$r/etc/fstab"
     mkdir -p "$r/etc/pve/qemu-server"
     cp "$REPO/tests/vm/guest-root/etc/pve/qemu-server/101.conf" "$r/etc/pve/qemu-server/"
 
@@ -260,6 +306,32 @@ stage() {
     sed -i -e 's/^BUSYBOX=.*/BUSYBOX=n/' "$r/etc/initramfs-tools/initramfs.conf"
     echo "COMPRESSLEVEL=1" >>"$r/etc/initramfs-tools/initramfs.conf"
     grep -q '^BUSYBOX=n$' "$r/etc/initramfs-tools/initramfs.conf" || die "initramfs.conf has no BUSYBOX line"
+    # The hook of dmsetup (in the root because systemd's libcryptsetup needs libdevmapper) copies
+    # dmsetup and device-mapper's udev rules for a root on LVM or dm-crypt; this root is a
+    # plain ext4 partition. Measured in the guest under TCG: 6 s of each update-initramfs
+    # (and fsck's hook, above, 7 s).
+    rm -f "$r/usr/share/initramfs-tools/hooks/dmsetup"
+    # Units the test judges nothing of, each a process or more under TCG at every boot:
+    # the login prompts (the console is for the kernel and the test's lines), and the
+    # timers of daily and weekly jobs.
+    local unit
+    for unit in getty@tty1.service serial-getty@ttyS0.service getty-static.service apt-daily.timer \
+        apt-daily-upgrade.timer dpkg-db-backup.timer fstrim.timer systemd-tmpfiles-clean.timer \
+        e2scrub_all.timer e2scrub_reap.service; do
+        ln -sfn /dev/null "$r/etc/systemd/system/$unit"
+    done
+    # The same for systemd's generators that have nothing to find on this root (no
+    # encrypted, verity or integrity volumes, no GPT auto-discovery, no resume device, no
+    # SysV scripts, no TPM): each is a process linked to libsystemd-shared at every boot and
+    # at every daemon-reload. fstab's generator stays: it mounts the root read-write.
+    local gen
+    mkdir -p "$r/etc/systemd/system-generators"
+    for gen in systemd-cryptsetup-generator systemd-integritysetup-generator systemd-veritysetup-generator \
+        systemd-gpt-auto-generator systemd-hibernate-resume-generator systemd-debug-generator \
+        systemd-run-generator systemd-system-update-generator systemd-rc-local-generator \
+        systemd-sysv-generator systemd-ssh-generator systemd-tpm2-generator systemd-getty-generator; do
+        ln -sfn /dev/null "$r/etc/systemd/system-generators/$gen"
+    done
 
     install -D -m 755 "$HERE/guest/step" "$r/usr/local/lib/passthru-test/step"
     install -D -m 644 "$HERE/guest/passthru-reboot-test.service" "$r/etc/systemd/system/passthru-reboot-test.service"
