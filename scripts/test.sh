@@ -54,20 +54,26 @@ mkdir -p "$build"
 timing=$build/timing
 rm -rf "$timing"
 mkdir -p "$timing"
-# phase NAME CMD...: runs CMD, and records NAME's start, end, CPU time (its children's,
-# user and system, from /proc) and exit status in $timing/phases.tsv
-# (the shell's own PID, taken outside the command substitution: inside it $BASHPID is the
-# substitution's subshell, whose children are not the phase's)
-cpu_ticks() { awk '{ print $16 + $17 }' "/proc/$1/stat"; }
+# phase NAME CMD...: runs CMD, and records NAME's start, end, CPU time (user and system of
+# CMD's processes: bash's `times` in a subshell of its own, whose children are that phase's
+# processes and nothing else; the shell's own child counters also took in a QEMU lane reaped
+# while the phase ran) and exit status in $timing/phases.tsv
 phase() {
-    local name=$1 t0 c0 rc=0 me=$BASHPID
+    local name=$1 t0 rc=0 cpu_file
     shift
     t0=$(date +%s.%N)
-    c0=$(cpu_ticks "$me")
-    "$@" || rc=$?
+    cpu_file=$(mktemp)
+    (
+        set +e
+        "$@"
+        rc=$?
+        times >"$cpu_file"
+        exit "$rc"
+    ) || rc=$?
     printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$t0" "$(date +%s.%N)" \
-        "$(awk -v a="$c0" -v b="$(cpu_ticks "$me")" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", (b - a) / hz }')" "$rc" \
+        "$(awk 'NR == 2 { split($0, f, /[ms ]+/); printf "%.1f", f[1] * 60 + f[2] + f[3] * 60 + f[4] }' "$cpu_file")" "$rc" \
         >>"$timing/phases.tsv"
+    rm -f "$cpu_file"
     return "$rc"
 }
 table() { python3 "$here/scripts/timing-table.py" "$timing" | tee "$timing/table.txt"; }
@@ -207,17 +213,31 @@ else
     qemu_lane "${cpus[0]}" 1 "$@" || rc=1
 fi
 
+# last_cpus CMD...: fuzz and tidy, the last steps: on every CPU, but while the first QEMU lane
+# still runs, at the lowest priority (nice 19, against QEMU's 0), so that the guest keeps its
+# core and they take the other one, and both as soon as the guest is done (pinned to the
+# other CPU as the earlier steps are, tidy ran on one CPU to its end: nproc said 1 when it
+# started).
+# shellcheck disable=SC2317
+last_cpus() {
+    if [[ -n $qemu_pid ]] && kill -0 "$qemu_pid" 2>/dev/null; then
+        nice -n 19 "$@"
+    else
+        "$@"
+    fi
+}
+
 if [[ ${PASSTHRU_SKIP_FUZZ:-} != 1 ]]; then
     # each target's corpus in full, then 5 s of new inputs (PASSTHRU_FUZZ_SECONDS)
     stamp "the fuzz targets (scripts/test-fuzz.sh)"
     PASSTHRU_BUILD_DIR=$build PASSTHRU_FUZZ_SECONDS=${PASSTHRU_FUZZ_SECONDS:-5} phase fuzz \
-        on_cpus bash "$here/scripts/test-fuzz.sh" || rc=1
+        last_cpus bash "$here/scripts/test-fuzz.sh" || rc=1
 fi
 
 stamp "clang-tidy (scripts/check-tidy.sh)"
 fuzz_build=()
 [[ -f $build/fuzz/compile_commands.json ]] && fuzz_build=("$build/fuzz")
-phase tidy on_cpus bash "$here/scripts/check-tidy.sh" "$build" "${fuzz_build[@]}" || rc=1
+phase tidy last_cpus bash "$here/scripts/check-tidy.sh" "$build" "${fuzz_build[@]}" || rc=1
 
 stamp "clang-format (scripts/check-format.sh)"
 phase format bash "$here/scripts/check-format.sh" || rc=1
