@@ -23,7 +23,9 @@ What is a path mention:
     names a file (has an extension) or a folder (ends in /);
   - the target of a Markdown link `[text](target)` that is no URL and no #anchor.
   A token counts if it exists relative to the repository, to src/ (for the src folders), or
-  to the citing file's own directory; a #anchor and trailing punctuation are dropped.
+  to the citing file's own directory; a link target only relative to its document's
+  directory, where a reader's browser looks for it. A #anchor and trailing punctuation
+  are dropped.
   Skipped as placeholders: tokens with * ? < > { } … or an all-capital word such as NAME,
   FILE, DIR, BUILD (test_NAME.cpp, tests/integration/NAME.sh).
 
@@ -149,12 +151,15 @@ def files(root):
                     yield os.path.join(rel_dir, f)
 
 
-def exists(root, rel_file, token):
+def exists(root, rel_file, token, link):
     token = token.split("#", 1)[0]
     if not token:
         return True
     here = os.path.dirname(rel_file)
-    bases = [root, os.path.join(root, here)]
+    if link:
+        bases = [os.path.join(root, here)]
+    else:
+        bases = [root, os.path.join(root, here)]
     if token.split("/", 1)[0] in SRC_DIRS:
         bases.append(os.path.join(root, "src"))
     inside = os.path.normpath(root) + os.sep
@@ -173,13 +178,13 @@ def mentions(line_text, markdown):
             last = token.rsplit("/", 1)[-1]
             if not (token.endswith("/") or "." in last):
                 continue  # prose such as scan/plan/apply, not a file
-        yield token
+        yield token, False
     if markdown:
         for m in LINK_RE.finditer(line_text):
             target = m.group(1)
             if re.match(r"^[a-z]+:", target) or target.startswith("#"):
                 continue
-            yield target
+            yield target, True  # relative to the document only, as Markdown renders it
 
 
 def check(root):
@@ -191,10 +196,10 @@ def check(root):
         except (UnicodeDecodeError, OSError):
             continue
         for number, part in snippets(rel, text):
-            for token in mentions(part, rel.endswith(".md")):
+            for token, link in mentions(part, rel.endswith(".md")):
                 if placeholder(token.split("#", 1)[0]):
                     continue
-                if not exists(root, rel, token):
+                if not exists(root, rel, token, link):
                     problems.append((rel, number, token))
     return [f"paths: {rel}:{number}: {token} does not exist" for rel, number, token in sorted(problems)]
 
