@@ -196,6 +196,8 @@ def check(root):
         except (UnicodeDecodeError, OSError):
             continue
         for number, part in snippets(rel, text):
+            if "/" not in part.lstrip("/*#"):
+                continue  # no path in it
             for token, link in mentions(part, rel.endswith(".md")):
                 if placeholder(token.split("#", 1)[0]):
                     continue
