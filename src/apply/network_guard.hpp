@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The lock-out guard for --apply-network --confirm-timeout (issue 6), in the
+// The lock-out guard for --apply-network --confirm-timeout, in the
 // spirit of `netplan try`: after the new network file is in place and
 // `ifreload -a` ran, wait for `passthru confirm` (run from a new connection,
 // which proves the host is still reachable); without it, put the previous

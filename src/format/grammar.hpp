@@ -11,7 +11,7 @@ namespace passthru::format {
 // configuration (modprobe.d, the kernel command line, VM configs, interfaces).
 // Every such value that comes from the host (sysfs links and attributes,
 // files under the root) is checked here before it is rendered, so a driver
-// name carrying a newline cannot become a line of its own (issue 15).
+// name carrying a newline cannot become a line of its own.
 // One table, one entry per kind; docs/facts.md "value grammars" cites them.
 enum class Grammar
 {

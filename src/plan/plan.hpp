@@ -49,7 +49,7 @@ enum class ApplyNetwork
     now,    // also run ifreload -a (with the lock-out guard)
 };
 
-// --bond/--bridge options (issue 6).
+// --bond/--bridge options.
 struct NetworkRequest
 {
     std::vector<std::string> bond_slaves;

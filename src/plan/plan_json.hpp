@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The saved plan, schema "passthru.plan/1" (docs/plan-json.md): what
+// The saved plan, schema "passthru.plan/1" (docs/plan.md, "JSON"): what
 // `plan --json` prints, what `plan --out FILE` writes and `apply --plan FILE`
 // loads. plan_from_json(plan_to_json(p)) == p for every field.
 #pragma once

@@ -35,7 +35,7 @@ std::string styled(std::string_view text, Style style, bool color);
 // 105651), and every heading needs this anyway.
 std::string heading(std::string_view title, Style style, bool color);
 
-// The one guard between host text and a terminal (issue 15: a VM description
+// The one guard between host text and a terminal (a VM description
 // or a device name must not erase lines, move the cursor or retitle the
 // terminal). Returns `text` with every control character shown escaped:
 // ESC as \e, CR as \r, the other C0 bytes and DEL as \xNN, the C1 controls

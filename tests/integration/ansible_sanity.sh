@@ -30,7 +30,8 @@ AT=$($PY -c 'import ansible_test, os; print(os.path.dirname(ansible_test.__file_
 SANITY=$AT/_util/controller/sanity
 [[ -d $SANITY/validate-modules ]] || skip "ansible-test's sanity checkers are not at $SANITY"
 
-# A copy, so ansible-test's tests/output stays out of the source tree.
+# A copy, so what ansible-test writes below the collection (its output folder under
+# the collection's tests/) stays out of the source tree.
 COLL=$T/ansible_collections/vfio/passthru
 mkdir -p "$(dirname "$COLL")"
 cp -a "$SRC/ansible/ansible_collections/vfio/passthru" "$COLL"

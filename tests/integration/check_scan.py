@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Check `passthru scan --json` (schema passthru.scan/1, issue 2) against a fixture host's
+"""Check `passthru scan --json` (schema passthru.scan/1) against a fixture host's
 description and its hand-written "expect" block.
 
     check_scan.py DESCRIPTION.json ROOT SCAN.json

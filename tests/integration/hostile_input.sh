@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# Hostile input: the repro of each hardening finding (issue 15), each asserting
+# Hostile input: the repro of each finding of a hardening review, each asserting
 # the safe outcome: a normal exit with a documented code and one clear line,
 # nothing written outside the root, and the tree byte-identical where nothing
 # may be written.
@@ -24,7 +24,7 @@ run_rc() {
     "$@" > "$T/out" 2> "$T/err" || RC=$?
 }
 
-# --- High 2: a line of 60 KB in any file of the host ------------------------
+# --- High: a line of 60 KB in any file of the host ---------------------------
 # libstdc++'s std::regex recurses once per character; a long line in another
 # VM's config (also in [PENDING]), in storage.cfg or in the mapping file killed
 # plan, apply and verify with SIGSEGV.
@@ -50,7 +50,7 @@ done
 stop_if_failed
 ok "a 60 KB line in VM configs ([PENDING] too), storage.cfg and pci.cfg: plan, apply, verify, rollback exit normally"
 
-# --- High 3: plan --out FILE and a symlink planted at its temporary name ----
+# --- High: plan --out FILE and a symlink planted at its temporary name -------
 # plan wrote the predictable FILE.tmp as root, following a symlink placed there.
 R=$T/out-root
 copy_host epyc-4x2080ti "$R"
@@ -80,7 +80,7 @@ run_rc "$P" --root "$R" plan --vm 101 --gpus all --out "$T/save/plan.json"
 [[ -L $T/save/plan.json ]] || fail "plan --out replaced the symlink at FILE"
 ok "plan --out: unique temporary name, O_EXCL|O_NOFOLLOW, mode 0600, a symlink at FILE refused"
 
-# --- Medium 5: the passthru binary ignores the test-only fault hook ---------
+# --- Medium: the passthru binary ignores the test-only fault hook ------------
 # It honoured PASSTHRU_TEST_FAULT unless the package build turned the hook off;
 # only the test-only passthru-faults binary carries it now.
 section_start
@@ -93,7 +93,7 @@ run_rc env PASSTHRU_TEST_FAULT=kill@1 PASSTHRU_TEST_FAULT_TRACE=1 "$P" --root "$
 ! grep -q PASSTHRU_TEST_FAULT "$P" || fail "the passthru binary carries the fault hook's environment names"
 section_ok "passthru ignores PASSTHRU_TEST_FAULT and PASSTHRU_TEST_FAULT_TRACE (the hook is in passthru-faults only)"
 
-# --- Medium 6: a saved plan edited after review -----------------------------
+# --- Medium: a saved plan edited after review --------------------------------
 # apply --plan FILE trusted the file: an edited plan made a setuid-root file,
 # wrote root's authorized_keys, deleted /etc/default/grub, passed the SATA
 # controller and ran `sh -c` as an after-step. Now apply plans the recorded
@@ -429,7 +429,7 @@ grep -q 'confirmed' "$T/out" && fail "confirm after rollback reported success"
 [[ ! -e $R/var/lib/passthru/network-confirm.ok ]] || fail "confirm wrote network-confirm.ok for nobody"
 section_ok "after a rollback, confirm says there is nothing to confirm (exit 1); rollback removes the stale handshake"
 
-# --- Medium 7: terminal escapes in host data --------------------------------
+# --- Medium: terminal escapes in host data -----------------------------------
 # A VM description (any PVE user with VM.Config rights can set it) and a
 # driver name from sysfs carried ESC[2K and CR to the terminal raw: one could
 # hide a line of the reviewed diff. Human output shows them escaped; JSON
@@ -472,7 +472,7 @@ LC_ALL=C grep -q $'\e\\[' "$T/out" || fail "--color always: no colour in the pla
 grep -qF "description: $esc_desc" "$T/strings" || fail "plan --json does not carry the description exactly"
 section_ok "control characters in a VM description and a sysfs driver name are escaped in human output, exact in JSON"
 
-# --- Medium 8: host strings checked against their grammar before rendering --
+# --- Medium: host strings checked against their grammar before rendering -----
 # A driver name with a newline (a sysfs link name) became an `install` line
 # of its own in /etc/modprobe.d/passthru-vfio.conf.
 section_start
@@ -493,7 +493,7 @@ run_rc "$P" --root "$R" apply --vm 101 --gpus all --yes
 ! grep -rqs '^install vfio_pci touch' "$R/etc" || fail "the driver name became an install line"
 section_ok "a driver name with a newline is refused (exit 3, one line), nothing written"
 
-# --- Medium 4: temporary files of an interrupted write ----------------------
+# --- Medium: temporary files of an interrupted write -------------------------
 # A kill -9 between writing ".NAME.passthru-N" and renaming it onto NAME left
 # it (and the directory apply created for it) behind: rollback never removed
 # them, so the tree was not byte-identical.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# kill -9 at random moments (issue 15): unlike apply_faults, which kills at
+# kill -9 at random moments: unlike apply_faults, which kills at
 # each fault point the test-only hook knows, this kills the release binary
 # with a real SIGKILL after a random delay, during an apply
 # or during the rollback of an applied generation, wherever the process is:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bond/bridge plans (issue 6) on a copy of the EPYC fixture host:
+# Bond/bridge plans on a copy of the EPYC fixture host:
 #  - the seed's request, applied under --root, stages interfaces.new equal to
 #    the hand-written golden file;
 #  - every generated file passes Debian's ifupdown2 parser (ifquery -i FILE -a,

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Independent check of an /etc/network/interfaces file against the rules
-Proxmox VE's reader and writer follow (shared/reference/FACTS.md §5.2,
-pve-common src/PVE/Network/Interfaces.pm). Written separately from the C++
+Proxmox VE's reader and writer follow (docs/facts.md, network;
+pve-common:src/PVE/Network/Interfaces.pm). Written separately from the C++
 parser on purpose: it reads the file its own way.
 
 usage: network_pve_rules.py FILE [--bond NAME] [--bridge NAME]

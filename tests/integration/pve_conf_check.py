@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Independent checker for Proxmox VE VM configs and PCI mapping files.
 
-Written from shared/reference/FACTS.md sections 1 and 2 (qemu-server's
-parse_vm_config, PCI.pm, CPUConfig.pm, Machine.pm, Memory.pm; pve-common
-SectionConfig/JSONSchema), not from passthru's C++ code, so a rule the
-planner gets wrong is caught here.
+Written from Proxmox VE's own sources (qemu-server's parse_vm_config,
+PCI.pm, CPUConfig.pm, Machine.pm, Memory.pm; pve-common
+SectionConfig/JSONSchema; docs/facts.md, vm-config and pci-mapping), not
+from passthru's C++ code, so a rule the planner gets wrong is caught here.
 
   pve_conf_check.py vm FILE...        check VM configs (<vmid>.conf)
   pve_conf_check.py mapping FILE...   check /etc/pve/mapping/pci.cfg files

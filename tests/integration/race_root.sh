@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# The race out of the root (issue 15, High 1): while apply and rollback run,
+# The race out of the root (a high-severity hardening finding): while apply and rollback run,
 # the owner of the tree exchanges etc/modprobe.d with a symlink to a
 # directory outside the root (renameat2 RENAME_EXCHANGE in a loop). HostFs
 # used to resolve symlinks in user space and then write, rename and unlink by

@@ -4,7 +4,8 @@
 # each generated VM config passes the independent checker (pve_conf_check.py),
 # every untouched line survives byte for byte, the result matches the golden
 # file (PASSTHRU_TEST_ACCEPT=1 rewrites them), planning again after the
-# change is a no-op, and the refusals of issue 4 exit 3 with nothing planned.
+# change is a no-op, and the refusals (locked, running, card taken, no free hostpciN,
+# container or other node's VMID) exit 3 with nothing planned.
 source "$(dirname "$0")/lib.inc"
 need_binary
 CHECK=(python3 "$SRC/tests/integration/pve_conf_check.py")

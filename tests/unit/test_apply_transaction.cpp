@@ -179,7 +179,7 @@ TEST_SUITE("apply::transaction")
         CHECK(first_restore < cmdline_restore);
     }
 
-    TEST_CASE("a failing after-step restores the files and re-runs the boot refresh")
+    TEST_CASE("a failing after-step restores the files and is journaled as failed")
     {
         TempDir root;
         make_host(root);
@@ -261,13 +261,32 @@ TEST_SUITE("apply::transaction")
         make_host(root);
         auto fs = util::HostFs::open(root.path()).value();
         Journal journal(fs);
+        // A generation still pending, as a running apply leaves it until it commits.
+        util::CommandRunner runner(util::RunMode::record);
+        run_transaction(journal, runner, spec_from_plan(make_plan_by_hand(fs)), {}, nullptr);
+        auto m = journal.load(1).value();
+        m.state = GenerationState::pending;
+        REQUIRE(journal.save(m));
         CHECK_FALSE(journal.locked_by_other());
-        auto first = journal.lock();
-        REQUIRE(first);
-        auto second = journal.lock();
-        REQUIRE_FALSE(second);
-        CHECK(second.error().code() == Errc::conflict);
-        CHECK(journal.locked_by_other());
+        {
+            auto first = journal.lock();
+            REQUIRE(first);
+            auto second = journal.lock();
+            REQUIRE_FALSE(second);
+            CHECK(second.error().code() == Errc::conflict);
+            CHECK(journal.locked_by_other());
+            // Someone holds the lock: the pending generation is theirs, running, not interrupted.
+            CHECK_FALSE(find_interrupted(journal));
+            // The lock's holder itself sees it.
+            auto own = find_interrupted(journal, LockHeld::by_us);
+            REQUIRE(own);
+            CHECK(own->id == 1);
+        }
+        // The lock gone with its process: the same generation is an interrupted one.
+        CHECK_FALSE(journal.locked_by_other());
+        auto found = find_interrupted(journal);
+        REQUIRE(found);
+        CHECK(found->id == 1);
     }
 }
 

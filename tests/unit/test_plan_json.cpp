@@ -131,7 +131,7 @@ TEST_CASE("/etc/passthru under the root overrides the shipped templates, and val
     CHECK_FALSE(plan::render_template(next, "missing.mustache", {}));
 }
 
-TEST_CASE("the shipped templates and GPU profiles load")
+TEST_CASE("the data directory lists and reads every shipped GPU profile as JSON")
 {
     test::TempDir root;
     auto fs = util::HostFs::open(root.path());

@@ -3,8 +3,11 @@
 // layout for new lines), VM profiles, plan_vm through make_plan on a copy of
 // a fixture host, and the libvirt backend against test:///default.
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -26,6 +29,48 @@ using format::pve::PciMappingFile;
 using format::pve::VmConfig;
 
 namespace {
+
+// The process's fd 2 goes to FILE while the object lives; text() puts it back
+// and returns what was written there (by libvirt's C code as much as by C++).
+class CapturedStderr
+{
+public:
+    explicit CapturedStderr(std::filesystem::path file) : m_file(std::move(file))
+    {
+        std::fflush(stderr);
+        m_saved = ::dup(STDERR_FILENO);
+        const int fd = ::open(m_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        REQUIRE(m_saved >= 0);
+        REQUIRE(fd >= 0);
+        REQUIRE(::dup2(fd, STDERR_FILENO) == STDERR_FILENO);
+        ::close(fd);
+    }
+    ~CapturedStderr() { restore(); }
+    CapturedStderr(const CapturedStderr&) = delete;
+    CapturedStderr& operator=(const CapturedStderr&) = delete;
+
+    std::string text()
+    {
+        restore();
+        std::ifstream in(m_file);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        return ss.str();
+    }
+
+private:
+    void restore()
+    {
+        if (m_saved >= 0) {
+            std::fflush(stderr);
+            ::dup2(m_saved, STDERR_FILENO);
+            ::close(m_saved);
+            m_saved = -1;
+        }
+    }
+    std::filesystem::path m_file;
+    int m_saved = -1;
+};
 
 std::string read_text(const std::filesystem::path& p)
 {
@@ -443,11 +488,16 @@ TEST_SUITE("plan::vm_libvirt")
 
     TEST_CASE("libvirt errors come back as Error, not on stderr")
     {
+        test::TempDir dir;
+        CapturedStderr stderr_file(dir.path() / "stderr");
         const auto bad = apply::define_domain_xml("test:///default", "<domain><name>broken");
+        const auto conn = scan::read_domain_xml("test:///nonexistent/node.xml", "x");
+        const std::string printed = stderr_file.text();
         REQUIRE_FALSE(bad);
         CHECK(bad.error().code() == Errc::io);
         CHECK(std::string(bad.error().what()).find("libvirt refused") != std::string::npos);
-        const auto conn = scan::read_domain_xml("test:///nonexistent/node.xml", "x");
         REQUIRE_FALSE(conn);
+        CHECK(std::string(conn.error().what()).find("cannot connect to libvirt at test:///nonexistent/node.xml") != std::string::npos);
+        CHECK(printed.empty());
     }
 }

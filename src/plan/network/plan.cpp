@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// plan_network: the bond/bridge part of a plan (issue 6). Validates the
+// plan_network: the bond/bridge part of a plan. Validates the
 // request against the host, edits the interfaces file Proxmox VE reads
 // (interfaces.new when it exists) and stages the result in interfaces.new,
 // or, with --apply-network, puts it in place and runs ifreload -a the way

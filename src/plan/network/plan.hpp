@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The network side of a plan (issue 6); plan_network itself is declared in planner.hpp.
+// The network side of a plan; plan_network itself is declared in planner.hpp.
 #pragma once
 
 #include "plan/plan.hpp"
