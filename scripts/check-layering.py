@@ -12,9 +12,14 @@
 3. No std::regex anywhere in src/: libstdc++'s regex executor recurses once per
    character, so a long line of host input overflows the stack. Input is
    matched by hand (src/util/lex.hpp), in bounded stack.
+4. plan reads nothing live (docs/ARCHITECTURE.md): under src/plan/ no
+   getenv (the CLI reads the environment and passes what plan needs in the
+   request), no "/proc/..." path literal (scan reads the running host into the
+   Inventory) and no HostFs::is_live() (plan asks scan::RuntimeState::live).
+   Comments do not count, nor messages that merely name a /proc file.
 
 Usage: check-layering.py [SRC_DIR]   (default: src/ beside this script)
-Exit 0 when the tree follows both rules, 1 with one line per violation.
+Exit 0 when the tree follows these rules, 1 with one line per violation.
 """
 import re
 import sys
@@ -91,8 +96,8 @@ XML_FILE_IO = re.compile(r"\bxml\w*(?:File|Fd|IO|Filename|URL|Url)\w*\s*\(")
 SPECIAL = re.compile(r'//|/\*|R"|["\']')
 
 
-def strip_comments_and_strings(text):
-    """Blanks comments and string/char literals, keeping line numbers."""
+def strip_comments_and_strings(text, keep_strings=False):
+    """Blanks comments and (unless keep_strings) string/char literals, keeping line numbers."""
     out = []
     i, n = 0, len(text)
     while i < n:
@@ -122,7 +127,7 @@ def strip_comments_and_strings(text):
             end = ")" + m.group(1) + '"'
             j = text.find(end, i + m.end())
             j = n if j < 0 else j + len(end)
-            out.append('""' + "\n" * text.count("\n", i, j))
+            out.append(text[i:j] if keep_strings else '""' + "\n" * text.count("\n", i, j))
             i = j
         elif c == "R":  # the R of a longer name (fooR"...")
             out.append(c)
@@ -135,7 +140,7 @@ def strip_comments_and_strings(text):
             j = i + 1
             while j < n and text[j] != c and text[j] != "\n":
                 j += 2 if text[j] == "\\" else 1
-            out.append(c + c)
+            out.append(text[i:j + 1] if keep_strings else c + c)
             i = j + 1
     return "".join(out)
 
@@ -230,6 +235,29 @@ def check_no_regex(rel, raw, stripped, problems):
                             "character of the input); match by hand with src/util/lex.hpp")
 
 
+# Rule 4, for files under plan/: the environment, a path under /proc (a literal that
+# is the path itself, "/proc/" + pid or "/proc/net/route", not a message naming
+# one) and HostFs::is_live().
+PLAN_LIVE_CALLS = re.compile(r"\b(?:secure_)?getenv\s*\(|\bis_live\s*\(")
+PROC_PATH_LITERAL = re.compile(r'(?<![\w"])(?:u8)?"(/proc(?:/[^"\s]*)?)"')
+
+
+def check_plan_reads_nothing_live(rel, code, with_strings, problems):
+    """code has comments and literals blanked; with_strings has only the comments blanked."""
+    for lineno, (line, literal_line) in enumerate(zip(code.splitlines(), with_strings.splitlines()), 1):
+        m = PLAN_LIVE_CALLS.search(line)
+        if m and "getenv" in m.group(0):
+            problems.append(f"{rel}:{lineno}: {m.group(0).strip()}: plan reads nothing live; the CLI reads the "
+                            "environment and passes what plan needs in the request (plan::Request::ssh_connection)")
+        elif m:
+            problems.append(f"{rel}:{lineno}: {m.group(0).strip()}: plan asks scan::RuntimeState::live whether the "
+                            "root is this host, decided once by scan")
+        m = PROC_PATH_LITERAL.search(literal_line)
+        if m:
+            problems.append(f"{rel}:{lineno}: \"{m.group(1)}\": plan reads nothing live; scan reads /proc into "
+                            "the Inventory (scan::RuntimeState)")
+
+
 def main():
     src = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent / "src"
     files = sorted(p for p in src.rglob("*") if p.suffix in (".cpp", ".hpp"))
@@ -244,6 +272,8 @@ def main():
         stripped = strip_comments_and_strings(raw)
         check_host_access(rel, stripped, problems)
         check_no_regex(rel, raw, stripped, problems)
+        if layer_of(rel) == "plan":
+            check_plan_reads_nothing_live(rel, stripped, strip_comments_and_strings(raw, keep_strings=True), problems)
     for p in problems:
         print(f"layering: {p}")
     print(f"layering: {len(files)} files, {len(problems)} violation(s)")

@@ -20,6 +20,12 @@ void require_root(const Context& ctx, std::string_view command)
     }
 }
 
+plan::Request in_session(const Context& ctx, plan::Request request)
+{
+    request.ssh_connection = ctx.ssh_connection;
+    return request;
+}
+
 std::string root_option(const Context& ctx)
 {
     return ctx.fs.is_live() ? std::string() : " --root " + util::shell_quote({ctx.fs.root().string()});

@@ -32,6 +32,10 @@ void notice_interrupted(const Context& ctx, std::string_view command);
 // read once through `data`); throws the error of a broken data file (exit 2) or of the scan.
 scan::Inventory scan_with_data(const Context& ctx, const plan::DataDir& data);
 
+// The request with this command's session filled in (Context::ssh_connection):
+// what every plan the CLI makes is made from, fresh, saved or pending.
+plan::Request in_session(const Context& ctx, plan::Request request);
+
 // The libvirt seam for the transaction (apply/libvirt_apply.*).
 const apply::DomainHooks& libvirt_hooks();
 

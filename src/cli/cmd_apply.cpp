@@ -113,7 +113,7 @@ void check_rederived(Context& ctx, const plan::Plan& saved, const std::string& w
 {
     const plan::DataDir data(ctx.fs, ctx.global.data_dir);
     const scan::Inventory inventory = scan_with_data(ctx, data);
-    auto derived = plan::make_plan(inventory, ctx.fs, data, saved.request);
+    auto derived = plan::make_plan(inventory, ctx.fs, data, in_session(ctx, saved.request));
     if (!derived) {
         throw Error(Errc::precondition, "refused: " + what + " cannot be planned again on this host: " + derived.error().what())
             .with_hint(replan_hint);
@@ -229,7 +229,7 @@ PlanToApply fresh_plan(Context& ctx, const po::variables_map& vm, const Result<s
     }
     const plan::DataDir data(ctx.fs, ctx.global.data_dir);
     const scan::Inventory inventory = scan_with_data(ctx, data);
-    auto made = plan::make_plan(inventory, ctx.fs, data, request);
+    auto made = plan::make_plan(inventory, ctx.fs, data, in_session(ctx, request));
     if (!made) {
         throw made.error();
     }
@@ -286,11 +286,8 @@ std::function<Result<void>()> network_guard_step(Context& ctx, const plan::Plan&
     return [&ctx, guard_spec, timeout]() -> Result<void> {
         apply::GuardHooks hooks;
         hooks.message = [&ctx](std::string_view text) { print_note(ctx, text); };
-        const char* ssh = std::getenv("SSH_CONNECTION");
         apply::NetworkGuardSpec s = guard_spec;
-        if (ssh != nullptr && ctx.fs.is_live()) {
-            s.ssh_connection = ssh;
-        }
+        s.ssh_connection = ctx.ssh_connection;
         auto outcome = apply::run_network_guard(ctx.fs, ctx.runner, s, timeout, hooks);
         if (!outcome) {
             return tl::unexpected(outcome.error());

@@ -55,7 +55,7 @@ int confirm_trial(Context& ctx, const apply::Journal& journal, const apply::Mani
         throw Error(Errc::parse,
                     gen + ": its request cannot be read: not a valid passthru request: request: " + std::string(valid.error().what()));
     }
-    auto made = plan::make_confirm_plan(inventory, ctx.fs, data, *m.request);
+    auto made = plan::make_confirm_plan(inventory, ctx.fs, data, in_session(ctx, *m.request));
     if (!made) {
         throw made.error();
     }
@@ -78,15 +78,7 @@ int run_confirm(Context& ctx, const po::variables_map& /*vm*/)
         require_root(ctx, "confirm");
         return confirm_trial(ctx, journal, *trial);
     }
-    // SSH_CONNECTION describes this machine's session, so it only means
-    // something when the root is this machine.
-    std::optional<std::string> ssh;
-    if (ctx.fs.is_live()) {
-        if (const char* env = std::getenv("SSH_CONNECTION"); env != nullptr) {
-            ssh = env;
-        }
-    }
-    auto done = apply::confirm_network(ctx.fs, ssh);
+    auto done = apply::confirm_network(ctx.fs, ctx.ssh_connection);
     if (!done) {
         Error err = done.error();
         if (err.code() == Errc::not_found) {

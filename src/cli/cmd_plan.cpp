@@ -95,7 +95,7 @@ int run_plan(Context& ctx, const po::variables_map& vm)
     const plan::Request request = parse_request(vm);
     const plan::DataDir data(ctx.fs, ctx.global.data_dir);
     const scan::Inventory inventory = scan_with_data(ctx, data);
-    auto result = plan::make_plan(inventory, ctx.fs, data, request);
+    auto result = plan::make_plan(inventory, ctx.fs, data, in_session(ctx, request));
     if (!result) {
         throw result.error();
     }

@@ -32,6 +32,10 @@ struct Context
     util::CommandRunner runner;
     bool color_out = false; // stdout
     bool color_err = false; // stderr
+    // The SSH session this command runs in (SSH_CONNECTION), read once by
+    // run_command and only when the root is this host: it describes this
+    // machine's session, so under --root it is nullopt.
+    std::optional<std::string> ssh_connection;
 };
 
 struct Command

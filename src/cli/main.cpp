@@ -3,6 +3,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <sstream>
@@ -211,9 +212,12 @@ int run_command(const Command& command, const GlobalOptions& options, const po::
         throw Error(Errc::usage, "--root " + options.root.string() + " resolves to /, this host itself")
             .with_hint("to work on this host, leave --root out (or give --root /); otherwise give the copy's directory");
     }
-    Context ctx{options, std::move(*fs), util::CommandRunner(util::RunMode::record), false, false};
+    Context ctx{options, std::move(*fs), util::CommandRunner(util::RunMode::record), false, false, std::nullopt};
     if (ctx.fs.is_live()) {
         ctx.runner = util::CommandRunner(util::RunMode::execute);
+        if (const char* ssh = std::getenv("SSH_CONNECTION"); ssh != nullptr) {
+            ctx.ssh_connection = ssh;
+        }
     }
     ctx.color_out = stdout_color;
     ctx.color_err = error_color;

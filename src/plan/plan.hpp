@@ -94,6 +94,11 @@ struct Request
     // apply --trial (plan/trial.hpp): the minutes the trial boot's watchdog
     // waits for 'passthru confirm'; nullopt for a normal apply.
     std::optional<int> trial_minutes;
+    // The SSH session the command runs in (SSH_CONNECTION: "client cport server
+    // sport"), read from the environment once by the CLI and only on the host
+    // itself; nullopt under --root. Not part of a saved plan: each command
+    // fills in its own.
+    std::optional<std::string> ssh_connection;
 };
 
 // What happens to one host file. The same words everywhere: the plan JSON,

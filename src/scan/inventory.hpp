@@ -207,6 +207,32 @@ struct Problem
     std::string fix;
 };
 
+// A pid file of qemu-server (/run/qemu-server/<VMID>.pid) and the process it names.
+struct QemuPidFile
+{
+    std::optional<long long> pid; // nullopt: the file holds no pid above 0
+    // /proc/<pid>/cmdline split at its NULs; nullopt: the root does not show that process
+    std::optional<std::vector<std::string>> cmdline;
+};
+
+// What the running host shows beside its hardware that plan decides from, read
+// here so that plan reads nothing live: through HostFs, so under --root these
+// are the root's copies. Not part of scan --json (another node's scan carries
+// its hardware, not this session's state).
+struct RuntimeState
+{
+    // True when the root is this machine's own / (HostFs::is_live()): the one
+    // answer plan asks whether it plans for this machine or for a copy of one.
+    bool live = false;
+    std::optional<std::string> route_v4;               // /proc/net/route as read; nullopt: unreadable
+    std::optional<std::string> route_v6;               // /proc/net/ipv6_route
+    std::optional<std::string> inet6_addresses;        // /proc/net/if_inet6
+    std::map<std::string, QemuPidFile> qemu_pid_files; // by the VMID that names the file
+    std::optional<std::string> node_name;              // this node's name (/etc/hostname, as PVE names nodes)
+    std::optional<std::string> storage_cfg;            // /etc/pve/storage.cfg
+    std::optional<std::string> vmlist;                 // /etc/pve/.vmlist (the cluster's VMIDs, JSON)
+};
+
 struct Inventory
 {
     HostInfo host;
@@ -219,6 +245,7 @@ struct Inventory
     std::vector<GpuCard> nvswitches;
     std::vector<Problem> problems;
     KernelCutoffs kernel_cutoffs; // the kernel facts scan judged with (profiles/host/kernel.json); plan uses the same
+    RuntimeState runtime;         // the running host's state that plan decides from (not in scan --json)
 
     const PciDevice* find(const PciAddress& addr) const;
     const GpuCard* find_gpu(std::string_view slot) const;

@@ -706,6 +706,7 @@ Result<Inventory> scan_host(const util::HostFs& fs, const util::CommandRunner& r
     inv.gpus = find_gpu_cards(inv.devices, inv.groups);
     inv.nvswitches = find_nvswitches(inv.devices, inv.groups);
     assess_readiness(inv);
+    inv.runtime = scan_runtime_state(fs);
     return inv;
 }
 

@@ -35,6 +35,9 @@ std::map<int, IommuGroup> scan_iommu_groups(const util::HostFs& fs);
 std::map<int, IommuGroup> scan_iommu_groups(const util::HostFs& fs, const std::function<bool(int)>& list_members,
                                             const GroupTypes& known = {});
 HostInfo scan_host_info(const util::HostFs& fs, const util::CommandRunner& runner);
+// The running host's state that plan decides from (routes, qemu-server's pid files and
+// their processes, node name, storage.cfg, .vmlist), read through HostFs.
+RuntimeState scan_runtime_state(const util::HostFs& fs);
 std::vector<GpuCard> find_gpu_cards(const std::vector<PciDevice>& devices, const std::map<int, IommuGroup>& groups);
 // The NVSwitch functions (PciDevice::is_nvswitch) as cards of their slots; the other
 // switches and the GPU cards in their groups are shares_with, anything else other_endpoints.

@@ -3,7 +3,8 @@
 # The layering check (scripts/check-layering.py) passes on the tree, and fails
 # on a copy of src/ with one planted violation at a time: an include pointing
 # up, a plan room including another room, a host path opened outside HostFs,
-# a program run outside CommandRunner, a std::regex; and that a listed
+# a program run outside CommandRunner, a std::regex, and plan reading
+# something live (getenv, a /proc path, HostFs::is_live()); and that a listed
 # exception (EXCEPTIONS in the script) is allowed in its own file only.
 source "$(dirname "$0")/lib.inc"
 check=$SRC/scripts/check-layering.py
@@ -44,6 +45,12 @@ plant "libkmod outside its rooms" format/interfaces.cpp 'static kmod_ctx* k = km
 plant "libxml2 file reader" plan/vm/libvirt_xml.cpp 'static xmlDocPtr d = xmlReadFile("/etc/libvirt/qemu/x.xml", nullptr, 0);'
 plant "std::regex include" format/interfaces.cpp '#include <regex>'
 plant "std::regex use" scan/inventory.cpp 'static bool b = std::regex_match(std::string("x"), std::regex("x"));'
+# plan reads nothing live: no environment, no /proc path, no HostFs::is_live() under src/plan.
+plant "getenv in plan" plan/network/plan.cpp 'static const char* ssh = std::getenv("SSH_CONNECTION");'
+plant "secure_getenv in plan" plan/vm/proxmox.cpp 'static const char* e = secure_getenv("KMOD_LOG");'
+plant "/proc path in plan" plan/network/routes.cpp 'static const char* route = "/proc/net/route";'
+plant "/proc/PID path in plan" plan/vm/proxmox.cpp 'static std::string cmdline(int pid) { return "/proc/" + std::to_string(pid) + "/cmdline"; }'
+plant "is_live in plan" plan/vm/libvirt.cpp 'static bool live(const util::HostFs& fs) { return fs.is_live(); }'
 
 allow() {  # allow NAME FILE LINE: LINE appended to FILE is a listed exception there: the check passes
     planted "$2" "$3"
@@ -52,3 +59,6 @@ allow() {  # allow NAME FILE LINE: LINE appended to FILE is a listed exception t
 }
 allow "shipped data read in plan/data_dir.cpp" plan/data_dir.cpp 'static std::ifstream shipped("/usr/share/passthru/profiles/x.json");'
 allow "libkmod in scan/" scan/inventory.cpp 'static kmod_ctx* k = kmod_new("/lib/modules", nullptr);'
+allow "a comment naming /proc and getenv in plan" plan/network/routes.cpp '// read from /proc/net/route by scan, never getenv("X") here'
+allow "a message naming a /proc file in plan" plan/trial.cpp 'static const char* why = "/proc/cmdline cannot be read";'
+allow "getenv and /proc paths in scan and cli" scan/inventory.cpp 'static const char* e = std::getenv("X"); static const char* p = "/proc/net/route";'

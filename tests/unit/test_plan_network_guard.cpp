@@ -9,6 +9,7 @@
 #include "plan/network/plan.hpp"
 #include "plan/network/routes.hpp"
 #include "plan/planner.hpp"
+#include "scan/scanner.hpp"
 
 using namespace passthru;
 using passthru::test::TempDir;
@@ -72,7 +73,10 @@ plan::Plan run(const GuardHost& host, const plan::Request& req)
 {
     const auto fs = host.fs();
     plan::DataDir data(fs, std::nullopt);
-    plan::PlanContext ctx{host.inventory, fs, data, req, {}, nullptr};
+    // The routes the test wrote under the root, as scan reads them.
+    scan::Inventory inventory = host.inventory;
+    inventory.runtime = scan::scan_runtime_state(fs);
+    plan::PlanContext ctx{inventory, fs, data, req, {}, nullptr};
     plan::Plan p;
     p.request = req;
     plan::plan_network(ctx, p);
@@ -280,15 +284,15 @@ TEST_SUITE("plan::assess_lockout")
     {
         GuardHost host;
         host.root.write("proc/net/route", k_route_other);
-        const auto fs = host.fs();
+        const auto state = scan::scan_runtime_state(host.fs());
         const auto file = format::InterfacesFile::parse(k_fresh);
         const std::vector<std::string> touched{"enp66s0f0", "enp66s0f1", "bond0", "vmbr0"};
-        CHECK_FALSE(plan::assess_lockout(fs, file, touched, std::nullopt).guard_needed);
-        const auto r = plan::assess_lockout(fs, file, touched, std::string("192.168.1.20 51234 192.168.1.252 22"));
+        CHECK_FALSE(plan::assess_lockout(state, file, touched, std::nullopt).guard_needed);
+        const auto r = plan::assess_lockout(state, file, touched, std::string("192.168.1.20 51234 192.168.1.252 22"));
         CHECK(r.guard_needed);
         REQUIRE_FALSE(r.reasons.empty());
         CHECK(r.reasons[0].find("192.168.1.252") != std::string::npos);
-        CHECK_FALSE(plan::assess_lockout(fs, file, touched, std::string("10.10.0.20 51234 10.10.0.5 22")).guard_needed);
+        CHECK_FALSE(plan::assess_lockout(state, file, touched, std::string("10.10.0.20 51234 10.10.0.5 22")).guard_needed);
     }
 
     TEST_CASE("/proc/net/route and ipv6_route parsing")

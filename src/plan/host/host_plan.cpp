@@ -9,6 +9,7 @@
 #include "plan/host/common.hpp"
 #include "plan/host/modprobe_config.hpp"
 #include "scan/boot_loader.hpp"
+#include "scan/kmod_ctx.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan {
@@ -45,7 +46,7 @@ std::optional<bool> target_has_module(const util::HostFs& fs, std::string_view k
     // No configuration files: only the module tree of the target counts,
     // never this machine's /etc/modprobe.d aliases.
     const char* no_config[] = {nullptr};
-    kmod_ctx* ctx = new_quiet_kmod_ctx(dir->c_str(), no_config);
+    kmod_ctx* ctx = scan::new_quiet_kmod_ctx(dir->c_str(), no_config);
     if (ctx == nullptr) {
         return std::nullopt;
     }

@@ -26,23 +26,18 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdarg>
-#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
 
+#include "scan/kmod_ctx.hpp"
 #include "util/error.hpp"
 #include "util/local_file.hpp"
 
 namespace passthru::plan::detail {
 
 namespace {
-
-void quiet_log(void* /*data*/, int /*priority*/, const char* /*file*/, int /*line*/, const char* /*fn*/, const char* /*format*/,
-               va_list /*args*/)
-{}
 
 struct CtxFree
 {
@@ -80,7 +75,7 @@ Ctx open_ctx(const std::string& dirname, const std::vector<std::string>& files)
         paths.push_back(f.c_str());
     }
     paths.push_back(nullptr);
-    Ctx ctx(new_quiet_kmod_ctx(dirname.c_str(), paths.data()));
+    Ctx ctx(scan::new_quiet_kmod_ctx(dirname.c_str(), paths.data()));
     if (!ctx) {
         throw Error(Errc::io, "libkmod could not read " + dirname);
     }
@@ -153,23 +148,6 @@ std::map<std::string, std::string> effective_files(const util::HostFs& fs)
 }
 
 } // namespace
-
-kmod_ctx* new_quiet_kmod_ctx(const char* dirname, const char* const* config_paths)
-{
-    const char* env = std::getenv("KMOD_LOG");
-    const std::optional<std::string> saved = env != nullptr ? std::optional<std::string>(env) : std::nullopt;
-    ::setenv("KMOD_LOG", "0", 1);
-    kmod_ctx* ctx = kmod_new(dirname, config_paths);
-    if (saved) {
-        ::setenv("KMOD_LOG", saved->c_str(), 1);
-    } else {
-        ::unsetenv("KMOD_LOG");
-    }
-    if (ctx != nullptr) {
-        kmod_set_log_fn(ctx, quiet_log, nullptr);
-    }
-    return ctx;
-}
 
 std::vector<ModprobeFile> read_modprobe_config(const util::HostFs& fs)
 {

@@ -11,8 +11,6 @@
 
 #include "util/host_fs.hpp"
 
-struct kmod_ctx;
-
 namespace passthru::plan::detail {
 
 enum class ModprobeKind
@@ -55,12 +53,5 @@ inline constexpr std::array<std::string_view, 5> k_modprobe_dirs{
 // this machine's /proc/cmdline is taken out again. Throws Error(io) when
 // libkmod cannot be set up.
 std::vector<ModprobeFile> read_modprobe_config(const util::HostFs& fs);
-
-// kmod_new(3) with libkmod's own logging off from the start (KMOD_LOG=0 while
-// the context is made; it logs what it parses to stderr before any log
-// function can be installed), then with a log function that drops every
-// line: libkmod's words never reach passthru's output. nullptr when
-// kmod_new fails.
-kmod_ctx* new_quiet_kmod_ctx(const char* dirname, const char* const* config_paths);
 
 } // namespace passthru::plan::detail

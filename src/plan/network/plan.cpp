@@ -7,7 +7,6 @@
 #include <fnmatch.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -396,10 +395,7 @@ void apply_network_now(const PlanContext& ctx, const BaseInterfaces& base, const
     const std::string live(k_interfaces);
     const std::string staged(k_interfaces_new);
     const auto running = format::InterfacesFile::parse(base.live_text.value_or(std::string()));
-    const std::optional<std::string> ssh = ctx.fs.is_live() && std::getenv("SSH_CONNECTION") != nullptr
-                                               ? std::optional<std::string>(std::getenv("SSH_CONNECTION"))
-                                               : std::nullopt;
-    const LockoutRisk risk = assess_lockout(ctx.fs, running, edit.touched, ssh);
+    const LockoutRisk risk = assess_lockout(ctx.inventory.runtime, running, edit.touched, ctx.request.ssh_connection);
     if (risk.guard_needed && !net.confirm_timeout_seconds) {
         Refusal refusal{"applying the network change now could lock you out: " + util::join(risk.reasons, "; "), {}};
         refusal.hints.push_back("add --confirm-timeout 120: passthru applies it, waits for 'passthru confirm' from a NEW "

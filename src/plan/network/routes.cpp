@@ -101,14 +101,12 @@ std::vector<RouteEntry> parse_routes(std::string_view route_v4, std::string_view
     return out;
 }
 
-std::optional<std::vector<RouteEntry>> read_routes(const util::HostFs& fs)
+std::optional<std::vector<RouteEntry>> host_routes(const scan::RuntimeState& host)
 {
-    auto v4 = fs.read_file("/proc/net/route");
-    if (!v4) {
+    if (!host.route_v4) {
         return std::nullopt;
     }
-    auto v6 = fs.read_file("/proc/net/ipv6_route");
-    return parse_routes(*v4, v6 ? *v6 : std::string());
+    return parse_routes(*host.route_v4, host.route_v6 ? *host.route_v6 : std::string());
 }
 
 std::optional<IpAddress> ssh_server_address(std::string_view ssh_connection)
@@ -125,11 +123,11 @@ std::optional<IpAddress> ssh_server_address(std::string_view ssh_connection)
     return parse_ip(server);
 }
 
-LockoutRisk assess_lockout(const util::HostFs& fs, const format::InterfacesFile& current, const std::vector<std::string>& touched,
+LockoutRisk assess_lockout(const scan::RuntimeState& host, const format::InterfacesFile& current, const std::vector<std::string>& touched,
                            const std::optional<std::string>& ssh_connection)
 {
     LockoutRisk risk;
-    const auto routes = read_routes(fs);
+    const auto routes = host_routes(host);
     if (!routes) {
         risk.guard_needed = true;
         risk.reasons.push_back("/proc/net/route cannot be read, so passthru cannot tell which interface carries the "
@@ -181,8 +179,8 @@ LockoutRisk assess_lockout(const util::HostFs& fs, const format::InterfacesFile&
         }
     }
     // /proc/net/if_inet6: "addr32hex ifindex prefixlen scope flags ifname".
-    if (auto text = fs.read_file("/proc/net/if_inet6"); text && server->family == IpFamily::v6) {
-        for (const auto& line : util::split_lines(*text)) {
+    if (host.inet6_addresses && server->family == IpFamily::v6) {
+        for (const auto& line : util::split_lines(*host.inet6_addresses)) {
             const auto f = util::split(line, " \t");
             if (f.size() >= 6 && is_touched(touched, f[5]) && v6_from_proc_hex(f[0]) == server) {
                 risk.guard_needed = true;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Could a network change lock the admin out? Reads the host's routes
-// (/proc/net/route, /proc/net/ipv6_route, /proc/net/if_inet6 through HostFs)
-// and the SSH session's server address.
+// Could a network change lock the admin out? Decides from the host's routes
+// and IPv6 addresses as scan read them (scan::RuntimeState) and the SSH
+// session's server address (plan::Request::ssh_connection).
 #pragma once
 
 #include <optional>
@@ -11,7 +11,7 @@
 
 #include "format/interfaces.hpp"
 #include "plan/network/address.hpp"
-#include "util/host_fs.hpp"
+#include "scan/inventory.hpp"
 
 namespace passthru::plan {
 
@@ -22,8 +22,8 @@ struct RouteEntry
     bool is_default = false;
 };
 
-// Routes of the host (IPv4 and IPv6) that are up; nullopt when /proc/net/route is unreadable.
-std::optional<std::vector<RouteEntry>> read_routes(const util::HostFs& fs);
+// Routes of the host (IPv4 and IPv6) that are up; nullopt when scan could not read the IPv4 ones.
+std::optional<std::vector<RouteEntry>> host_routes(const scan::RuntimeState& host);
 // Parses /proc/net/route and /proc/net/ipv6_route text (the IPv6 text may be empty).
 std::vector<RouteEntry> parse_routes(std::string_view route_v4, std::string_view route_v6);
 
@@ -42,7 +42,7 @@ struct LockoutRisk
 // (an address option in the interfaces file, a connected route or an IPv6
 // address of the interface). ssh_connection is only meaningful on the live
 // host: under --root pass nullopt.
-LockoutRisk assess_lockout(const util::HostFs& fs, const format::InterfacesFile& current, const std::vector<std::string>& touched,
+LockoutRisk assess_lockout(const scan::RuntimeState& host, const format::InterfacesFile& current, const std::vector<std::string>& touched,
                            const std::optional<std::string>& ssh_connection);
 
 } // namespace passthru::plan

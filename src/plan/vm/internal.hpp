@@ -25,7 +25,4 @@ std::string mapping_id_for(std::string_view name, std::size_t index);
 // CPUs in a cpulist ("0-7,16-23" -> 16); nullopt when malformed.
 std::optional<int> cpulist_count(std::string_view cpulist);
 
-// This node's name as PVE sees it: /etc/hostname up to the first '.'.
-std::optional<std::string> pve_node_name(const util::HostFs& fs);
-
 } // namespace passthru::plan::detail

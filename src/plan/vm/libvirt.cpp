@@ -97,13 +97,13 @@ void plan_libvirt_domain(const PlanContext& ctx, Plan& plan)
     std::string uri;
     if (ctx.request.connect_uri) {
         uri = *ctx.request.connect_uri;
-    } else if (ctx.fs.is_live()) {
+    } else if (ctx.inventory.runtime.live) {
         uri = "qemu:///system";
     } else {
         throw Error(Errc::usage, "--backend libvirt with --root needs --connect URI")
             .with_hint("e.g. --connect test:///default (libvirt's test driver); without --root passthru uses qemu:///system");
     }
-    if (!ctx.fs.is_live() && !scan::is_in_process_uri(uri)) {
+    if (!ctx.inventory.runtime.live && !scan::is_in_process_uri(uri)) {
         throw Error(Errc::precondition, "refused: under --root passthru connects to no libvirt daemon, and " + uri + " is one")
             .with_hint("pass --connect test:///PATH/node.xml (libvirt's test driver, read in this process), or plan without --root "
                        "on the host itself");

@@ -128,54 +128,42 @@ enum class RunState
     unknown_pidfile,
 };
 
-RunState vm_run_state(const util::HostFs& fs, std::uint64_t vmid, std::string& evidence)
+// From the pid file and the process it names as scan read them
+// (scan::RuntimeState::qemu_pid_files).
+RunState vm_run_state(const scan::RuntimeState& host, std::uint64_t vmid, std::string& evidence)
 {
     const std::string pidfile = "/run/qemu-server/" + std::to_string(vmid) + ".pid";
-    if (!fs.exists(pidfile)) {
+    const auto found = host.qemu_pid_files.find(std::to_string(vmid));
+    if (found == host.qemu_pid_files.end()) {
         evidence = "no " + pidfile;
         return RunState::stopped;
     }
-    const auto text = fs.read_attr(pidfile);
-    const auto pid = text ? util::parse_int(*text) : std::nullopt;
-    if (!pid || *pid <= 0) {
+    const scan::QemuPidFile& file = found->second;
+    if (!file.pid) {
         evidence = pidfile + " holds no pid";
         return RunState::stopped;
     }
-    const std::string proc = "/proc/" + std::to_string(*pid) + "/cmdline";
-    const auto cmdline = fs.read_file(proc);
-    if (!cmdline) {
-        evidence = pidfile + " names pid " + std::to_string(*pid) + ", which " + proc + " does not show";
-        return fs.is_live() ? RunState::stopped : RunState::unknown_pidfile;
+    const std::string pid = std::to_string(*file.pid);
+    if (!file.cmdline) {
+        evidence = pidfile + " names pid " + pid + ", which /proc/" + pid + "/cmdline does not show";
+        return host.live ? RunState::stopped : RunState::unknown_pidfile;
     }
-    std::vector<std::string> args;
-    std::string current;
-    for (char ch : *cmdline) {
-        if (ch == '\0') {
-            args.push_back(current);
-            current.clear();
-        } else {
-            current += ch;
-        }
-    }
-    if (!current.empty()) {
-        args.push_back(current);
-    }
+    const std::vector<std::string>& args = *file.cmdline;
     const std::string suffix = "/qemu-server/" + std::to_string(vmid) + ".pid";
     for (std::size_t i = 0; i + 1 < args.size(); ++i) {
         if (args[i] == "-pidfile" && args[i + 1].ends_with(suffix)) {
-            evidence = "pid " + std::to_string(*pid) + " from " + pidfile + " is QEMU for this VM";
+            evidence = "pid " + pid + " from " + pidfile + " is QEMU for this VM";
             return RunState::running;
         }
     }
-    evidence = "pid " + std::to_string(*pid) + " from " + pidfile + " is not this VM's QEMU (stale pid file)";
+    evidence = "pid " + pid + " from " + pidfile + " is not this VM's QEMU (stale pid file)";
     return RunState::stopped;
 }
 
 // The first storage in /etc/pve/storage.cfg that holds VM images.
-std::optional<std::string> images_storage(const util::HostFs& fs)
+std::optional<std::string> images_storage(const scan::RuntimeState& host)
 {
-    const auto text = fs.read_file("/etc/pve/storage.cfg");
-    return text ? format::pve::first_images_storage(*text) : std::nullopt;
+    return host.storage_cfg ? format::pve::first_images_storage(*host.storage_cfg) : std::nullopt;
 }
 
 // Storage of the VM's first disk ("local-lvm:vm-101-disk-0,..." -> "local-lvm").
@@ -420,12 +408,6 @@ std::optional<int> cpulist_count(std::string_view cpulist)
     return count > 0 ? std::optional<int>(count) : std::nullopt;
 }
 
-std::optional<std::string> pve_node_name(const util::HostFs& fs)
-{
-    const auto text = fs.read_attr("/etc/hostname");
-    return text ? format::pve::node_name_from_hostname(*text) : std::nullopt;
-}
-
 namespace {
 
 // What the steps of plan_proxmox_vm share: the request, the VM config as read
@@ -563,7 +545,7 @@ bool refuse_foreign_vmid(VmJob& job)
     if (job.exists) {
         return true;
     }
-    const auto vmlist = job.ctx.fs.read_file("/etc/pve/.vmlist");
+    const auto& vmlist = job.ctx.inventory.runtime.vmlist;
     if (!vmlist) {
         return true;
     }
@@ -611,7 +593,7 @@ void refuse_busy_vm(VmJob& job)
                                      {"wait for the " + *lock + " to finish; if the lock is stale: qm unlock " + id}});
     }
     std::string evidence;
-    switch (vm_run_state(job.ctx.fs, job.vmid, evidence)) {
+    switch (vm_run_state(job.ctx.inventory.runtime, job.vmid, evidence)) {
     case RunState::running:
         job.plan.refusals.push_back({"VM " + id + " is running (" + evidence + ")", {"shut it down first: qm shutdown " + id}});
         break;
@@ -637,7 +619,7 @@ void check_mapping_name(const std::string& mapping, std::size_t cards)
 void read_mappings(VmJob& job)
 {
     MappingContext& mctx = job.mctx;
-    mctx.node = pve_node_name(job.ctx.fs);
+    mctx.node = job.ctx.inventory.runtime.node_name;
     if (job.ctx.fs.exists(k_pci_mapping_file)) {
         mctx.before = read_current(job.ctx, job.plan, k_pci_mapping_file);
         if (mctx.before) {
@@ -934,7 +916,7 @@ std::uint64_t new_vm_memory(VmJob& job, std::optional<std::uint64_t> vram)
 void add_new_vm_disks(VmJob& job, std::vector<std::string>& argv)
 {
     const VmProfile& profile = job.profile;
-    const auto storage = images_storage(job.ctx.fs);
+    const auto storage = images_storage(job.ctx.inventory.runtime);
     if (!storage) {
         job.plan.warnings.push_back("no storage for VM images found in /etc/pve/storage.cfg: VM " + job.id
                                     + " is created without a disk and without an EFI vars disk");
@@ -1070,7 +1052,7 @@ bool edit_bios(VmJob& job)
     if (profile.bios != "ovmf" || job.config.get("efidisk0")) {
         return true;
     }
-    const auto storage = vm_disk_storage(job.config) ? vm_disk_storage(job.config) : images_storage(job.ctx.fs);
+    const auto storage = vm_disk_storage(job.config) ? vm_disk_storage(job.config) : images_storage(job.ctx.inventory.runtime);
     if (storage) {
         job.plan.commands.push_back({qm_set_efidisk_argv(id, efidisk_volume(*storage, profile)),
                                      "VM " + id
