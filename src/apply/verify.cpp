@@ -175,8 +175,19 @@ std::string errno_text(int err)
     return std::strerror(err);
 }
 
-// "process 4242 (kvm, VM 101)": a process that has `node` open, from its
-// /proc/PID/fd links (readable as root), its comm and Proxmox's "-id N".
+// The guest name of QEMU's "-name NAME[,opts]" (or "-name guest=NAME,...").
+std::string qemu_guest_name(const std::string& arg)
+{
+    constexpr std::string_view guest = "guest=";
+    std::string name = arg.substr(0, arg.find(','));
+    if (name.starts_with(guest)) {
+        name.erase(0, guest.size());
+    }
+    return name;
+}
+
+// "process 4242 (kvm, VM 101, win11)": a process that holds a VFIO node, from
+// its comm and its command line's Proxmox "-id N" and QEMU "-name NAME".
 std::string describe_process(const util::HostFs& fs, const std::string& pid)
 {
     std::string out = "process " + pid;
@@ -186,17 +197,26 @@ std::string describe_process(const util::HostFs& fs, const std::string& pid)
     }
     if (auto cmdline = fs.read_file("/proc/" + pid + "/cmdline")) {
         const auto args = util::split(*cmdline, std::string_view("\0", 1));
+        std::string id;
+        std::string name;
         for (std::size_t i = 0; i + 1 < args.size(); ++i) {
-            if (args[i] == "-id") {
-                about.push_back("VM " + args[i + 1]);
-                break;
+            if (args[i] == "-id" && id.empty()) {
+                id = "VM " + args[i + 1];
+            } else if (args[i] == "-name" && name.empty()) {
+                name = qemu_guest_name(args[i + 1]);
+            }
+        }
+        for (auto* part : {&id, &name}) {
+            if (!part->empty()) {
+                about.push_back(*part);
             }
         }
     }
     return about.empty() ? out : out + " (" + util::join(about, ", ") + ")";
 }
 
-std::vector<std::string> holders_of(const util::HostFs& fs, const std::string& node)
+// The processes whose /proc/PID/fd links (readable as root) point at any of `nodes`.
+std::vector<std::string> holders_of(const util::HostFs& fs, const std::vector<std::string>& nodes)
 {
     std::vector<std::string> out;
     auto pids = fs.list_dir("/proc");
@@ -214,7 +234,7 @@ std::vector<std::string> holders_of(const util::HostFs& fs, const std::string& n
         }
         const bool holds = std::any_of(fds->begin(), fds->end(), [&](const std::string& fd) {
             auto target = fs.read_link(dir + "/" + fd);
-            return target && *target == node;
+            return target && std::find(nodes.begin(), nodes.end(), *target) != nodes.end();
         });
         if (holds) {
             out.push_back(describe_process(fs, pid));
@@ -223,32 +243,102 @@ std::vector<std::string> holders_of(const util::HostFs& fs, const std::string& n
     return out;
 }
 
-// The devices of group g that keep VFIO from calling it viable: on a driver
-// other than vfio-pci, pci-stub or pcieport (which lets VFIO own the group).
-std::vector<std::string> unviable_members(const scan::Inventory& inventory, int g)
+// What one verify asks VFIO about one group, and where it says its answers.
+struct GroupProbe
 {
-    std::vector<std::string> out;
-    auto it = inventory.groups.find(g);
-    if (it == inventory.groups.end()) {
-        return out;
+    const scan::Inventory& inventory;
+    const util::HostFs& fs;
+    const VerifyTarget& target;
+    int group;
+    const Checks& c;
+
+    std::string node() const { return "/dev/vfio/" + std::to_string(group); }
+    std::string cannot() const { return "VFIO cannot take IOMMU group " + std::to_string(group) + ": "; }
+    std::vector<scan::PciAddress> members() const
+    {
+        auto it = inventory.groups.find(group);
+        return it == inventory.groups.end() ? std::vector<scan::PciAddress>{} : it->second.devices;
     }
-    for (const auto& addr : it->second.devices) {
-        const auto* dev = inventory.find(addr);
-        if (dev != nullptr && dev->driver && *dev->driver != k_vfio && *dev->driver != "pci-stub" && *dev->driver != "pcieport") {
-            out.push_back(addr.str() + " (on " + *dev->driver + ")");
+};
+
+// The nodes through which a process can hold group g: its group node, and the
+// iommufd cdev of each member (/dev/vfio/devices/vfioN, named under the
+// function's vfio-dev/ in sysfs).
+std::vector<std::string> group_nodes(const GroupProbe& p)
+{
+    std::vector<std::string> nodes{p.node()};
+    for (const auto& addr : p.members()) {
+        if (auto cdevs = p.fs.list_dir("/sys/bus/pci/devices/" + addr.str() + "/vfio-dev")) {
+            for (const auto& cdev : *cdevs) {
+                nodes.push_back("/dev/vfio/devices/" + cdev);
+            }
         }
     }
-    return out;
+    return nodes;
+}
+
+// The group is taken by another user (EBUSY): a note naming who holds it, not a failure.
+void note_in_use(const GroupProbe& p, const std::string& how)
+{
+    const auto holders = holders_of(p.fs, group_nodes(p));
+    p.c.note(p.node() + " is in use by " + (holders.empty() ? "another process" : util::join(holders, ", ")) + " (" + how
+             + "): this is what a running VM looks like, not a failure; VFIO was not asked further");
+}
+
+// "passthru plan --vm 101 --gpus 0000:01:00": the plan that binds the group.
+std::string plan_command(const VerifyTarget& target)
+{
+    std::set<std::string> slots;
+    for (const auto& addr : target.functions) {
+        const std::string a = addr.str();
+        slots.insert(a.substr(0, a.rfind('.')));
+    }
+    return "passthru plan --vm " + (target.vmid ? std::to_string(*target.vmid) : std::string("VMID")) + " --gpus "
+           + util::join(std::vector<std::string>(slots.begin(), slots.end()), ",");
+}
+
+// VFIO_GROUP_GET_STATUS without VFIO_GROUP_FLAGS_VIABLE: each member on a
+// driver other than vfio-pci, pci-stub or pcieport (which leave DMA to VFIO)
+// is named with its id and driver. With none, another user owns the group's
+// DMA (a process on a member's iommufd cdev: a note when one is seen).
+void say_not_viable(const GroupProbe& p)
+{
+    std::vector<std::string> named;
+    std::vector<std::string> addrs;
+    for (const auto& addr : p.members()) {
+        const auto* dev = p.inventory.find(addr);
+        if (dev != nullptr && dev->driver && *dev->driver != k_vfio && *dev->driver != "pci-stub" && *dev->driver != "pcieport") {
+            const std::string id = dev->vendor_device();
+            named.push_back(addr.str() + (id.empty() ? "" : " [" + id + "]") + " on " + *dev->driver);
+            addrs.push_back(addr.str());
+        }
+    }
+    if (named.empty()) {
+        if (!holders_of(p.fs, group_nodes(p)).empty()) {
+            note_in_use(p, "not viable while its devices are open through the iommufd cdev");
+            return;
+        }
+        p.c.add(false, p.cannot() + "the group is not viable, though no member is on a host driver",
+                "another user holds the group's DMA ownership; check 'dmesg' for vfio messages and which process has "
+                "/dev/vfio/devices/* open");
+        return;
+    }
+    p.c.add(false, p.cannot() + "the group is not viable: " + util::join(named, ", "),
+            "every device of IOMMU group " + std::to_string(p.group) + " must be on vfio-pci (or pci-stub, or no driver): bind "
+                + util::join(addrs, ", ") + " to vfio-pci by adding it to passthru's plan with the card ('" + plan_command(p.target)
+                + "' shows what passthru binds in this group and why it refuses a device), or move the card to a slot with its own "
+                  "group");
 }
 
 // The container's IOMMU: type1v2, else type1, as QEMU picks it.
-bool vfio_set_iommu(VfioGroupCalls& vfio, const std::string& what, const Checks& c)
+bool vfio_set_iommu(VfioGroupCalls& vfio, const GroupProbe& p)
 {
     std::optional<VfioIommu> type;
     for (const auto t : {VfioIommu::type1v2, VfioIommu::type1}) {
         bool offered = false;
         if (const int err = vfio.has_iommu(t, offered); err != 0) {
-            c.add(false, what + "VFIO_CHECK_EXTENSION fails: " + errno_text(err), "load vfio_iommu_type1 (modprobe vfio_iommu_type1)");
+            p.c.add(false, p.cannot() + "VFIO_CHECK_EXTENSION fails: " + errno_text(err),
+                    "load vfio_iommu_type1 (modprobe vfio_iommu_type1)");
             return false;
         }
         if (offered) {
@@ -257,18 +347,22 @@ bool vfio_set_iommu(VfioGroupCalls& vfio, const std::string& what, const Checks&
         }
     }
     if (!type) {
-        c.add(false, what + "the container offers no type1 IOMMU",
-              "load vfio_iommu_type1 (modprobe vfio_iommu_type1) and check that the IOMMU is on");
+        p.c.add(false, p.cannot() + "the container offers no type1 IOMMU",
+                "load vfio_iommu_type1 (modprobe vfio_iommu_type1) and check that the IOMMU is on");
         return false;
     }
     if (const int err = vfio.set_container(); err != 0) {
-        c.add(false, what + "VFIO_GROUP_SET_CONTAINER fails: " + errno_text(err),
-              "another process may be using the group; check dmesg for vfio messages");
+        if (err == EBUSY) {
+            note_in_use(p, "VFIO_GROUP_SET_CONTAINER: " + errno_text(err));
+        } else {
+            p.c.add(false, p.cannot() + "VFIO_GROUP_SET_CONTAINER fails: " + errno_text(err),
+                    "another process may be using the group; check dmesg for vfio messages");
+        }
         return false;
     }
     if (const int err = vfio.set_iommu(*type); err != 0) {
-        c.add(false, what + "VFIO_SET_IOMMU fails: " + errno_text(err),
-              "check dmesg for DMAR / AMD-Vi errors; interrupt remapping or the IOMMU driver may refuse the group");
+        p.c.add(false, p.cannot() + "VFIO_SET_IOMMU fails: " + errno_text(err),
+                "check dmesg for DMAR / AMD-Vi errors; interrupt remapping or the IOMMU driver may refuse the group");
         return false;
     }
     return true;
@@ -276,79 +370,71 @@ bool vfio_set_iommu(VfioGroupCalls& vfio, const std::string& what, const Checks&
 
 // The group and its container: open, viable, a type1 IOMMU. False (with the
 // check line said) when VFIO stops before the devices.
-bool vfio_attach(VfioGroupCalls& vfio, const scan::Inventory& inventory, const util::HostFs& fs, int g, const Checks& c)
+bool vfio_attach(VfioGroupCalls& vfio, const GroupProbe& p)
 {
-    const std::string node = "/dev/vfio/" + std::to_string(g);
-    const std::string what = "VFIO cannot take IOMMU group " + std::to_string(g) + ": ";
     if (const int err = vfio.open_group(); err != 0) {
         if (err == EBUSY) {
-            const auto holders = holders_of(fs, node);
-            c.note(node + " is in use by " + (holders.empty() ? "another process" : util::join(holders, ", "))
-                   + ": this is what a running VM looks like, not a failure; VFIO was not asked further");
+            note_in_use(p, "open: " + errno_text(err));
         } else if (err != ENOENT) {
-            c.add(false, what + "opening " + node + " fails: " + errno_text(err),
-                  "run verify as root; the node belongs to VFIO (vfio-pci and vfio modules loaded)");
+            p.c.add(false, p.cannot() + "opening " + p.node() + " fails: " + errno_text(err),
+                    "run verify as root; the node belongs to VFIO (vfio-pci and vfio modules loaded)");
         }
         return false;
     }
     bool viable = false;
     if (const int err = vfio.group_viable(viable); err != 0) {
-        c.add(false, what + "VFIO_GROUP_GET_STATUS fails: " + errno_text(err), "reload vfio-pci, or reboot");
+        p.c.add(false, p.cannot() + "VFIO_GROUP_GET_STATUS fails: " + errno_text(err), "reload vfio-pci, or reboot");
         return false;
     }
     if (!viable) {
-        const auto members = unviable_members(inventory, g);
-        c.add(false, what + "the group is not viable" + (members.empty() ? "" : ": " + util::join(members, ", ") + " on a host driver"),
-              "every device of the group must be on vfio-pci (or pci-stub, or no driver): pass those devices with the card, or "
-              "bind them to vfio-pci (driver_override), or move the card to a slot with its own group");
+        say_not_viable(p);
         return false;
     }
     int version = -1;
     if (const int err = vfio.open_container(version); err != 0 || version != vfio_api_version()) {
-        c.add(false,
-              what
-                  + (err != 0 ? "opening /dev/vfio/vfio fails: " + errno_text(err)
-                              : "/dev/vfio/vfio speaks VFIO API version " + std::to_string(version)),
-              "load the vfio module (modprobe vfio); check that /dev/vfio/vfio is VFIO's container node");
+        p.c.add(false,
+                p.cannot()
+                    + (err != 0 ? "opening /dev/vfio/vfio fails: " + errno_text(err)
+                                : "/dev/vfio/vfio speaks VFIO API version " + std::to_string(version)),
+                "load the vfio module (modprobe vfio); check that /dev/vfio/vfio is VFIO's container node");
         return false;
     }
-    return vfio_set_iommu(vfio, what, c);
+    return vfio_set_iommu(vfio, p);
 }
 
-// Every planned function of group g through VFIO: its device descriptor,
+// Every planned function of the group through VFIO: its device descriptor,
 // its regions and interrupts. One line per group when all is well.
-void check_vfio(VfioGroupCalls& vfio, const scan::Inventory& inventory, const util::HostFs& fs, int g,
-                const std::vector<scan::PciAddress>& functions, const Checks& c)
+void check_vfio(VfioGroupCalls& vfio, const GroupProbe& p, const std::vector<scan::PciAddress>& functions)
 {
-    if (!vfio_attach(vfio, inventory, fs, g, c)) {
+    if (!vfio_attach(vfio, p)) {
         return;
     }
+    const std::string g = std::to_string(p.group);
     std::vector<std::string> taken;
     bool failed = false;
     for (const auto& addr : functions) {
         VfioDeviceInfo info;
         if (const int err = vfio.device(addr.str(), info); err != 0) {
             failed = true;
-            c.add(false, "VFIO cannot open " + addr.str() + " in IOMMU group " + std::to_string(g) + ": " + errno_text(err),
-                  err == ENODEV
-                      ? "the function is not a VFIO device of this group: bind it to vfio-pci, and check that it is still in group "
-                            + std::to_string(g)
-                      : "check dmesg for vfio-pci messages about " + addr.str());
+            p.c.add(false, "VFIO cannot open " + addr.str() + " in IOMMU group " + g + ": " + errno_text(err),
+                    err == ENODEV
+                        ? "the function is not a VFIO device of this group: bind it to vfio-pci, and check that it is still in group " + g
+                        : "check dmesg for vfio-pci messages about " + addr.str());
             continue;
         }
         if (info.region_err != 0) {
             failed = true;
-            c.add(false,
-                  "VFIO refuses region " + std::to_string(info.refused_region) + " of " + addr.str() + ": " + errno_text(info.region_err),
-                  "check dmesg for vfio-pci messages about " + addr.str()
-                      + "; a BAR the firmware left unassigned needs the "
-                        "firmware's Above 4G decoding (or Resizable BAR off)");
+            p.c.add(false,
+                    "VFIO refuses region " + std::to_string(info.refused_region) + " of " + addr.str() + ": " + errno_text(info.region_err),
+                    "check dmesg for vfio-pci messages about " + addr.str()
+                        + "; a BAR the firmware left unassigned needs the "
+                          "firmware's Above 4G decoding (or Resizable BAR off)");
             continue;
         }
         taken.push_back(addr.str() + " (" + std::to_string(info.regions) + " regions, " + std::to_string(info.irqs) + " interrupt types)");
     }
     if (!failed) {
-        c.add(true, "VFIO takes IOMMU group " + std::to_string(g) + " (viable, type1 container): " + util::join(taken, ", "));
+        p.c.add(true, "VFIO takes IOMMU group " + g + " (viable, type1 container): " + util::join(taken, ", "));
     }
 }
 
@@ -357,16 +443,16 @@ void check_vfio_groups(const scan::Inventory& inventory, const util::HostFs& fs,
                        const VfioOpener& opener, const Checks& c)
 {
     for (int g : groups) {
-        const std::string node = "/dev/vfio/" + std::to_string(g);
+        const GroupProbe p{inventory, fs, target, g, c};
         if (!opener) {
             c.note("VFIO's answer for IOMMU group " + std::to_string(g) + ": not checked (--root)");
             continue;
         }
-        if (!fs.exists(node)) {
+        if (!fs.exists(p.node())) {
             auto cdevs = fs.list_dir("/dev/vfio/devices");
             if (cdevs && !cdevs->empty()) {
                 c.note("VFIO's answer for IOMMU group " + std::to_string(g) + ": not checked: only the iommufd cdev (/dev/vfio/devices/"
-                       + cdevs->front() + "...) exists on this kernel, no " + node);
+                       + cdevs->front() + "...) exists on this kernel, no " + p.node());
             }
             continue;
         }
@@ -378,7 +464,7 @@ void check_vfio_groups(const scan::Inventory& inventory, const util::HostFs& fs,
             }
         }
         auto vfio = opener(g);
-        check_vfio(*vfio, inventory, fs, g, functions, c);
+        check_vfio(*vfio, p, functions);
     }
 }
 

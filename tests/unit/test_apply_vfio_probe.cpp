@@ -2,8 +2,10 @@
 // verify's reading of the kernel's VFIO answers (apply/verify.cpp with the
 // calls of apply/vfio_probe.hpp behind a fake): a viable group attached to
 // a type1 container with every planned function opened is one ok line; a
-// group that is not viable names its devices on host drivers; EBUSY names
-// the process that holds the group and is not a failure; a function VFIO
+// group that is not viable names its devices on host drivers (id, driver,
+// and the plan that binds them); EBUSY on the group's open or on
+// VFIO_GROUP_SET_CONTAINER names the process that holds the group (its node
+// or a member's iommufd cdev) and is not a failure; a function VFIO
 // does not know, a refused region or a missing type1 IOMMU fail with the
 // kernel's errno text; under --root VFIO is "not checked", never "ok".
 #include <doctest/doctest.h>
@@ -190,9 +192,11 @@ TEST_SUITE("apply::vfio_probe")
         const auto* fail = v.find("VFIO cannot take IOMMU group 1: the group is not viable");
         REQUIRE(fail);
         CHECK_FALSE(fail->ok);
-        CHECK(fail->what.find("0000:02:00.0 (on igb)") != std::string::npos);
+        CHECK(fail->what.find("0000:02:00.0 [8086:1533] on igb") != std::string::npos);
         CHECK(fail->what.find("0000:00:01.0") == std::string::npos); // pcieport leaves a group viable
-        CHECK(fail->fix.find("vfio-pci") != std::string::npos);
+        CHECK(fail->what.find("0000:01:00.0") == std::string::npos); // on vfio-pci
+        CHECK(fail->fix.find("bind 0000:02:00.0 to vfio-pci") != std::string::npos);
+        CHECK(fail->fix.find("'passthru plan --vm VMID --gpus 0000:01:00'") != std::string::npos);
         CHECK_FALSE(v.report.all_ok());
         CHECK(a.calls == std::vector<std::string>{"open_group", "group_viable"});
     }
@@ -212,7 +216,7 @@ TEST_SUITE("apply::vfio_probe")
         FakeAnswers a;
         a.open_err = EBUSY;
         auto v = verify(host, &a);
-        const auto* busy = v.find("/dev/vfio/1 is in use by process 4242 (kvm, VM 101)");
+        const auto* busy = v.find("/dev/vfio/1 is in use by process 4242 (kvm, VM 101, win11) (open: Device or resource busy)");
         REQUIRE(busy);
         CHECK(busy->note);
         CHECK(busy->ok);
@@ -277,6 +281,55 @@ TEST_SUITE("apply::vfio_probe")
         v = verify(host, &old);
         REQUIRE(v.find("/dev/vfio/vfio speaks VFIO API version 7"));
         CHECK_FALSE(v.report.all_ok());
+    }
+
+    TEST_CASE("EBUSY from VFIO_GROUP_SET_CONTAINER: the group is in use, a note naming who holds its iommufd cdev")
+    {
+        FakeHost host;
+        card_host(host);
+        host.dir.write("sys/bus/pci/devices/0000:01:00.1/vfio-dev/vfio3/dev", "511:3\n");
+        host.dir.symlink("proc/900/fd/12", "/dev/vfio/devices/vfio3");
+        host.dir.write("proc/900/comm", "qemu-system-x86\n");
+        host.dir.write("proc/900/cmdline", std::string("qemu-system-x86_64\0-name\0guest=lab,debug-threads=on\0", 52));
+        FakeAnswers a;
+        a.set_container_err = EBUSY;
+        const auto v = verify(host, &a);
+        const auto* busy =
+            v.find("/dev/vfio/1 is in use by process 900 (qemu-system-x86, lab) (VFIO_GROUP_SET_CONTAINER: Device or resource busy)");
+        REQUIRE(busy);
+        CHECK(busy->note);
+        CHECK(busy->what.find("this is what a running VM looks like, not a failure") != std::string::npos);
+        CHECK(v.report.all_ok());
+        CHECK(a.calls.back() == "set_container");
+
+        FakeAnswers perm; // any other errno stays a failure
+        perm.set_container_err = EINVAL;
+        CHECK_FALSE(verify(host, &perm).report.all_ok());
+    }
+
+    TEST_CASE("not viable with every member on vfio-pci: in use through a cdev is a note, else a failure")
+    {
+        FakeHost host;
+        card_host(host);
+        FakeAnswers a;
+        a.viable = false;
+        auto v = verify(host, &a);
+        const auto* fail = v.find("VFIO cannot take IOMMU group 1: the group is not viable, though no member is on a host driver");
+        REQUIRE(fail);
+        CHECK_FALSE(fail->ok);
+        CHECK_FALSE(v.report.all_ok());
+
+        host.dir.write("sys/bus/pci/devices/0000:01:00.0/vfio-dev/vfio0/dev", "511:0\n");
+        host.dir.symlink("proc/4242/fd/31", "/dev/vfio/devices/vfio0");
+        host.dir.write("proc/4242/comm", "kvm\n");
+        FakeAnswers b;
+        b.viable = false;
+        v = verify(host, &b);
+        const auto* busy =
+            v.find("/dev/vfio/1 is in use by process 4242 (kvm) (not viable while its devices are open through the iommufd cdev)");
+        REQUIRE(busy);
+        CHECK(busy->note);
+        CHECK(v.report.all_ok());
     }
 
     TEST_CASE("under --root VFIO is not asked: a note, never ok")

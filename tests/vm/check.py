@@ -452,6 +452,33 @@ def check_passthrough(ck, files, drivers_before, groups):
     grp = groups.get(CARD_VGA)
     ck.check(re.search(r"\s%s$" % grp, text(files, "dev-vfio.out") or "", re.M) is not None,
              "/dev/vfio/%s exists" % grp, text(files, "dev-vfio.out"))
+    check_vfio_answers(ck, files, grp, vout)
+
+
+def check_vfio_answers(ck, files, grp, vout):
+    """verify asked the guest kernel's VFIO itself: the group viable in a type1 container,
+    a device descriptor and described regions for both card functions; and with another
+    process holding the group open (as a running VM's QEMU does), a note naming it."""
+    line = re.search(r"^\s*ok\s+VFIO takes IOMMU group %s \(viable, type1 container\): (.*)$" % grp, vout, re.M)
+    taken = {a: (int(r), int(i)) for a, r, i in
+             re.findall(r"(0000:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]) \((\d+) regions, (\d+) interrupt types\)",
+                        line.group(1) if line else "")}
+    ck.check(sorted(taken) == [CARD_VGA, CARD_AUDIO] and all(r > 0 and i > 0 for r, i in taken.values()),
+             "verify's VFIO check: group %s viable, a type1 container, a device fd with regions and interrupts for "
+             "both card functions" % grp, line.group(0) if line else vout[-600:])
+    ck.check(not re.search(r"^\s*(FAIL|note)\s+.*VFIO", vout, re.M), "verify has no VFIO failure or note on the idle group",
+             vout[-600:])
+    if line:
+        print("       evidence: %s" % line.group(0).strip())
+    bout = (text(files, "verify-busy.out") or "") + (text(files, "verify-busy.err") or "")
+    holder = re.search(r"holder pid (\d+)", bout)
+    busy = holder and re.search(r"^\s*note\s+/dev/vfio/%s is in use by process %s( \([^)]*\))? \(open: Device or resource "
+                                r"busy\): this is what a running VM looks like" % (grp, holder.group(1)), bout, re.M)
+    ck.check(rc(files, "verify-busy") == 0 and busy is not None,
+             "with another process holding /dev/vfio/%s, verify exits 0 and names that process in a note" % grp,
+             step_detail(files, "verify-busy"))
+    if busy:
+        print("       evidence: %s" % busy.group(0).strip())
 
 
 def check_smoke(ck, files, groups):

@@ -117,6 +117,25 @@ reload_drivers() {
     return $rc
 }
 
+# verify while another process holds the card's VFIO group open, as a running VM's QEMU
+# does: the group's open answers EBUSY, and verify should name the holder. The holder is a
+# busybox sleep with the group node open on descriptor 9, ended afterwards.
+verify_busy() {
+    cd -P /sys/bus/pci/devices/0000:04:00.0/iommu_group 2>/dev/null || { echo "the card has no IOMMU group"; return 0; }
+    grp=${PWD##*/}
+    cd /
+    [ -e "/dev/vfio/$grp" ] || { echo "no /dev/vfio/$grp"; return 0; }
+    sleep 600 9<>"/dev/vfio/$grp" &
+    holder=$!
+    sleep 1
+    echo "holder pid $holder holds /dev/vfio/$grp"
+    passthru verify --vm 101
+    rc=$?
+    kill "$holder"
+    wait "$holder" 2>/dev/null
+    return $rc
+}
+
 # Used only when the image holds no passthru binary (harness smoke test): bind the card's
 # two functions to vfio-pci the way the kernel documents (driver_override, unbind, probe).
 smoke_bind() {
@@ -302,6 +321,7 @@ if [ -x /usr/sbin/passthru ]; then
     step reload reload_drivers
     step drivers-after drivers
     step verify passthru verify --vm 101
+    step verify-busy verify_busy
     step dev-vfio ls -l /dev/vfio
 else
     say "no passthru binary in the image: smoke test only"
