@@ -323,11 +323,13 @@ stage() {
     # The same for systemd's generators that have nothing to find on this root (no
     # encrypted, verity or integrity volumes, no GPT auto-discovery, no resume device, no
     # SysV scripts, no TPM): each is a process linked to libsystemd-shared at every boot and
-    # at every daemon-reload. fstab's generator stays: it mounts the root read-write.
+    # at every daemon-reload. fstab's generator stays: it mounts the root read-write; and
+    # systemd-debug-generator stays: the trial entry's systemd.wants=passthru-trial.timer
+    # is read by it (without it the trial's watchdog is never started).
     local gen
     mkdir -p "$r/etc/systemd/system-generators"
     for gen in systemd-cryptsetup-generator systemd-integritysetup-generator systemd-veritysetup-generator \
-        systemd-gpt-auto-generator systemd-hibernate-resume-generator systemd-debug-generator \
+        systemd-gpt-auto-generator systemd-hibernate-resume-generator \
         systemd-run-generator systemd-system-update-generator systemd-rc-local-generator \
         systemd-sysv-generator systemd-ssh-generator systemd-tpm2-generator systemd-getty-generator; do
         ln -sfn /dev/null "$r/etc/systemd/system-generators/$gen"
