@@ -2,7 +2,7 @@
 // The modprobe.d side of the host planner: the host's effective configuration
 // as libkmod reads it from files under the root (plan/host/modprobe_config.cpp),
 // the line locator (format/modprobe_d.cpp), and what plan_modprobe does with
-// lines of other files (plan/host/modprobe.cpp).
+// lines of other files (plan/host/modprobe_fixes.cpp).
 #include <doctest/doctest.h>
 
 #include <sched.h>
