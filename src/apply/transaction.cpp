@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+// run_transaction and its steps (apply/transaction.hpp): preflight, write-ahead,
+// the files and domains, the after-steps (run in apply/transaction_after_steps.cpp),
+// the commit, and the restore of a failed transaction (apply/transaction_restore.cpp).
 #include "apply/transaction.hpp"
 
 #include <algorithm>
-#include <array>
-#include <chrono>
-#include <cstdio>
 #include <set>
 
-#include "format/pve_config.hpp"
-#include "plan/after_step.hpp"
+#include "apply/transaction_detail.hpp"
 #include "scan/libvirt_domain.hpp"
 #include "util/fault.hpp"
 #include "util/sha256.hpp"
@@ -17,7 +16,7 @@
 
 namespace passthru::apply {
 
-namespace {
+namespace detail {
 
 void check(Result<void> r)
 {
@@ -59,6 +58,18 @@ std::string type_name(util::FileType type)
     return "unknown";
 }
 
+} // namespace detail
+
+namespace {
+
+using detail::check;
+using detail::emit;
+using detail::record_after_state;
+using detail::remove_temp_files;
+using detail::run_after_step;
+using detail::shown;
+using detail::type_name;
+
 struct CurrentFile
 {
     util::FileInfo info;
@@ -85,98 +96,9 @@ Error replan_error(const std::string& message)
         .with_hint("the host changed since the plan was made; run 'passthru plan' again and review the new plan");
 }
 
-// The value of a VM config key naming a volume ("local:101/vm-101-disk-0.raw").
-std::optional<std::string> config_volume(const util::HostFs& fs, const plan::StepCreates& c)
-{
-    auto text = fs.read_file(c.config_path);
-    if (!text) {
-        return std::nullopt;
-    }
-    const auto value = format::pve::VmConfig::parse(*text).get(c.config_key);
-    if (!value) {
-        return std::nullopt;
-    }
-    return format::pve::PropertyString::parse(*value).get("");
-}
-
-// Runs an after-step and, when it really ran (not only recorded under --root),
-// says how long it took: update-initramfs takes minutes on a big host.
-Result<util::CommandResult> run_timed(util::CommandRunner& runner, const std::vector<std::string>& argv, const Progress& progress,
-                                      const std::string& prefix)
-{
-    const auto started = std::chrono::steady_clock::now();
-    auto result = runner.run(argv);
-    if (result && runner.mode() != util::RunMode::record) {
-        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
-        std::array<char, 32> secs{};
-        std::snprintf(secs.data(), secs.size(), "%.1f", took.count());
-        emit(progress, prefix + "took " + secs.data() + " s: " + util::shell_quote(argv));
-    }
-    return result;
-}
-
-// Runs after-step i and records its outcome: status, exit code, what it
-// allocated, and on failure its last output lines.
-void run_after_step(const util::HostFs& fs, util::CommandRunner& runner, std::vector<JournalCommand>& commands, std::size_t i,
-                    const Progress& progress)
-{
-    auto& cmd = commands[i];
-    const std::string which = "after-step " + std::to_string(i + 1) + "/" + std::to_string(commands.size());
-    emit(progress, "[" + std::to_string(i + 1) + "/" + std::to_string(commands.size()) + "] " + util::shell_quote(cmd.argv));
-    const auto creates = plan::after_step_effects(cmd.argv).creates;
-    std::vector<std::optional<std::string>> before;
-    before.reserve(creates.size());
-    for (const auto& c : creates) {
-        before.push_back(config_volume(fs, c));
-    }
-    auto result = run_timed(runner, cmd.argv, progress, "[" + std::to_string(i + 1) + "/" + std::to_string(commands.size()) + "] ");
-    if (!result) {
-        cmd.status = CommandStatus::failed;
-        Error err(result.error().code(), which + " " + util::shell_quote(cmd.argv) + " failed: " + result.error().what());
-        throw err;
-    }
-    cmd.exit_code = result->exit_code;
-    cmd.status = runner.mode() == util::RunMode::record ? CommandStatus::recorded : CommandStatus::ran;
-    if (runner.mode() != util::RunMode::record) {
-        for (std::size_t k = 0; k < creates.size(); ++k) {
-            auto now = config_volume(fs, creates[k]);
-            if (now && now != before[k]) {
-                cmd.created.push_back(JournalResource{creates[k].kind, *now, creates[k].vm, creates[k].config_key});
-            }
-        }
-    }
-    if (result->exit_code != 0) {
-        cmd.status = CommandStatus::failed;
-        Error err(Errc::io, which + " " + util::shell_quote(cmd.argv) + " failed with exit code " + std::to_string(result->exit_code));
-        auto lines = util::split_lines(result->output);
-        const std::size_t from = lines.size() > 5 ? lines.size() - 5 : 0;
-        for (std::size_t l = from; l < lines.size(); ++l) {
-            err.with_hint("output: " + lines[l]);
-            cmd.output.push_back(lines[l]);
-        }
-        throw err;
-    }
-}
-
-// The generation records each journaled file as it is after the
-// after-steps ran (qm rewrites the VM config it edits), so a later rollback
-// compares against what is really on disk.
-void record_after_state(const util::HostFs& fs, Manifest& m)
-{
-    for (auto& f : m.files) {
-        const auto info = fs.stat(f.path);
-        if (info.type == util::FileType::missing) {
-            f.after_sha256 = std::nullopt;
-        } else if (info.type == util::FileType::regular) {
-            auto text = fs.read_file(f.path);
-            if (text) {
-                f.after_sha256 = util::sha256_hex(*text);
-            }
-        }
-    }
-}
-
 } // namespace
+
+namespace detail {
 
 // Removes the temporary files HostFs::write_file_atomic may have left next
 // to `path` (a kill -9 between writing one and renaming it onto `path`); their
@@ -201,26 +123,7 @@ void remove_temp_files(const util::HostFs& fs, const std::string& path, std::vec
     }
 }
 
-bool rerun_after_restore(const std::vector<std::string>& argv)
-{
-    return !argv.empty() && plan::after_step_effects(argv).undo == plan::StepUndo::rerun;
-}
-
-std::string volume_text(const JournalResource& r, const JournalCommand& by)
-{
-    return "volume " + r.id + " (VM " + r.vm + "'s " + r.config_key + ", allocated by " + util::shell_quote(by.argv) + ")";
-}
-
-std::vector<std::string> kept_resources(const JournalCommand& cmd)
-{
-    std::vector<std::string> out;
-    out.reserve(cmd.created.size());
-    for (const auto& r : cmd.created) {
-        out.push_back(volume_text(r, cmd)
-                      + " is kept and no longer in the VM config; remove it with: " + util::shell_quote(plan::free_volume_argv(r.id)));
-    }
-    return out;
-}
+} // namespace detail
 
 TransactionSpec spec_from_plan(const plan::Plan& plan)
 {
@@ -537,200 +440,6 @@ TransactionReport run_transaction(const Journal& journal, util::CommandRunner& r
     }
     report.commands = m.commands;
     return report;
-}
-
-namespace {
-
-// One file back to its pre-image (or removed when it did not exist);
-// throws with what went wrong. Returns false when nothing needed doing.
-bool restore_file(const Journal& journal, const Manifest& m, const JournalFile& f, const Progress& progress)
-{
-    const util::HostFs& fs = journal.fs();
-    check(util::fault::check("restore", f.path));
-    const util::FileInfo info = fs.stat(f.path);
-    if (!f.before_sha256) {
-        // It did not exist before: remove what the transaction created.
-        if (info.type == util::FileType::missing) {
-            return false;
-        }
-        if (info.type != util::FileType::regular) {
-            throw Error(Errc::io, "it is now " + type_name(info.type) + ", not the file passthru created");
-        }
-        emit(progress, "removing " + f.path);
-        check(fs.remove_file(f.path));
-        return true;
-    }
-    auto pre = journal.read_pre_image(m.id, f.path);
-    if (!pre) {
-        throw Error(Errc::io, std::string("its pre-image is unreadable: ") + pre.error().what());
-    }
-    if (util::sha256_hex(*pre) != *f.before_sha256) {
-        throw Error(Errc::io, "its pre-image in generation " + std::to_string(m.id) + " does not match the recorded checksum");
-    }
-    if (info.type == util::FileType::regular) {
-        auto now = fs.read_file(f.path);
-        if (now && util::sha256_hex(*now) == *f.before_sha256) {
-            return false; // never touched, or already restored
-        }
-    } else if (info.type != util::FileType::missing) {
-        throw Error(Errc::io, "it is now " + type_name(info.type));
-    } else {
-        check(fs.create_directories(util::dir_name(f.path)));
-    }
-    emit(progress, "restoring " + f.path);
-    check(fs.write_file_atomic(f.path, *pre, f.mode, util::FsSync::yes, util::FileOwnership{f.mode, f.uid, f.gid}));
-    auto back = fs.read_file(f.path);
-    if (!back || util::sha256_hex(*back) != *f.before_sha256) {
-        throw Error(Errc::io, "it does not read back as its pre-image");
-    }
-    return true;
-}
-
-void restore_files(const Journal& journal, const Manifest& m, const Progress& progress, RestoreReport& rep)
-{
-    const util::HostFs& fs = journal.fs();
-    for (auto it = m.files.rbegin(); it != m.files.rend(); ++it) {
-        const JournalFile& f = *it;
-        try {
-            if (restore_file(journal, m, f, progress)) {
-                rep.restored.push_back(f.path);
-            }
-        } catch (const Error& e) {
-            std::string what = f.path + ": " + e.what() + "; ";
-            if (f.before_sha256) {
-                what += "restore it by hand: cp -p " + shown(fs, Journal::pre_image_path(m.id, f.path)) + " " + shown(fs, f.path);
-            } else {
-                what += "it did not exist before: remove it by hand: rm " + shown(fs, f.path);
-            }
-            rep.failures.push_back(std::move(what));
-        }
-    }
-    for (const auto& f : m.files) {
-        remove_temp_files(fs, f.path, rep.failures);
-    }
-    for (auto it = m.created_dirs.rbegin(); it != m.created_dirs.rend(); ++it) {
-        if (!fs.is_dir(*it) || fs.stat(*it).type != util::FileType::directory) {
-            continue;
-        }
-        auto entries = fs.list_dir(*it);
-        if (!entries || !entries->empty()) {
-            continue; // something else lives there now: keep it
-        }
-        if (auto r = fs.remove_directory(*it); !r) {
-            rep.failures.push_back(*it + ": " + r.error().what() + "; it did not exist before: rmdir " + shown(fs, *it));
-        }
-    }
-}
-
-void restore_domains(const Journal& journal, const Manifest& m, const Progress& progress, const DomainHooks* domains, RestoreReport& rep)
-{
-    const util::HostFs& fs = journal.fs();
-    for (auto it = m.domains.rbegin(); it != m.domains.rend(); ++it) {
-        plan::DomainChange dc;
-        dc.uri = it->uri;
-        dc.name = it->name;
-        if (it->had_before) {
-            auto pre = journal.read_domain_pre_image(m.id, it->name);
-            if (!pre) {
-                rep.failures.push_back("libvirt domain " + it->name + ": its pre-image is unreadable; define it by hand from "
-                                       + shown(fs, Journal::domain_pre_image_path(m.id, it->name)));
-                continue;
-            }
-            dc.before_xml = std::move(*pre);
-        }
-        if (!fs.is_live() && !scan::is_in_process_uri(it->uri)) {
-            rep.failures.push_back("libvirt domain " + it->name + ": under --root passthru connects to no libvirt daemon (" + it->uri
-                                   + "); on the host: "
-                                   + (it->had_before ? "virsh define " + shown(fs, Journal::domain_pre_image_path(m.id, it->name))
-                                                     : "virsh undefine " + it->name));
-            continue;
-        }
-        if (domains == nullptr || !domains->restore) {
-            rep.failures.push_back("libvirt domain " + it->name + ": cannot restore it in this build; "
-                                   + (it->had_before ? "virsh define " + shown(fs, Journal::domain_pre_image_path(m.id, it->name))
-                                                     : "virsh undefine " + it->name));
-            continue;
-        }
-        emit(progress, "restoring libvirt domain " + it->name);
-        if (auto r = domains->restore(dc); !r) {
-            rep.failures.push_back("libvirt domain " + it->name + ": " + r.error().what());
-        }
-    }
-}
-
-// After-steps of a generation whose steps started: the re-runnable ones run
-// again on the restored files; the others are named as not undone.
-void undo_after_steps(util::CommandRunner& runner, const Manifest& m, const Progress& progress, RestoreReport& rep)
-{
-    std::size_t n = 0;
-    for (const auto& cmd : m.commands) {
-        if (cmd.undo == plan::StepUndo::rerun) {
-            ++n;
-            emit(progress, "re-running " + util::shell_quote(cmd.argv));
-            auto result = run_timed(runner, cmd.argv, progress, "");
-            if (!result || result->exit_code != 0) {
-                rep.failures.push_back(util::shell_quote(cmd.argv) + ": "
-                                       + (result ? "exit code " + std::to_string(result->exit_code) : std::string(result.error().what()))
-                                       + "; run it by hand once the files above are restored");
-            }
-            continue;
-        }
-        if (cmd.status != CommandStatus::ran && cmd.status != CommandStatus::failed) {
-            continue; // never run (or only recorded): nothing to undo
-        }
-        if (cmd.undo == plan::StepUndo::command) {
-            const auto undo = plan::after_step_effects(cmd.argv).undo_argv;
-            emit(progress, "undoing " + util::shell_quote(cmd.argv) + " with " + util::shell_quote(undo));
-            auto result = runner.run(undo);
-            if (!result || result->exit_code != 0) {
-                rep.failures.push_back(util::shell_quote(undo) + ": "
-                                       + (result ? "exit code " + std::to_string(result->exit_code) : std::string(result.error().what()))
-                                       + "; run it by hand");
-            }
-            continue;
-        }
-        for (auto& k : kept_resources(cmd)) {
-            rep.not_undone.push_back(std::move(k));
-        }
-        if (cmd.undo == plan::StepUndo::manual) {
-            rep.not_undone.push_back(util::shell_quote(cmd.argv)
-                                     + (cmd.manual_undo.empty() ? "" : "; undo it by hand: " + util::join(cmd.manual_undo, "; ")));
-        }
-    }
-    rep.commands_rerun = n > 0;
-}
-
-} // namespace
-
-RestoreReport restore_generation(const Journal& journal, util::CommandRunner& runner, Manifest& m, const Progress& progress,
-                                 const DomainHooks* domains)
-{
-    RestoreReport rep;
-    restore_files(journal, m, progress, rep);
-    restore_domains(journal, m, progress, domains, rep);
-    if (m.commands_started) {
-        undo_after_steps(runner, m, progress, rep);
-    }
-    m.state = rep.failures.empty() ? GenerationState::rolled_back : GenerationState::restore_failed;
-    m.manual_steps = rep.failures;
-    m.finished = utc_now();
-    if (auto r = journal.save(m); !r) {
-        // The files are what matters; a stale "pending" only makes the next
-        // command offer the (idempotent) restore again.
-        emit(progress, std::string("warning: cannot record the outcome in the journal: ") + r.error().what());
-    }
-    return rep;
-}
-
-Error rollback_failed_error(std::uint64_t id, std::string_view what, const RestoreReport& report)
-{
-    Error err(Errc::rollback_failed,
-              std::string(what) + "; restoring generation " + std::to_string(id) + " failed too, so the host is half-changed");
-    for (const auto& f : report.failures) {
-        err.with_hint(f);
-    }
-    err.with_hint("after fixing these by hand, run 'passthru rollback' again to check (it skips files already restored)");
-    return err;
 }
 
 } // namespace passthru::apply
