@@ -18,14 +18,21 @@
 #include <random>
 
 #include "util/fault.hpp"
+#include "util/host_fs_detail.hpp"
 #include "util/temp_name.hpp"
 
 namespace passthru::util {
 
 namespace {
 
-constexpr int k_max_symlinks = 40; // same limit as the kernel's path walk
-constexpr int k_lock_attempts = 8; // opens of a lock file that its holder keeps unlinking
+std::string errno_text(int err)
+{
+    return std::strerror(err);
+}
+
+} // namespace
+
+namespace detail {
 
 std::vector<std::string> split_components(std::string_view path)
 {
@@ -60,52 +67,256 @@ std::string join_components(const std::vector<std::string>& parts)
     return out;
 }
 
-std::string errno_text(int err)
-{
-    return std::strerror(err);
-}
-
 Error io_error(std::string_view what, std::string_view path, int err)
 {
     return Error(err == ENOENT ? Errc::not_found : Errc::io, std::string(what) + " " + std::string(path) + ": " + errno_text(err));
 }
 
-enum class ShortRead
-{
-    continue_reading, // procfs (seq_file) returns a page at a time
-    is_end,           // sysfs attributes fit in one read
-};
+} // namespace detail
 
-std::optional<std::string> read_fd_all(int fd, std::size_t max_bytes, ShortRead short_read = ShortRead::continue_reading)
+namespace detail {
+
+// Writes all of content to fd; 0 or the errno of the failure.
+int write_all(int fd, std::string_view content)
 {
-    std::string out;
-    char buf[8192];
-    while (out.size() < max_bytes) {
-        const std::size_t want = std::min(sizeof buf, max_bytes - out.size());
-        const ssize_t n = ::read(fd, buf, want);
+    std::size_t off = 0;
+    while (off < content.size()) {
+        const ssize_t n = ::write(fd, content.data() + off, content.size() - off);
         if (n < 0) {
             if (errno == EINTR) {
                 continue;
             }
-            return std::nullopt;
+            return errno;
         }
-        if (n == 0) {
-            break;
-        }
-        out.append(buf, static_cast<std::size_t>(n));
-        if (short_read == ShortRead::is_end && static_cast<std::size_t>(n) < want) {
-            break;
-        }
+        off += static_cast<std::size_t>(n);
     }
-    return out;
+    return 0;
 }
 
-void trim_right(std::string& s)
+} // namespace detail
+
+using detail::io_error;
+using detail::join_components;
+using detail::k_max_symlinks;
+using detail::split_components;
+using detail::UniqueFd;
+using detail::write_all;
+
+namespace {
+
+// openat2(2) of host_path with RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS on the
+// descriptor of the root: the kernel resolves every component, symlink bodies
+// and ".." included, as if root_fd were "/", in one walk that a concurrent
+// rename cannot lead outside it. -1 with errno set on failure.
+int openat2_in_root(int root_fd, std::string_view host_path, int flags, mode_t mode = 0)
 {
-    while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\0')) {
-        s.pop_back();
+    std::string rel(host_path);
+    const auto first = rel.find_first_not_of('/');
+    rel.erase(0, first == std::string::npos ? rel.size() : first);
+    if (rel.empty()) {
+        rel = ".";
     }
+    open_how how{};
+    how.flags = static_cast<std::uint64_t>(flags | O_CLOEXEC);
+    how.mode = (flags & (O_CREAT | O_TMPFILE)) != 0 ? mode : 0;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    // With RESOLVE_IN_ROOT the kernel answers EAGAIN when a rename or mount anywhere on the
+    // system raced the resolution of a ".." component; the call may simply be retried
+    // (docs/facts.md: openat2). Bounded, so a sustained race fails closed with EAGAIN.
+    constexpr int max_attempts = 256;
+    long fd = -1;
+    for (int attempt = 0; attempt < max_attempts; ++attempt) {
+        fd = ::syscall(SYS_openat2, root_fd, rel.c_str(), &how, sizeof how);
+        if (fd >= 0 || errno != EAGAIN) {
+            break;
+        }
+    }
+    return static_cast<int>(fd);
 }
+
+} // namespace
+
+std::string join_host_path(std::string_view dir, std::string_view target)
+{
+    std::vector<std::string> parts;
+    if (target.empty() || target.front() != '/') {
+        parts = split_components(dir);
+    }
+    for (auto& comp : split_components(target)) {
+        if (comp == ".") {
+            continue;
+        }
+        if (comp == "..") {
+            if (!parts.empty()) {
+                parts.pop_back();
+            }
+            continue;
+        }
+        parts.push_back(std::move(comp));
+    }
+    return join_components(parts);
+}
+
+std::string_view base_name(std::string_view host_path)
+{
+    while (host_path.size() > 1 && host_path.back() == '/') {
+        host_path.remove_suffix(1);
+    }
+    const auto pos = host_path.rfind('/');
+    return pos == std::string_view::npos ? host_path : host_path.substr(pos + 1);
+}
+
+std::string dir_name(std::string_view host_path)
+{
+    auto parts = split_components(host_path);
+    if (!parts.empty()) {
+        parts.pop_back();
+    }
+    return join_components(parts);
+}
+
+Result<HostFs> HostFs::open(const std::filesystem::path& root)
+{
+    std::error_code ec;
+    const auto canonical = std::filesystem::canonical(root, ec);
+    if (ec == std::errc::permission_denied) {
+        return tl::unexpected(io_error("cannot read root", root.string(), EACCES));
+    }
+    if (ec || !std::filesystem::is_directory(canonical, ec)) {
+        return fail(Errc::not_found, "root " + root.string() + " is not an existing directory");
+    }
+    const bool live = canonical == std::filesystem::path("/");
+    if (::access(canonical.c_str(), R_OK | X_OK) != 0) {
+        // Else every read below fails alike and scan reports "no PCI devices".
+        return tl::unexpected(io_error("cannot read root", canonical.string(), errno));
+    }
+    const int fd = ::open(canonical.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        return tl::unexpected(io_error("cannot open root", canonical.string(), errno));
+    }
+    auto root_fd = std::shared_ptr<const int>(new int(fd), [](const int* p) {
+        ::close(*p);
+        delete p;
+    });
+    // Every access goes through openat2(2); without it nothing keeps a path
+    // inside the root while someone renames its directories: fail closed.
+    const UniqueFd probe(openat2_in_root(fd, "/", O_PATH | O_DIRECTORY));
+    if (!probe.ok()) {
+        const int err = errno;
+        if (err == ENOSYS || err == EPERM || err == EINVAL || err == E2BIG) {
+            return tl::unexpected(Error(Errc::precondition, "this kernel offers no openat2(2) (" + errno_text(err)
+                                                                + "): passthru cannot keep its reads and writes inside "
+                                                                + canonical.string())
+                                      .with_hint("run passthru on Linux 5.6 or later (Debian 12's kernel has openat2), "
+                                                 "outside a seccomp filter that blocks it"));
+        }
+        return tl::unexpected(io_error("cannot open root", canonical.string(), err));
+    }
+    return HostFs(canonical, live, std::move(root_fd));
+}
+
+std::string HostFs::local_str(const std::string& resolved_host_path) const
+{
+    if (m_live) {
+        return resolved_host_path;
+    }
+    if (resolved_host_path == "/") {
+        return m_root.string();
+    }
+    return m_root.string() + resolved_host_path;
+}
+
+// Only for names (resolve(), local(), HostDir::path()): no file is opened,
+// created or removed through the path this returns.
+Result<std::string> HostFs::resolve_impl(std::string_view host_path, bool follow_last) const
+{
+    std::deque<std::string> todo;
+    for (auto& c : split_components(host_path)) {
+        todo.push_back(std::move(c));
+    }
+    std::vector<std::string> done;
+    int links = 0;
+    bool missing = false;
+    while (!todo.empty()) {
+        std::string comp = std::move(todo.front());
+        todo.pop_front();
+        if (comp == ".") {
+            continue;
+        }
+        if (comp == "..") {
+            if (!done.empty()) {
+                done.pop_back();
+            }
+            continue;
+        }
+        done.push_back(comp);
+        if (missing || (!follow_last && todo.empty())) {
+            continue;
+        }
+        const std::string local = local_str(join_components(done));
+        struct stat st
+        {};
+        if (::lstat(local.c_str(), &st) != 0) {
+            // The rest does not exist yet (a file about to be created).
+            missing = true;
+            continue;
+        }
+        if (!S_ISLNK(st.st_mode)) {
+            continue;
+        }
+        if (++links > k_max_symlinks) {
+            return fail(Errc::io, "too many levels of symbolic links in " + std::string(host_path));
+        }
+        char buf[4096];
+        const ssize_t n = ::readlink(local.c_str(), buf, sizeof buf);
+        if (n < 0 || static_cast<std::size_t>(n) >= sizeof buf) {
+            return tl::unexpected(io_error("cannot read link", join_components(done), errno));
+        }
+        const std::string target(buf, static_cast<std::size_t>(n));
+        done.pop_back();
+        if (!target.empty() && target.front() == '/') {
+            done.clear(); // absolute targets are re-anchored at the root
+        }
+        auto parts = split_components(target);
+        for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
+            todo.push_front(*it);
+        }
+    }
+    return join_components(done);
+}
+
+Result<std::string> HostFs::resolve(std::string_view host_path) const
+{
+    return resolve_impl(host_path, true);
+}
+
+Result<std::filesystem::path> HostFs::local(std::string_view host_path) const
+{
+    auto resolved = resolve_impl(host_path, true);
+    if (!resolved) {
+        return tl::unexpected(resolved.error());
+    }
+    return std::filesystem::path(local_str(*resolved));
+}
+
+int HostFs::open_in_root(std::string_view host_path, int flags, mode_t mode) const
+{
+    return openat2_in_root(*m_root_fd, host_path, flags, mode);
+}
+
+int HostFs::open_parent(std::string_view host_path, std::string& name, int flags) const
+{
+    auto parts = split_components(host_path);
+    if (parts.empty() || parts.back() == "." || parts.back() == "..") {
+        errno = EINVAL;
+        return -1;
+    }
+    name = std::move(parts.back());
+    parts.pop_back();
+    return open_in_root(join_components(parts), flags | O_DIRECTORY);
+}
+
+namespace {
 
 // A random suffix for a temporary file name (getrandom(2); never predictable).
 std::string random_suffix()
@@ -131,23 +342,6 @@ std::string random_suffix()
         out += k_hex[b & 15];
     }
     return out;
-}
-
-// Writes all of content to fd; 0 or the errno of the failure.
-int write_all(int fd, std::string_view content)
-{
-    std::size_t off = 0;
-    while (off < content.size()) {
-        const ssize_t n = ::write(fd, content.data() + off, content.size() - off);
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            return errno;
-        }
-        off += static_cast<std::size_t>(n);
-    }
-    return 0;
 }
 
 // What is at FILE may be replaced only when it is a regular file (or
@@ -176,10 +370,6 @@ Result<void> local_target_refusal(int dfd, const std::string& name, const std::f
                                               : "a socket";
     return fail(Errc::precondition, path.string() + " is " + kind + ", not a regular file: refusing to replace it");
 }
-
-} // namespace
-
-namespace {
 
 // Removes the temporary files an earlier save_local_file of the same name
 // left when it was killed before its rename: ".NAME.passthru-" and 16 hex
@@ -278,44 +468,46 @@ Result<void> save_local_file(const std::filesystem::path& path, std::string_view
     return {};
 }
 
-std::string join_host_path(std::string_view dir, std::string_view target)
+namespace {
+
+enum class ShortRead
 {
-    std::vector<std::string> parts;
-    if (target.empty() || target.front() != '/') {
-        parts = split_components(dir);
-    }
-    for (auto& comp : split_components(target)) {
-        if (comp == ".") {
-            continue;
-        }
-        if (comp == "..") {
-            if (!parts.empty()) {
-                parts.pop_back();
+    continue_reading, // procfs (seq_file) returns a page at a time
+    is_end,           // sysfs attributes fit in one read
+};
+
+std::optional<std::string> read_fd_all(int fd, std::size_t max_bytes, ShortRead short_read = ShortRead::continue_reading)
+{
+    std::string out;
+    char buf[8192];
+    while (out.size() < max_bytes) {
+        const std::size_t want = std::min(sizeof buf, max_bytes - out.size());
+        const ssize_t n = ::read(fd, buf, want);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
             }
-            continue;
+            return std::nullopt;
         }
-        parts.push_back(std::move(comp));
+        if (n == 0) {
+            break;
+        }
+        out.append(buf, static_cast<std::size_t>(n));
+        if (short_read == ShortRead::is_end && static_cast<std::size_t>(n) < want) {
+            break;
+        }
     }
-    return join_components(parts);
+    return out;
 }
 
-std::string_view base_name(std::string_view host_path)
+void trim_right(std::string& s)
 {
-    while (host_path.size() > 1 && host_path.back() == '/') {
-        host_path.remove_suffix(1);
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\0')) {
+        s.pop_back();
     }
-    const auto pos = host_path.rfind('/');
-    return pos == std::string_view::npos ? host_path : host_path.substr(pos + 1);
 }
 
-std::string dir_name(std::string_view host_path)
-{
-    auto parts = split_components(host_path);
-    if (!parts.empty()) {
-        parts.pop_back();
-    }
-    return join_components(parts);
-}
+} // namespace
 
 // ---- HostDir -------------------------------------------------------------
 
@@ -504,72 +696,6 @@ bool HostDir::has(const char* name) const
 
 namespace {
 
-// A file descriptor closed when it goes out of scope.
-class UniqueFd
-{
-public:
-    explicit UniqueFd(int fd = -1) noexcept : m_fd(fd) {}
-    UniqueFd(const UniqueFd&) = delete;
-    UniqueFd& operator=(const UniqueFd&) = delete;
-    ~UniqueFd()
-    {
-        if (m_fd >= 0) {
-            ::close(m_fd);
-        }
-    }
-    int get() const noexcept { return m_fd; }
-    bool ok() const noexcept { return m_fd >= 0; }
-    int release() noexcept
-    {
-        const int fd = m_fd;
-        m_fd = -1;
-        return fd;
-    }
-
-private:
-    int m_fd;
-};
-
-// openat2(2) of host_path with RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS on the
-// descriptor of the root: the kernel resolves every component, symlink bodies
-// and ".." included, as if root_fd were "/", in one walk that a concurrent
-// rename cannot lead outside it. -1 with errno set on failure.
-int openat2_in_root(int root_fd, std::string_view host_path, int flags, mode_t mode = 0)
-{
-    std::string rel(host_path);
-    const auto first = rel.find_first_not_of('/');
-    rel.erase(0, first == std::string::npos ? rel.size() : first);
-    if (rel.empty()) {
-        rel = ".";
-    }
-    open_how how{};
-    how.flags = static_cast<std::uint64_t>(flags | O_CLOEXEC);
-    how.mode = (flags & (O_CREAT | O_TMPFILE)) != 0 ? mode : 0;
-    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-    // With RESOLVE_IN_ROOT the kernel answers EAGAIN when a rename or mount anywhere on the
-    // system raced the resolution of a ".." component; the call may simply be retried
-    // (docs/facts.md: openat2). Bounded, so a sustained race fails closed with EAGAIN.
-    constexpr int max_attempts = 256;
-    long fd = -1;
-    for (int attempt = 0; attempt < max_attempts; ++attempt) {
-        fd = ::syscall(SYS_openat2, root_fd, rel.c_str(), &how, sizeof how);
-        if (fd >= 0 || errno != EAGAIN) {
-            break;
-        }
-    }
-    return static_cast<int>(fd);
-}
-
-// fsync(2) of an open directory; 0 or the errno of the failure.
-int fsync_dir_fd(int dir_fd)
-{
-    if (::fsync(dir_fd) == 0) {
-        return 0;
-    }
-    // Some filesystems (and pmxcfs) do not support fsync on directories.
-    return (errno == EINVAL || errno == EROFS) ? 0 : errno;
-}
-
 FileInfo file_info(const struct stat& st)
 {
     FileInfo info;
@@ -590,147 +716,6 @@ FileInfo file_info(const struct stat& st)
 }
 
 } // namespace
-
-Result<HostFs> HostFs::open(const std::filesystem::path& root)
-{
-    std::error_code ec;
-    const auto canonical = std::filesystem::canonical(root, ec);
-    if (ec == std::errc::permission_denied) {
-        return tl::unexpected(io_error("cannot read root", root.string(), EACCES));
-    }
-    if (ec || !std::filesystem::is_directory(canonical, ec)) {
-        return fail(Errc::not_found, "root " + root.string() + " is not an existing directory");
-    }
-    const bool live = canonical == std::filesystem::path("/");
-    if (::access(canonical.c_str(), R_OK | X_OK) != 0) {
-        // Else every read below fails alike and scan reports "no PCI devices".
-        return tl::unexpected(io_error("cannot read root", canonical.string(), errno));
-    }
-    const int fd = ::open(canonical.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
-        return tl::unexpected(io_error("cannot open root", canonical.string(), errno));
-    }
-    auto root_fd = std::shared_ptr<const int>(new int(fd), [](const int* p) {
-        ::close(*p);
-        delete p;
-    });
-    // Every access goes through openat2(2); without it nothing keeps a path
-    // inside the root while someone renames its directories: fail closed.
-    const UniqueFd probe(openat2_in_root(fd, "/", O_PATH | O_DIRECTORY));
-    if (!probe.ok()) {
-        const int err = errno;
-        if (err == ENOSYS || err == EPERM || err == EINVAL || err == E2BIG) {
-            return tl::unexpected(Error(Errc::precondition, "this kernel offers no openat2(2) (" + errno_text(err)
-                                                                + "): passthru cannot keep its reads and writes inside "
-                                                                + canonical.string())
-                                      .with_hint("run passthru on Linux 5.6 or later (Debian 12's kernel has openat2), "
-                                                 "outside a seccomp filter that blocks it"));
-        }
-        return tl::unexpected(io_error("cannot open root", canonical.string(), err));
-    }
-    return HostFs(canonical, live, std::move(root_fd));
-}
-
-std::string HostFs::local_str(const std::string& resolved_host_path) const
-{
-    if (m_live) {
-        return resolved_host_path;
-    }
-    if (resolved_host_path == "/") {
-        return m_root.string();
-    }
-    return m_root.string() + resolved_host_path;
-}
-
-// Only for names (resolve(), local(), HostDir::path()): no file is opened,
-// created or removed through the path this returns.
-Result<std::string> HostFs::resolve_impl(std::string_view host_path, bool follow_last) const
-{
-    std::deque<std::string> todo;
-    for (auto& c : split_components(host_path)) {
-        todo.push_back(std::move(c));
-    }
-    std::vector<std::string> done;
-    int links = 0;
-    bool missing = false;
-    while (!todo.empty()) {
-        std::string comp = std::move(todo.front());
-        todo.pop_front();
-        if (comp == ".") {
-            continue;
-        }
-        if (comp == "..") {
-            if (!done.empty()) {
-                done.pop_back();
-            }
-            continue;
-        }
-        done.push_back(comp);
-        if (missing || (!follow_last && todo.empty())) {
-            continue;
-        }
-        const std::string local = local_str(join_components(done));
-        struct stat st
-        {};
-        if (::lstat(local.c_str(), &st) != 0) {
-            // The rest does not exist yet (a file about to be created).
-            missing = true;
-            continue;
-        }
-        if (!S_ISLNK(st.st_mode)) {
-            continue;
-        }
-        if (++links > k_max_symlinks) {
-            return fail(Errc::io, "too many levels of symbolic links in " + std::string(host_path));
-        }
-        char buf[4096];
-        const ssize_t n = ::readlink(local.c_str(), buf, sizeof buf);
-        if (n < 0 || static_cast<std::size_t>(n) >= sizeof buf) {
-            return tl::unexpected(io_error("cannot read link", join_components(done), errno));
-        }
-        const std::string target(buf, static_cast<std::size_t>(n));
-        done.pop_back();
-        if (!target.empty() && target.front() == '/') {
-            done.clear(); // absolute targets are re-anchored at the root
-        }
-        auto parts = split_components(target);
-        for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
-            todo.push_front(*it);
-        }
-    }
-    return join_components(done);
-}
-
-Result<std::string> HostFs::resolve(std::string_view host_path) const
-{
-    return resolve_impl(host_path, true);
-}
-
-Result<std::filesystem::path> HostFs::local(std::string_view host_path) const
-{
-    auto resolved = resolve_impl(host_path, true);
-    if (!resolved) {
-        return tl::unexpected(resolved.error());
-    }
-    return std::filesystem::path(local_str(*resolved));
-}
-
-int HostFs::open_in_root(std::string_view host_path, int flags, mode_t mode) const
-{
-    return openat2_in_root(*m_root_fd, host_path, flags, mode);
-}
-
-int HostFs::open_parent(std::string_view host_path, std::string& name, int flags) const
-{
-    auto parts = split_components(host_path);
-    if (parts.empty() || parts.back() == "." || parts.back() == "..") {
-        errno = EINVAL;
-        return -1;
-    }
-    name = std::move(parts.back());
-    parts.pop_back();
-    return open_in_root(join_components(parts), flags | O_DIRECTORY);
-}
 
 Result<std::string> HostFs::read_file(std::string_view host_path) const
 {
@@ -892,6 +877,22 @@ FileInfo HostFs::stat(std::string_view host_path) const
     }
     return file_info(st);
 }
+
+namespace {
+
+constexpr int k_lock_attempts = 8; // opens of a lock file that its holder keeps unlinking
+
+// fsync(2) of an open directory; 0 or the errno of the failure.
+int fsync_dir_fd(int dir_fd)
+{
+    if (::fsync(dir_fd) == 0) {
+        return 0;
+    }
+    // Some filesystems (and pmxcfs) do not support fsync on directories.
+    return (errno == EINVAL || errno == EROFS) ? 0 : errno;
+}
+
+} // namespace
 
 namespace {
 
