@@ -5,8 +5,14 @@
 // an EFI vars disk). Rules: docs/facts.md: vm-config and pci-mapping.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +22,7 @@
 #include "plan/common.hpp"
 #include "plan/vm/address_space.hpp"
 #include "plan/vm/internal.hpp"
+#include "plan/vm/proxmox_job.hpp"
 #include "plan/vm/start_checks.hpp"
 #include "util/json.hpp"
 #include "util/lex.hpp"
@@ -44,160 +51,13 @@ std::optional<std::string_view> conf_name_vmid(std::string_view name)
     return name;
 }
 
-// Disk keys whose volume tells which storage holds the VM's disks: (scsi|virtio|sata|ide)\d+.
-bool is_disk_key(std::string_view key)
-{
-    for (const std::string_view bus : {"scsi", "virtio", "sata", "ide"}) {
-        if (key.starts_with(bus)) {
-            return lex::all_of(key.substr(bus.size()), lex::is_digit);
-        }
-    }
-    return false;
-}
-
-// What the planner needs of one selected card.
-struct Card
-{
-    const scan::GpuCard* card = nullptr;
-    const scan::PciDevice* fn0 = nullptr;
-    std::string slot;                   // "0000:01:00", lowercase
-    std::vector<std::string> functions; // "0000:01:00.0", ...
-    std::string label;                  // "GPU 0000:01:00 (TU102 ...)"
-};
-
-std::string vm_conf_path(std::uint64_t vmid)
-{
-    return k_qemu_server_d.file(std::to_string(vmid) + ".conf");
-}
-
-// CARD of INVENTORY as the planner names it: NAME (the profile's) or its pci.ids name.
-Card card_of(const scan::Inventory& inventory, const scan::GpuCard& gpu, std::string name)
-{
-    Card c;
-    c.card = &gpu;
-    c.slot = util::to_lower(gpu.slot);
-    for (const auto& fn : gpu.functions) {
-        c.functions.push_back(util::to_lower(fn.str()));
-    }
-    if (!gpu.functions.empty()) {
-        c.fn0 = inventory.find(gpu.functions.front());
-    }
-    if (name.empty() && c.fn0 != nullptr) {
-        name = c.fn0->device_name;
-    }
-    c.label =
-        std::string(c.fn0 != nullptr && c.fn0->is_nvswitch() ? "NVSwitch " : "GPU ") + c.slot + (name.empty() ? "" : " (" + name + ")");
-    return c;
-}
-
-std::vector<Card> describe_cards(const PlanContext& ctx, const Plan& plan)
-{
-    std::vector<Card> cards;
-    for (const auto* gpu : ctx.selected) {
-        std::string name;
-        for (const auto& sel : plan.gpus) {
-            if (sel.slot == gpu->slot) {
-                name = sel.name;
-            }
-        }
-        cards.push_back(card_of(ctx.inventory, *gpu, name));
-    }
-    return cards;
-}
-
-bool covers_card(const std::vector<std::string>& ids, const Card& card)
-{
-    for (const auto& id : ids) {
-        for (const auto& fn : card.functions) {
-            if (format::pve::hostpci_id_covers(id, fn)) {
-                return true;
-            }
-        }
-    }
-    return false;
-}
-
-// Running the way qemu-server's vm_running_locally decides it: the pid file
-// names a live process whose command line has "-pidfile <that file>".
-// Under --root a pid file whose process the tree cannot show counts as
-// running (fail closed): a copied tree cannot prove the VM stopped.
-enum class RunState
-{
-    stopped,
-    running,
-    unknown_pidfile,
-};
-
-// From the pid file and the process it names as scan read them
-// (scan::RuntimeState::qemu_pid_files).
-RunState vm_run_state(const scan::RuntimeState& host, std::uint64_t vmid, std::string& evidence)
-{
-    const std::string pidfile = "/run/qemu-server/" + std::to_string(vmid) + ".pid";
-    const auto found = host.qemu_pid_files.find(std::to_string(vmid));
-    if (found == host.qemu_pid_files.end()) {
-        evidence = "no " + pidfile;
-        return RunState::stopped;
-    }
-    const scan::QemuPidFile& file = found->second;
-    if (!file.pid) {
-        evidence = pidfile + " holds no pid";
-        return RunState::stopped;
-    }
-    const std::string pid = std::to_string(*file.pid);
-    if (!file.cmdline) {
-        evidence = pidfile + " names pid " + pid + ", which /proc/" + pid + "/cmdline does not show";
-        return host.live ? RunState::stopped : RunState::unknown_pidfile;
-    }
-    const std::vector<std::string>& args = *file.cmdline;
-    const std::string suffix = "/qemu-server/" + std::to_string(vmid) + ".pid";
-    for (std::size_t i = 0; i + 1 < args.size(); ++i) {
-        if (args[i] == "-pidfile" && args[i + 1].ends_with(suffix)) {
-            evidence = "pid " + pid + " from " + pidfile + " is QEMU for this VM";
-            return RunState::running;
-        }
-    }
-    evidence = "pid " + pid + " from " + pidfile + " is not this VM's QEMU (stale pid file)";
-    return RunState::stopped;
-}
-
-// The first storage in /etc/pve/storage.cfg that holds VM images.
-std::optional<std::string> images_storage(const scan::RuntimeState& host)
-{
-    return host.storage_cfg ? format::pve::first_images_storage(*host.storage_cfg) : std::nullopt;
-}
-
-// Storage of the VM's first disk ("local-lvm:vm-101-disk-0,..." -> "local-lvm").
-std::optional<std::string> vm_disk_storage(const VmConfig& config)
-{
-    for (const auto& [key, value] : config.entries()) {
-        if (!is_disk_key(key)) {
-            continue;
-        }
-        const PropertyString ps = PropertyString::parse(value);
-        if (ps.get("media") == "cdrom") {
-            continue;
-        }
-        auto vol = ps.get("");
-        if (!vol) {
-            vol = ps.get("file");
-        }
-        if (!vol || *vol == "none" || *vol == "cdrom") {
-            continue;
-        }
-        const auto colon = vol->find(':');
-        if (colon != std::string::npos && colon > 0 && vol->front() != '/') {
-            return vol->substr(0, colon);
-        }
-    }
-    return std::nullopt;
-}
-
 std::uint64_t hugepage_mib(std::string_view hugepages)
 {
     return hugepages == "1024" ? 1024 : 2;
 }
 
-// Total VRAM of the cards from the GPU profiles; nullopt when a card has none.
+} // namespace
+
 std::optional<std::uint64_t> total_vram_mib(const PlanContext& ctx, const std::vector<Card>& cards)
 {
     const auto& profiles = gpu_profiles(ctx);
@@ -215,6 +75,8 @@ std::optional<std::uint64_t> total_vram_mib(const PlanContext& ctx, const std::v
     return total;
 }
 
+namespace {
+
 std::uint64_t round_up(std::uint64_t value, std::uint64_t step)
 {
     return (value + step - 1) / step * step;
@@ -230,62 +92,7 @@ std::optional<std::uint64_t> memory_advice(const VmProfile& profile, std::option
     return round_up(std::max(profile.memory_min_mib, want), 1024);
 }
 
-// vCPU affinity: the CPUs of the NUMA node all cards sit on.
-struct Affinity
-{
-    std::optional<std::string> cpulist;
-    std::string note;
-};
-
-Affinity plan_affinity(const PlanContext& ctx, const std::vector<Card>& cards)
-{
-    Affinity a;
-    const auto version = ctx.inventory.host.pve_version ? util::major_minor(*ctx.inventory.host.pve_version) : std::nullopt;
-    if (!version) {
-        a.note = "affinity not set: the Proxmox VE version is unknown (the option needs PVE 7.3 or later)";
-        return a;
-    }
-    if (*version < std::make_pair(7, 3)) {
-        a.note = "affinity not set: Proxmox VE " + *ctx.inventory.host.pve_version + " is older than 7.3";
-        return a;
-    }
-    std::optional<int> node;
-    for (const auto& card : cards) {
-        if (!card.card->numa_node) {
-            a.note = "affinity not set: the NUMA node of " + card.slot + " is unknown";
-            return a;
-        }
-        if (node && *node != *card.card->numa_node) {
-            a.note = "affinity not set: the GPUs sit on different NUMA nodes";
-            return a;
-        }
-        node = card.card->numa_node;
-    }
-    const auto nodes = ctx.fs.list_dir("/sys/devices/system/node");
-    if (!nodes) {
-        a.note = "affinity not set: the NUMA topology is unknown (no /sys/devices/system/node)";
-        return a;
-    }
-    int count = 0;
-    {
-        count = static_cast<int>(std::count_if(nodes->begin(), nodes->end(), [](const std::string& n) {
-            return n.starts_with("node") && n.size() > 4 && n.find_first_not_of("0123456789", 4) == std::string::npos;
-        }));
-    }
-    if (count < 2) {
-        a.note = "affinity not set: the host has a single NUMA node";
-        return a;
-    }
-    const std::string path = "/sys/devices/system/node/node" + std::to_string(*node) + "/cpulist";
-    const auto cpulist = ctx.fs.read_attr(path);
-    if (!cpulist || cpulist->empty() || !cpulist_count(*cpulist)) {
-        a.note = "affinity not set: " + path + " is missing or unreadable";
-        return a;
-    }
-    a.cpulist = *cpulist;
-    a.note = "vCPUs pinned to NUMA node " + std::to_string(*node) + " (CPUs " + *cpulist + "), where the GPUs sit";
-    return a;
-}
+} // namespace
 
 std::string change_line(std::string_view key, const std::optional<std::string>& before, std::string_view after, std::string_view why)
 {
@@ -293,7 +100,6 @@ std::string change_line(std::string_view key, const std::optional<std::string>& 
            + ")";
 }
 
-// Records `key: value` in the config when it differs, with its reason.
 void set_key(VmConfig& config, std::vector<std::string>& reasons, std::string_view key, const std::string& value, std::string_view why)
 {
     const auto before = config.get(key);
@@ -303,6 +109,8 @@ void set_key(VmConfig& config, std::vector<std::string>& reasons, std::string_vi
     config.set(key, value);
     reasons.push_back(change_line(key, before, value, why));
 }
+
+namespace {
 
 // hostpci keys in use (current config and [PENDING]).
 std::set<int> used_hostpci(const VmConfig& config)
@@ -323,13 +131,6 @@ std::set<int> used_hostpci(const VmConfig& config)
     }
     return used;
 }
-
-struct MappingContext
-{
-    std::optional<std::string> node;
-    std::optional<format::pve::PciMappingFile> file;
-    std::optional<std::string> before;
-};
 
 // Refuses when another VM config of this node already uses a selected card
 // (by a hostpci id PVE would prefix-match, or by a mapping whose entry for
@@ -370,15 +171,6 @@ void check_other_vms(const PlanContext& ctx, std::uint64_t vmid, const std::vect
     }
 }
 
-// Config lines for one card: reuse the entry that already names it, else
-// the lowest free hostpciN.
-struct CardSlot
-{
-    std::string key;
-    std::optional<std::string> before;
-    PropertyString value;
-};
-
 } // namespace
 
 std::string mapping_id_for(std::string_view name, std::size_t index)
@@ -386,92 +178,41 @@ std::string mapping_id_for(std::string_view name, std::size_t index)
     return index == 0 ? std::string(name) : std::string(name) + "-" + std::to_string(index);
 }
 
-std::optional<int> cpulist_count(std::string_view cpulist)
+AddressDecision VmJob::check_address_space(const PropertyString& planned, const std::optional<PropertyString>& current,
+                                           std::uint64_t ram_mib)
 {
-    int count = 0;
-    for (const auto& part : util::split(cpulist, ",")) {
-        const auto dash = part.find('-');
-        if (dash == std::string::npos) {
-            if (!util::parse_int(part)) {
-                return std::nullopt;
-            }
-            ++count;
-            continue;
-        }
-        const auto lo = util::parse_int(part.substr(0, dash));
-        const auto hi = util::parse_int(part.substr(dash + 1));
-        if (!lo || !hi || *lo < 0 || *hi < *lo) {
-            return std::nullopt;
-        }
-        count += static_cast<int>(*hi - *lo + 1);
+    std::vector<const scan::GpuCard*> passed;
+    passed.reserve(cards.size());
+    for (const auto& c : cards) {
+        passed.push_back(c.card);
     }
-    return count > 0 ? std::optional<int>(count) : std::nullopt;
+    AddressDecision d =
+        plan_address_space(address_limits, ctx.inventory.host, planned, current, mmio64_needed(ctx.inventory, passed), ram_mib, id);
+    plan.warnings.insert(plan.warnings.end(), d.warnings.begin(), d.warnings.end());
+    const std::string bars = mmio64_explained(ctx.inventory, passed);
+    if (d.host_limit) {
+        plan.refusals.push_back({"VM " + id + ": " + *d.host_limit + " (" + bars + ")",
+                                 {"pass fewer GPUs to this VM (--gpus), so their BARs fit the host's address bits",
+                                  "or turn Resizable BAR off for the cards in the firmware setup, which shrinks their large BAR",
+                                  "or use a host whose CPU has more physical address bits ('address sizes' in /proc/cpuinfo)"}});
+    } else if (!d.computation.empty()) {
+        plan.notes.push_back("VM " + id + ": guest address space for the GPUs' 64-bit BARs (" + bars + "): " + d.computation);
+    }
+    return d;
+}
+
+bool VmJob::guard_pending(std::string_view key)
+{
+    const auto pending = config.pending_keys();
+    if (std::find(pending.begin(), pending.end(), key) == pending.end()) {
+        return true;
+    }
+    plan.refusals.push_back({"VM " + id + " has a pending change of " + std::string(key) + " ([PENDING])",
+                             {"apply or revert the pending changes first (qm pending " + id + ")"}});
+    return false;
 }
 
 namespace {
-
-// What the steps of plan_proxmox_vm share: the request, the VM config as read
-// and as edited, and the reasons of its changes. The create path (no config:
-// one qm create) and the edit path (the config edited in place) run the same
-// refusals, slots and mapping steps, and build their cpu, memory and EFI disk
-// values with the same functions.
-struct VmJob
-{
-    VmJob(const PlanContext& c, const VmProfile& p, Plan& out) : ctx(c), profile(p), plan(out) {}
-
-    const PlanContext& ctx;
-    const VmProfile& profile;
-    Plan& plan;
-    std::uint64_t vmid = 0;
-    std::string id;
-    std::vector<Card> cards;
-    std::string conf_path;
-    bool exists = false;
-    std::optional<std::string> before;
-    VmConfig config;
-    MappingContext mctx;
-    std::vector<std::string> reasons;
-    std::vector<CardSlot> slots;
-    AddressLimits address_limits; // profiles/host/address-space.json
-
-    // The cpu line PLANNED after the address-space check (docs/facts.md:
-    // address-space); its warnings go to the plan.
-    AddressDecision check_address_space(const PropertyString& planned, const std::optional<PropertyString>& current, std::uint64_t ram_mib)
-    {
-        std::vector<const scan::GpuCard*> passed;
-        passed.reserve(cards.size());
-        for (const auto& c : cards) {
-            passed.push_back(c.card);
-        }
-        AddressDecision d =
-            plan_address_space(address_limits, ctx.inventory.host, planned, current, mmio64_needed(ctx.inventory, passed), ram_mib, id);
-        plan.warnings.insert(plan.warnings.end(), d.warnings.begin(), d.warnings.end());
-        const std::string bars = mmio64_explained(ctx.inventory, passed);
-        if (d.host_limit) {
-            plan.refusals.push_back({"VM " + id + ": " + *d.host_limit + " (" + bars + ")",
-                                     {"pass fewer GPUs to this VM (--gpus), so their BARs fit the host's address bits",
-                                      "or turn Resizable BAR off for the cards in the firmware setup, which shrinks their large BAR",
-                                      "or use a host whose CPU has more physical address bits ('address sizes' in /proc/cpuinfo)"}});
-        } else if (!d.computation.empty()) {
-            plan.notes.push_back("VM " + id + ": guest address space for the GPUs' 64-bit BARs (" + bars + "): " + d.computation);
-        }
-        return d;
-    }
-
-    // Keys [PENDING] sets or deletes win at the next start (qemu-server
-    // applies pending changes then): refuse rather than plan a change that
-    // would be overridden. False when refused.
-    bool guard_pending(std::string_view key)
-    {
-        const auto pending = config.pending_keys();
-        if (std::find(pending.begin(), pending.end(), key) == pending.end()) {
-            return true;
-        }
-        plan.refusals.push_back({"VM " + id + " has a pending change of " + std::string(key) + " ([PENDING])",
-                                 {"apply or revert the pending changes first (qm pending " + id + ")"}});
-        return false;
-    }
-};
 
 // --- refusals --------------------------------------------------------------
 
@@ -615,7 +356,8 @@ void check_mapping_name(const std::string& mapping, std::size_t cards)
     }
 }
 
-// This node's name and the cluster mappings; --mapping checked against them.
+} // namespace
+
 void read_mappings(VmJob& job)
 {
     MappingContext& mctx = job.mctx;
@@ -635,6 +377,8 @@ void read_mappings(VmJob& job)
         job.plan.refusals.push_back({"cannot tell this node's name (/etc/hostname is missing or empty): a mapping needs it", {}});
     }
 }
+
+namespace {
 
 // --- slots: one hostpciN per card ------------------------------------------
 
@@ -724,7 +468,8 @@ bool guard_pending_card(VmJob& job, const Card& card)
     return true;
 }
 
-// hostpciN per card: the entry that already names it, else the lowest free one.
+} // namespace
+
 bool assign_slots(VmJob& job)
 {
     std::set<int> used = used_hostpci(job.config);
@@ -749,6 +494,8 @@ bool assign_slots(VmJob& job)
     }
     return true;
 }
+
+namespace {
 
 // --- mapping: /etc/pve/mapping/pci.cfg ---------------------------------------
 
@@ -821,7 +568,8 @@ void stage_mapping_file(const PlanContext& ctx, Plan& plan, const std::optional<
     }
 }
 
-// With --mapping: one mapping per card in pci.cfg; false when refused.
+} // namespace
+
 bool plan_mappings(VmJob& job)
 {
     if (!job.ctx.request.mapping) {
@@ -838,6 +586,8 @@ bool plan_mappings(VmJob& job)
     job.mctx.file = std::move(file); // the mappings as the VM will start with them
     return true;
 }
+
+namespace {
 
 // --- values both paths build -------------------------------------------------
 
@@ -884,8 +634,8 @@ std::string efidisk_volume(const std::string& storage, const VmProfile& profile)
     return storage + ":1,efitype=" + profile.efitype + ",pre-enrolled-keys=" + (profile.pre_enrolled_keys ? "1" : "0");
 }
 
-// Memory of a new VM (MiB): the profile's, raised to the advice for the cards,
-// capped to what the host can pin, rounded to the huge page.
+} // namespace
+
 std::uint64_t new_vm_memory(VmJob& job, std::optional<std::uint64_t> vram)
 {
     const VmProfile& profile = job.profile;
@@ -908,6 +658,8 @@ std::uint64_t new_vm_memory(VmJob& job, std::optional<std::uint64_t> vram)
     }
     return memory;
 }
+
+namespace {
 
 // --- the create path: one qm create ----------------------------------------
 
@@ -932,10 +684,8 @@ void add_new_vm_disks(VmJob& job, std::vector<std::string>& argv)
     }
 }
 
-// A new VM: one qm create with everything, so PVE allocates the disks and
-// checks the VMID cluster-wide itself.
-// The cores of a new VM: the profile's, fewer when the node has fewer CPUs
-// than sockets x cores (Proxmox VE would refuse to start it; docs/facts.md: qm-start).
+} // namespace
+
 int new_vm_cores(VmJob& job)
 {
     const VmProfile& profile = job.profile;
@@ -950,6 +700,8 @@ int new_vm_cores(VmJob& job)
     return cores;
 }
 
+namespace {
+
 // What qemu-server would refuse at qm start, for the config as planned; true when refused.
 bool refuse_start_failures(VmJob& job, const VmConfig& planned)
 {
@@ -958,6 +710,8 @@ bool refuse_start_failures(VmJob& job, const VmConfig& planned)
     job.plan.refusals.insert(job.plan.refusals.end(), refusals.begin(), refusals.end());
     return !refusals.empty();
 }
+
+} // namespace
 
 void plan_qm_create(VmJob& job)
 {
@@ -1006,6 +760,8 @@ void plan_qm_create(VmJob& job)
                                  + " MiB comes from the VM profile");
     }
 }
+
+namespace {
 
 // --- the edit path: the config edited in place ---------------------------------
 // Each step returns false when it refused (the plan stops there).
@@ -1097,8 +853,8 @@ bool edit_cpu(VmJob& job)
     return true;
 }
 
-// numa: 1 and the vCPU affinity to the GPUs' NUMA node (an affinity set by
-// hand is kept).
+} // namespace
+
 bool edit_numa_affinity(VmJob& job)
 {
     const std::string& id = job.id;
@@ -1135,7 +891,6 @@ bool edit_numa_affinity(VmJob& job)
     return true;
 }
 
-// balloon, hugepages, and advice on the memory size (never changed).
 bool edit_memory(VmJob& job)
 {
     const VmProfile& profile = job.profile;
@@ -1173,7 +928,6 @@ bool edit_memory(VmJob& job)
     return true;
 }
 
-// An existing VM: every edit step, then the config staged with its reasons.
 void plan_config_edit(VmJob& job)
 {
     if (!edit_machine(job) || !edit_bios(job) || !edit_cpu(job) || !edit_numa_affinity(job) || !edit_memory(job)
@@ -1185,8 +939,6 @@ void plan_config_edit(VmJob& job)
     }
     stage_file(job.ctx, job.plan, job.conf_path, job.config.str(), job.reasons);
 }
-
-} // namespace
 
 void plan_proxmox_vm(const PlanContext& ctx, const VmProfile& profile, Plan& plan)
 {
