@@ -118,7 +118,7 @@ struct Affinity
 
 Affinity plan_affinity(const PlanContext& ctx, const std::vector<Card>& cards);
 
-// --- hostpciN lines (proxmox.cpp) --------------------------------------
+// --- hostpciN lines (proxmox_hostpci.cpp) --------------------------------------
 
 // hostpciN per card: the entry that already names it, else the lowest free one.
 bool assign_slots(VmJob& job);
