@@ -123,7 +123,7 @@ Affinity plan_affinity(const PlanContext& ctx, const std::vector<Card>& cards);
 // hostpciN per card: the entry that already names it, else the lowest free one.
 bool assign_slots(VmJob& job);
 
-// --- mappings, /etc/pve/mapping/pci.cfg (proxmox.cpp) -------------------
+// --- mappings, /etc/pve/mapping/pci.cfg (proxmox_mapping.cpp) -------------------
 
 // This node's name and the cluster mappings; --mapping checked against them.
 void read_mappings(VmJob& job);
