@@ -130,7 +130,7 @@ void read_mappings(VmJob& job);
 // With --mapping: one mapping per card in pci.cfg; false when refused.
 bool plan_mappings(VmJob& job);
 
-// --- VM sizing: memory, vCPUs, huge pages (proxmox.cpp) -------------------
+// --- VM sizing: memory, vCPUs, huge pages (proxmox_sizing.cpp) -------------------
 
 // Total VRAM of the cards from the GPU profiles; nullopt when a card has none.
 std::optional<std::uint64_t> total_vram_mib(const PlanContext& ctx, const std::vector<Card>& cards);
