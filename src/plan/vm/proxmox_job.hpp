@@ -148,7 +148,7 @@ bool edit_numa_affinity(VmJob& job);
 // balloon, hugepages, and advice on the memory size (never changed).
 bool edit_memory(VmJob& job);
 
-// --- the VM config: qm create or the edit (proxmox.cpp) -------------------
+// --- the VM config: qm create or the edit (proxmox_config.cpp) -------------------
 
 // A change's reason line: "key: before -> after (why)".
 std::string change_line(std::string_view key, const std::optional<std::string>& before, std::string_view after, std::string_view why);
