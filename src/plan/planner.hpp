@@ -95,7 +95,7 @@ struct MappedNode
 void plan_host(const PlanContext& ctx, Plan& plan);    // cmdline, modules, modprobe.d, initramfs (plan/host_*.cpp)
 void plan_vm(const PlanContext& ctx, Plan& plan);      // VM config, mappings, libvirt (plan/vm_*.cpp)
 void plan_network(const PlanContext& ctx, Plan& plan); // bond/bridge (plan/network_*.cpp)
-// The cluster mapping of --node-scan: every node's cards in pci.cfg (plan/vm/proxmox.cpp).
+// The cluster mapping of --node-scan: every node's cards in pci.cfg (plan/vm/proxmox_mapping.cpp).
 void plan_cluster_mapping(const PlanContext& ctx, const std::vector<MappedNode>& nodes, Plan& plan);
 
 } // namespace passthru::plan
