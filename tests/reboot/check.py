@@ -12,6 +12,7 @@ exit code) is printed too, so the test log shows what each boot found. Exit 1 on
 
 import argparse
 import glob
+import json
 import os
 import re
 import shlex
@@ -385,6 +386,7 @@ def check_boot2(ck, a, d, boot1, loader, iommu):
     vfio = (read(d, "dev-vfio.txt") or "").split()
     ck.check(grp is not None and grp in vfio, "/dev/vfio/%s (the card's IOMMU group) exists" % grp, " ".join(vfio))
     ck.check(rc(d, "verify") == 0, "passthru verify --vm 101 exits 0 after the reboot", step_text(d, "verify"))
+    check_vm_start(ck, d)
     ck.check(rc(d, "rollback") == 0, "passthru rollback --yes exits 0", step_text(d, "rollback"))
     if loader == "grub":
         try:
@@ -395,6 +397,99 @@ def check_boot2(ck, a, d, boot1, loader, iommu):
     else:
         ent = esp_kernel_entry(a, 2)
         ck.check(ent != "" and not any(x in ent.split() for x in args), "after rollback the loader entry on the ESP has none of them", ent)
+
+
+# --- the VM starts (README: "The VM starts") ----------------------------------------------
+def vm_functions(d):
+    """(host address, qdev id, root port, guest function) of each vfio-pci argument in
+    vm101.args, the arguments the guest started QEMU with."""
+    out = []
+    for line in (read(d, "vm101.args") or "").splitlines():
+        if not line.startswith("vfio-pci,"):
+            continue
+        props = dict(p.split("=", 1) for p in line.split(",")[1:] if "=" in p)
+        fn = props.get("addr", "0x0").split(".")
+        out.append((props.get("host"), props.get("id"), props.get("bus"), int(fn[1]) if len(fn) == 2 else 0))
+    return out
+
+
+def qmp_pci_devices(d, name):
+    """The devices of the last query-pci answer in a QMP transcript, each with the qdev id
+    of the bridge it sits behind ('' on a root bus)."""
+    last = None
+    for line in (read(d, name) or "").splitlines():
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(msg, dict) and isinstance(msg.get("return"), list):
+            last = msg["return"]
+    out = []
+
+    def walk(devices, parent):
+        for dev in devices or []:
+            out.append((parent, dev))
+            bridge = dev.get("pci_bridge") or {}
+            walk(bridge.get("devices"), dev.get("qdev_id", ""))
+    for bus in last or []:
+        walk(bus.get("devices"), "")
+    return out
+
+
+def ids_of(d):
+    out = {}
+    for line in (read(d, "ids.txt") or "").splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            out[parts[0]] = (int(parts[1], 16), int(parts[2], 16))
+    return out
+
+
+def check_vm_started(ck, d, step, what):
+    """QEMU ran and query-pci showed every passed function at its planned place."""
+    ok = ck.check(rc(d, step) == 0, "VM 101 started with the card (%s): QEMU exit %s" % (what, rc(d, step)), step_text(d, step))
+    functions = vm_functions(d)
+    ck.check(len(functions) >= 2, "qemu-server's arguments pass the card's functions: %s" % " ".join(f[0] or "?" for f in functions),
+             read(d, "vm101.args"))
+    devices = qmp_pci_devices(d, step + ".qmp")
+    ids = ids_of(d)
+    for host, qid, port, fn in functions:
+        found = [(p, dev) for p, dev in devices if dev.get("qdev_id") == qid]
+        want = ids.get(host)
+        got = None
+        if found:
+            p, dev = found[0]
+            got = (p, dev.get("slot"), dev.get("function"), (dev.get("id") or {}).get("vendor"), (dev.get("id") or {}).get("device"))
+        ok &= ck.check(want is not None and got == (port, 0, fn, want[0], want[1]),
+                       "%s: QEMU realized %s as vfio-pci behind %s, slot 0 function %d, id %04x:%04x" % (
+                           what, host, port, fn, want[0] if want else 0, want[1] if want else 0),
+                       "query-pci: %s" % (got,))
+    return ok
+
+
+def check_vm_start(ck, d):
+    check_vm_started(ck, d, "vm-start", "as booted")
+    # the broken group: the card's audio function on its host driver again
+    drv = drivers_file(d, "drivers-broken.txt")
+    ck.check(drv.get(CARD_AUDIO) == "snd_hda_intel", "the test moved %s back to snd_hda_intel" % CARD_AUDIO, read(d, "drivers-broken.txt"))
+    vtext = step_text(d, "verify-broken")
+    ck.check(rc(d, "verify-broken") not in (0, None) and CARD_AUDIO in vtext and "snd_hda_intel" in vtext,
+             "passthru verify fails on the broken group and names %s on snd_hda_intel" % CARD_AUDIO, vtext)
+    qtext = step_text(d, "vm-start-broken")
+    ck.check(rc(d, "vm-start-broken") not in (0, None) and "not viable" in qtext,
+             "QEMU refuses to start VM 101 on the broken group (\"not viable\")", qtext)
+    drv = drivers_file(d, "drivers-restored.txt")
+    ck.check(drv.get(CARD_AUDIO) == "vfio-pci", "the test put %s back on vfio-pci" % CARD_AUDIO, read(d, "drivers-restored.txt"))
+    ck.check(rc(d, "verify-restored") == 0, "passthru verify passes again", step_text(d, "verify-restored"))
+    check_vm_started(ck, d, "vm-start-restored", "the function back on vfio-pci")
+    print("  -- the broken group: verify and QEMU side by side --")
+    print("     verify --vm 101 (exit %s):" % rc(d, "verify-broken"))
+    for line in (read(d, "verify-broken.out") or "").splitlines() + (read(d, "verify-broken.err") or "").splitlines():
+        if CARD_AUDIO in line or "FAIL" in line or "fail" in line:
+            print("       | " + line)
+    print("     QEMU (exit %s):" % rc(d, "vm-start-broken"))
+    for line in (read(d, "vm-start-broken.err") or "").splitlines()[:6]:
+        print("       | " + line)
 
 
 def check_boot3(ck, a, d, boot1, loader, iommu):

@@ -215,7 +215,7 @@ stub_package proxmox-kernel-helper "${PVE_VERSIONS[2]}" "$HERE/guest/proxmox-boo
 # makes it once; a second call with the same packages finds it up to date)
 make_root() {
     PACKAGES=(linux-image-amd64 initramfs-tools kmod systemd systemd-sysv udev grub2-common grub-pc-bin
-        pciutils busybox zstd "$@")
+        pciutils busybox zstd qemu-system-x86 "$@")
     log "Debian root: $RELEASE with ${#PACKAGES[@]} packages in $ROOT"
     local t0=$SECONDS
     "$REPO/scripts/debian-root.sh" --variant apt "$RELEASE" "$ROOT" "${PACKAGES[@]}" >/dev/null 2>"$WORK/debian-root.log" ||
@@ -336,6 +336,7 @@ stage() {
     done
 
     install -D -m 755 "$HERE/guest/step" "$r/usr/local/lib/passthru-test/step"
+    install -D -m 755 "$HERE/guest/vm-start" "$r/usr/local/lib/passthru-test/vm-start"
     install -D -m 644 "$HERE/guest/passthru-reboot-test.service" "$r/etc/systemd/system/passthru-reboot-test.service"
     mkdir -p "$r/etc/systemd/system/multi-user.target.wants"
     ln -sfn ../passthru-reboot-test.service "$r/etc/systemd/system/multi-user.target.wants/passthru-reboot-test.service"
@@ -638,6 +639,19 @@ boot() {
     return 0
 }
 
+# vm_args IMG BOOTDIR: the -device arguments qemu-server would start VM 101 with, derived by
+# hostpci.py from the config apply wrote in boot 1 and the guest's PCI functions, written
+# into the image as /var/lib/passthru-test/vm101.args (one argument per line)
+vm_args() {
+    local img=$1 d=$2
+    python3 "$HERE/hostpci.py" "$d/results/etc/pve_qemu-server_101.conf" "$d/results/drivers.txt" \
+        >"$d/vm101.args" 2>"$d/vm101.args.err" || return 1
+    log "VM 101's passthrough (qemu-server's arguments, from hostpci.py): $(grep '^vfio-pci' "$d/vm101.args" | tr '\n' ' ')"
+    printf 'cd /var/lib/passthru-test\nwrite %s vm101.args\n' "$d/vm101.args" >"$d/debugfs-vmargs.cmds"
+    debugfs -w -f "$d/debugfs-vmargs.cmds" "$img" >"$d/debugfs-vmargs.log" 2>&1 || return 1
+    dump "$img" /var/lib/passthru-test/vm101.args "$d/vm101.args.check" && cmp -s "$d/vm101.args" "$d/vm101.args.check"
+}
+
 failed=()
 summary=()
 for loader in "${LOADERS[@]}"; do
@@ -677,6 +691,15 @@ for loader in "${LOADERS[@]}"; do
             summary+=("$loader boot $n: FAIL (evidence in $WORK/$loader/boot$n)")
             ok=0
             break
+        fi
+        if [ "$n" = 1 ]; then
+            # boot 2 starts VM 101 with the arguments qemu-server makes of the hostpci
+            # lines apply wrote (hostpci.py; README: the VM starts), handed to the guest
+            if ! vm_args "$img" "$WORK/$loader/boot1"; then
+                summary+=("$loader boot 1: FAIL: no QEMU arguments for VM 101 ($WORK/$loader/boot1/vm101.args.err)")
+                ok=0
+                break
+            fi
         fi
     done
     if [ "$ok" = 1 ]; then
