@@ -61,6 +61,31 @@ TEST_CASE("libkmod on the fixture's module tree: nova_core in 7.0.2-2, not in 6.
     CHECK(plan::detail::target_module_builtin(pve91, "6.17.2-1-pve", "simpledrm") == true);
 }
 
+TEST_CASE("target_alias_modules: what the module tree's aliases name for a function, by its modalias")
+{
+    const auto pve92 = fixture_fs("pve92-epyc-4x2080ti");
+    scan::PciDevice gpu;
+    gpu.vendor = 0x10de;
+    gpu.device = 0x1e07;
+    gpu.subsystem_vendor = 0x10de;
+    gpu.subsystem_device = 0x12a4;
+    gpu.class_code = 0x030000;
+    CHECK(plan::detail::target_alias_modules(pve92, "7.0.2-2-pve", gpu) == std::vector<std::string>{"nouveau", "nova_core"});
+    scan::PciDevice audio = gpu;
+    audio.device = 0x10f7;
+    audio.class_code = 0x040300;
+    CHECK(plan::detail::target_alias_modules(pve92, "7.0.2-2-pve", audio) == std::vector<std::string>{"snd_hda_intel"});
+    scan::PciDevice usb = gpu;
+    usb.device = 0x1ad6;
+    usb.class_code = 0x0c0330;
+    CHECK(plan::detail::target_alias_modules(pve92, "7.0.2-2-pve", usb) == std::vector<std::string>{"xhci_pci"});
+    // no module tree for that kernel, or an id not known: nothing to say
+    CHECK(plan::detail::target_alias_modules(pve92, "6.17.2-1-pve", gpu).empty());
+    scan::PciDevice unknown = gpu;
+    unknown.subsystem_device.reset();
+    CHECK(plan::detail::target_alias_modules(pve92, "7.0.2-2-pve", unknown).empty());
+}
+
 TEST_CASE("drivers_for_kernel keeps nova_core only where the target kernel has it")
 {
     std::vector<std::string> why;

@@ -28,6 +28,10 @@ struct HostInputs
 // built-in), asked through libkmod: nullopt when <root>/lib/modules/<kver>
 // or its index is missing.
 std::optional<bool> target_has_module(const util::HostFs& fs, std::string_view kernel_release, std::string_view name);
+// The modules whose aliases in the target kernel's module tree match a PCI function's
+// modalias (what udev would load for it), asked through libkmod; empty when the tree or
+// its index is missing or an id of the function is unknown.
+std::vector<std::string> target_alias_modules(const util::HostFs& fs, std::string_view kernel_release, const scan::PciDevice& dev);
 // Whether a module is built into the target kernel (modules.builtin).
 std::optional<bool> target_module_builtin(const util::HostFs& fs, std::string_view kernel_release, std::string_view name);
 

@@ -4,6 +4,9 @@
 #include <libkmod.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstdio>
 #include <set>
 
 #include "plan/host/common.hpp"
@@ -69,6 +72,56 @@ std::optional<bool> target_has_module(const util::HostFs& fs, std::string_view k
     }
     kmod_unref(ctx);
     return found;
+}
+
+namespace {
+
+// The kernel's modalias of a PCI function (drivers/pci/pci-sysfs.c, modalias_show):
+// pci:v%08Xd%08Xsv%08Xsd%08Xbc%02Xsc%02Xi%02X; empty when an id is unknown.
+std::string pci_modalias(const scan::PciDevice& dev)
+{
+    if (!dev.vendor || !dev.device || !dev.subsystem_vendor || !dev.subsystem_device || !dev.class_code) {
+        return {};
+    }
+    std::array<char, 64> buf{};
+    const std::uint32_t cls = *dev.class_code;
+    std::snprintf(buf.data(), buf.size(), "pci:v%08Xd%08Xsv%08Xsd%08Xbc%02Xsc%02Xi%02X", unsigned{*dev.vendor}, unsigned{*dev.device},
+                  unsigned{*dev.subsystem_vendor}, unsigned{*dev.subsystem_device}, (cls >> 16U) & 0xffU, (cls >> 8U) & 0xffU, cls & 0xffU);
+    return buf.data();
+}
+
+} // namespace
+
+std::vector<std::string> target_alias_modules(const util::HostFs& fs, std::string_view kernel_release, const scan::PciDevice& dev)
+{
+    std::vector<std::string> out;
+    const std::string alias = pci_modalias(dev);
+    const auto dir = module_tree(fs, kernel_release);
+    if (alias.empty() || !dir) {
+        return out;
+    }
+    // no configuration files: the module tree's own aliases, not modprobe.d's
+    const char* no_config[] = {nullptr};
+    kmod_ctx* ctx = scan::new_quiet_kmod_ctx(dir->c_str(), no_config);
+    if (ctx == nullptr) {
+        return out;
+    }
+    kmod_list* list = nullptr;
+    if (kmod_module_new_from_lookup(ctx, alias.c_str(), &list) >= 0) {
+        kmod_list* it = nullptr;
+        kmod_list_foreach(it, list)
+        {
+            kmod_module* mod = kmod_module_get_module(it);
+            std::string name = kmod_module_get_name(mod);
+            if (std::find(out.begin(), out.end(), name) == out.end()) {
+                out.push_back(std::move(name));
+            }
+            kmod_module_unref(mod);
+        }
+        kmod_module_unref_list(list);
+    }
+    kmod_unref(ctx);
+    return out;
 }
 
 std::optional<bool> target_module_builtin(const util::HostFs& fs, std::string_view kernel_release, std::string_view name)

@@ -159,6 +159,13 @@ void choose_softdeps(ModprobeJob& job)
         if (d->driver && *d->driver != "vfio-pci" && *d->driver != "pci-stub") {
             want_softdep(driver_module(job.ctx.fs, job.drivers, *d->driver), "currently bound to " + fn.str());
         }
+        // what udev would load for the function, also once vfio-pci holds it: so that the
+        // plan made after the reboot keeps the softdep of the driver it kept off the card
+        for (const auto& module : target_alias_modules(job.ctx.fs, job.in.kernel_release.value_or(""), *d)) {
+            if (module_key(module) != "vfio_pci" && module_key(module) != "pci_stub") {
+                want_softdep(module, "the module aliases of kernel " + job.in.kernel_release.value_or("?") + " match " + fn.str());
+            }
+        }
     }
     std::vector<std::string> builtin_softdeps;
     for (auto it = job.softdeps.begin(); it != job.softdeps.end();) {
