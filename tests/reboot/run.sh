@@ -215,7 +215,7 @@ stub_package proxmox-kernel-helper "${PVE_VERSIONS[2]}" "$HERE/guest/proxmox-boo
 # makes it once; a second call with the same packages finds it up to date)
 make_root() {
     PACKAGES=(linux-image-amd64 initramfs-tools kmod systemd systemd-sysv udev grub2-common grub-pc-bin
-        pciutils busybox zstd qemu-system-x86 "$@")
+        pciutils busybox zstd qemu-system-x86 libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients "$@")
     log "Debian root: $RELEASE with ${#PACKAGES[@]} packages in $ROOT"
     local t0=$SECONDS
     "$REPO/scripts/debian-root.sh" --variant apt "$RELEASE" "$ROOT" "${PACKAGES[@]}" >/dev/null 2>"$WORK/debian-root.log" ||
@@ -337,6 +337,8 @@ stage() {
 
     install -D -m 755 "$HERE/guest/step" "$r/usr/local/lib/passthru-test/step"
     install -D -m 755 "$HERE/guest/vm-start" "$r/usr/local/lib/passthru-test/vm-start"
+    install -D -m 755 "$HERE/guest/libvirt-start" "$r/usr/local/lib/passthru-test/libvirt-start"
+    install -D -m 644 "$HERE/guest/domain-101.xml" "$r/usr/local/lib/passthru-test/domain-101.xml"
     install -D -m 644 "$HERE/guest/passthru-reboot-test.service" "$r/etc/systemd/system/passthru-reboot-test.service"
     mkdir -p "$r/etc/systemd/system/multi-user.target.wants"
     ln -sfn ../passthru-reboot-test.service "$r/etc/systemd/system/multi-user.target.wants/passthru-reboot-test.service"
