@@ -81,7 +81,7 @@ public:
     }
 
 private:
-    // The devices of a group outside the card of `pci`, with their drivers.
+    // The other devices of a group (not `pci`, no bridges), with their drivers.
     std::string group_members(int group, const std::optional<scan::PciAddress>& pci) const
     {
         const auto it = m_in.inventory.groups.find(group);
@@ -91,12 +91,12 @@ private:
         std::string out;
         for (const auto& addr : it->second.devices) {
             const auto* d = m_in.inventory.find(addr);
-            if ((pci && addr.same_slot(*pci)) || d == nullptr || d->is_bridge) {
+            if ((pci && addr == *pci) || d == nullptr || d->is_bridge) {
                 continue;
             }
             out += (out.empty() ? "" : ", ") + addr.str() + " (" + d->driver.value_or("no driver") + ")";
         }
-        return out.empty() ? "only the card's own functions" : out;
+        return out.empty() ? "no other device" : out;
     }
 
     // The cards to name in `passthru plan --gpus`: the card of `pci`, else the VM's cards.
@@ -162,6 +162,7 @@ bool concerns_vm(const std::map<std::string, std::string>& captures, const Repor
 
 void match_task_log(const ExplainInput& in, const HostFacts& facts, Report& report)
 {
+    std::set<std::pair<std::string, std::map<std::string, std::string>>> seen; // QEMU repeats some messages per reset
     for (const auto& line : report.task->lines) {
         bool placed = false;
         for (const auto& sig : in.signatures) {
@@ -169,7 +170,9 @@ void match_task_log(const ExplainInput& in, const HostFacts& facts, Report& repo
                 continue;
             }
             if (auto captures = sig.pattern.match(line)) {
-                report.causes.push_back(make_cause(sig, line, *captures, facts, in.vmid));
+                if (seen.emplace(sig.id, *captures).second) {
+                    report.causes.push_back(make_cause(sig, line, *captures, facts, in.vmid));
+                }
                 placed = true;
                 break;
             }

@@ -85,7 +85,7 @@ std::size_t class_span(CaptureClass cls, std::string_view s, std::size_t pos)
     case CaptureClass::pci:
         return pci_span(s, pos);
     case CaptureClass::word:
-        return lex::span(s, pos, [](char c) { return !lex::is_space(c); });
+        return lex::span(s, pos, [](char c) { return !lex::is_space(c) && c != '\'' && c != '"'; });
     case CaptureClass::bracket: {
         if (pos >= s.size() || s[pos] != '[') {
             return 0;

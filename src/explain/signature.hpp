@@ -29,7 +29,7 @@ enum class CaptureClass
     num,     // decimal digits
     hex,     // hex digits, either case
     pci,     // 0000:01:00.0 or 01:00.0 (captured as 0000:01:00.0, lower case)
-    word,    // a run without white space
+    word,    // a run without white space and quotes (' ")
     bracket, // "[" up to the next "]", both kept
 };
 

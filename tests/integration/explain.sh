@@ -108,12 +108,14 @@ grep -q "CAUSE group-not-viable (task_log)" <<< "$out" && ok "human output names
 grep -qF "run:    passthru plan --vm 101 --gpus 0000:01:00 --acs-override" <<< "$out" \
     && ok "the fix is the plan command for this VM's card with the option that fixes it" || fail "no plan command: $out"
 grep -qF "IOMMU group 12 of 0000:01:00.0" <<< "$out" && ok "the cause names the card's group" || fail "group not named: $out"
+grep -qF "0000:01:00.1 (snd_hda_intel), 0000:01:00.2 (xhci_hcd), 0000:01:00.3 (nvidia-gpu)" <<< "$out" \
+    && ok "the cause names the group's other devices and the drivers holding them" || fail "group members not named: $out"
 grep -q "Ubuntu-VM" <<< "$out" && ok "the VM's name comes from its config" || fail "VM name missing: $out"
 grep -q "no active generation" <<< "$out" && ok "passthru's journal is read" || fail "no journal note: $out"
 python3 - "$T/device-from-group.json" << 'PY' && ok "device-from-group names the driver that holds the function" || fail "driver not named"
 import json, sys
 c = json.load(open(sys.argv[1]))["causes"][0]
-assert "bound to nvidia" in c["cause"] or "bound to no driver" in c["cause"] or "bound to vfio-pci" in c["cause"], c["cause"]
+assert "it is bound to nouveau, not vfio-pci" in c["cause"], c["cause"]  # the fixture's driver of 01:00.0
 assert c["captures"] == {"pci": "0000:01:00.0", "group": "12"}, c["captures"]
 assert c["command"] == "passthru plan --vm 101 --gpus 0000:01:00", c["command"]
 PY
@@ -126,6 +128,15 @@ c = d["causes"][0]
 assert c["command"] is None and c["where"] == "kernel_log" and c["captures"]["ms"] == "65535", c
 assert d["unplaced"] == ["TASK ERROR: start failed: QEMU exited with code 1"], d["unplaced"]
 PY
+
+# A message logged twice (QEMU's reset warning per reset) is one cause.
+H=$T/twice
+new_host "$H"
+line=$(grep -P '^no-reset-mechanism\t' "$SIGS" | cut -f3)
+lay_task "$H" 101 "$START" "start failed: QEMU exited with code 1" "$line" "$line"
+"$P" --root "$H" explain 101 --json > "$T/twice.json" 2> /dev/null || true
+[[ $(causes "$T/twice.json" | grep -cx no-reset-mechanism) -eq 1 ]] && ok "a message logged twice is one cause" \
+    || fail "twice: $(causes "$T/twice.json" | tr '\n' ' ')"
 
 # A kernel message about a card this VM does not pass says nothing about its start.
 H=$T/other-card
