@@ -2,12 +2,15 @@
 #include "explain/explain.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <iterator>
 #include <set>
 
 #include "apply/journal.hpp"
 #include "apply/rollback.hpp"
 #include "apply/verify.hpp"
 #include "format/pve_config.hpp"
+#include "util/lex.hpp"
 
 namespace passthru::explain {
 
@@ -48,6 +51,47 @@ std::optional<StartTask> read_start_task(const util::HostFs& fs, std::uint64_t v
     return task;
 }
 
+std::optional<std::uint64_t> hex_at(std::string_view s, std::size_t pos)
+{
+    const auto is_hex = [](char c) { return util::lex::is_xdigit_lower(c) || (c >= 'A' && c <= 'F'); };
+    const std::size_t n = util::lex::span(s, pos, is_hex);
+    if (n == 0 || n > 16) {
+        return std::nullopt;
+    }
+    return std::stoull(std::string(s.substr(pos, n)), nullptr, 16);
+}
+
+// The bytes of a kernel resource: "[mem size 0x800000000 64bit pref]" or "[mem 0xc0000000-0xcfffffff ...]".
+std::optional<std::uint64_t> range_bytes(std::string_view range)
+{
+    if (const auto at = range.find("size 0x"); at != std::string_view::npos) {
+        return hex_at(range, at + 7);
+    }
+    const auto first = range.find("0x");
+    const auto dash = first == std::string_view::npos ? first : range.find("-0x", first);
+    if (dash == std::string_view::npos) {
+        return std::nullopt;
+    }
+    const auto start = hex_at(range, first + 2);
+    const auto end = hex_at(range, dash + 3);
+    if (!start || !end || *end < *start || *end - *start == UINT64_MAX) {
+        return std::nullopt;
+    }
+    return *end - *start + 1;
+}
+
+// "32 GiB", "256 MiB": the largest unit the size has one of (rounded down).
+std::string bytes_text(std::uint64_t bytes)
+{
+    constexpr const char* k_units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    std::size_t unit = 0;
+    while (bytes >= 1024 && unit + 1 < std::size(k_units)) {
+        bytes /= 1024;
+        ++unit;
+    }
+    return std::to_string(bytes) + " " + k_units[unit];
+}
+
 // The facts of this host a cause or fix may name (signature.hpp: k_host_placeholders).
 class HostFacts
 {
@@ -77,6 +121,8 @@ public:
             v["group_members"] = group_members(*group, pci);
         }
         v["gpus"] = gpus(pci);
+        const auto bytes = captures.contains("range") ? range_bytes(captures.at("range")) : std::nullopt;
+        v["bar_size"] = bytes ? bytes_text(*bytes) : "of unknown size";
         return v;
     }
 

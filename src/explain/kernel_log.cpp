@@ -17,7 +17,7 @@ bool eat_bracket_time(std::string_view& s)
         return false;
     }
     const auto close = s.find(']');
-    if (close == std::string_view::npos || close > 40) {
+    if (close > 40) { // npos too: no ']'
         return false;
     }
     s.remove_prefix(close + 1);
@@ -35,7 +35,7 @@ bool eat_kmsg_header(std::string_view& s)
         }
     }
     const auto semi = t.find(';');
-    if (semi == std::string_view::npos || semi > 64) {
+    if (semi > 64) { // npos too: no ';'
         return false;
     }
     s = t.substr(semi + 1);
@@ -47,7 +47,7 @@ bool eat_kmsg_header(std::string_view& s)
 bool eat_syslog_prefix(std::string_view& s)
 {
     const auto at = s.find(" kernel: ");
-    if (at == std::string_view::npos || at > 64) {
+    if (at > 64) { // npos too: not a syslog line
         return false;
     }
     s.remove_prefix(at + 9);

@@ -81,7 +81,7 @@ struct Signature
 
 // The host facts a cause or fix may name besides its pattern's captures.
 inline constexpr std::string_view k_host_placeholders[] = {
-    "vmid", "gpus", "pci", "driver", "group", "group_members", "address_bits", "interrupt_remapping",
+    "vmid", "gpus", "pci", "driver", "group", "group_members", "address_bits", "interrupt_remapping", "bar_size",
 };
 
 // profiles/failures.json (schema passthru.failures/1). Errc::usage naming

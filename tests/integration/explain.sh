@@ -129,6 +129,15 @@ assert c["command"] is None and c["where"] == "kernel_log" and c["captures"]["ms
 assert d["unplaced"] == ["TASK ERROR: start failed: QEMU exited with code 1"], d["unplaced"]
 PY
 
+python3 - "$T/bar-no-space.json" "$T/bar-cannot-reserve.json" << 'PY' && ok "a BAR's size is read from its range and set against the CPU's address bits" || fail "BAR size"
+import json, sys
+c = json.load(open(sys.argv[1]))["causes"][0]
+assert "BAR 1 of 0000:01:00.0, 32 GiB [mem size 0x800000000 64bit pref]" in c["cause"], c["cause"]
+assert "physical address bits" in c["cause"] and "unknown" not in c["cause"], c["cause"]
+c = json.load(open(sys.argv[2]))["causes"][0]
+assert ", 256 MiB [mem 0xc0000000-0xcfffffff 64bit pref]" in c["cause"], c["cause"]
+PY
+
 # A message logged twice (QEMU's reset warning per reset) is one cause.
 H=$T/twice
 new_host "$H"
