@@ -492,8 +492,9 @@ std::string bash_command_cases(const std::vector<OptionInfo>& globals, const std
         out << "        " << c.name << ")\n";
         out << "            options=\"" << option_words(command_options(c)) << " " << option_words(after_command) << "\"\n";
         if (!c.operand.empty()) {
-            // The one word the command takes besides its options (apply's FILE).
-            out << "            [[ $cur == -* ]] || { _filedir; return; }\n";
+            // The one word the command takes besides its options (apply's FILE, explain's VMID).
+            const bool vmid = c.operand == "VMID";
+            out << "            [[ $cur == -* ]] || { " << (vmid ? "_passthru_vmids \"$root\"" : "_filedir") << "; return; }\n";
         }
         out << "            ;;\n";
     }
@@ -674,7 +675,8 @@ std::string zsh_command_cases(const std::vector<OptionInfo>& after_command)
         out += zsh_specs(command_options(c), "                        ");
         out += zsh_specs(after_command, "                        ");
         if (!c.operand.empty()) {
-            out += "                        " + zsh_quote("1:" + std::string(c.operand) + ":_files") + " \\\n";
+            const char* action = c.operand == "VMID" ? ":_passthru_vmids" : ":_files";
+            out += "                        " + zsh_quote("1:" + std::string(c.operand) + action) + " \\\n";
         }
         out += "                        && ret=0\n                    ;;\n";
     }

@@ -17,6 +17,7 @@ const std::vector<Command>& commands()
         {"rollback", "restore the files of an earlier generation", rollback_options, run_rollback},
         {"confirm", "make a verified trial boot the default, or keep a network change applied with --confirm-timeout", confirm_options,
          run_confirm},
+        {"explain", "say why a VM's last start failed after passthrough, and what to do", explain_options, run_explain, "VMID"},
     };
     return k_commands;
 }

@@ -135,11 +135,29 @@ Otherwise it keeps a network change that apply made live with
 --apply-network and --confirm-timeout. Without passthru confirm within the
 timeout, the previous /etc/network/interfaces is restored and reloaded, so
 that a bond or bridge change that cut off the remote session undoes itself.)"},
+    {"explain", "VMID [--kernel-log FILE] [--json]",
+     R"(Says why the VM's most recent start failed and what to do. It reads the
+start task Proxmox VE recorded (the newest qmstart task of VMID in
+/var/log/pve/tasks/index and active, and its log under
+/var/log/pve/tasks/X/UPID), the kernel's log (--kernel-log FILE, a captured
+dmesg, dmesg -x or journalctl -k; else /var/log/kern.log under --root; on the
+host itself the ring buffer /dev/kmsg, read without waiting), the VM's
+configuration and passthru's journal, and matches every line against the
+known failures of profiles/failures.json. Each cause found names this host's
+device, its driver, its IOMMU group and the group's other devices, and says
+the fix: the passthru plan command with the option that fixes it, or the
+manual step (a firmware setting, another slot). Lines of a failed start that
+no known failure matches are printed as not placed. Exit status 0 when a
+known cause was found or there is no failed start (the latest start
+succeeded, is running, or none is recorded), 1 when the start failed for a
+reason passthru does not know, 2 for a bad VMID or an unreadable or binary
+--kernel-log. explain changes nothing. --json prints one document of schema
+passthru.explain/1 (docs/explain-json.md).)"},
 };
 
 const std::vector<ExitCodeDoc> k_exit_codes{
-    {exit_code::ok, "success, or nothing to do"},
-    {exit_code::error, "error; the host is unchanged or was rolled back"},
+    {exit_code::ok, "success, or nothing to do (explain: a known cause was found, or no start failed)"},
+    {exit_code::error, "error; the host is unchanged or was rolled back (explain: a failed start it cannot explain)"},
     {exit_code::usage, "usage error or bad input"},
     {exit_code::refused, "refused: the host or request is unsafe (nothing was changed)"},
     {exit_code::rollback_failed, "rollback failed: manual attention needed (the affected paths are listed)"},

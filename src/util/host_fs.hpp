@@ -172,6 +172,11 @@ public:
     // file's pre-image, and rollback could not restore a tail it never read.
     Result<std::string> read_file(std::string_view host_path) const;
     static constexpr std::size_t k_max_file_bytes = std::size_t{256} << 20;
+    // A record device read to its current end without ever waiting
+    // (/dev/kmsg: one record per read(2)): opened O_RDONLY | O_NONBLOCK, read
+    // until EAGAIN or end of file, at most max_bytes. Records the kernel
+    // overwrote meanwhile (EPIPE) are skipped. Equivalent to: dmesg -r.
+    Result<std::string> read_records(std::string_view host_path, std::size_t max_bytes) const;
     // Like read_file with trailing white space trimmed; nullopt on any failure.
     std::optional<std::string> read_attr(std::string_view host_path) const;
     // Target of the symlink at host_path itself (the last component is not followed).

@@ -306,6 +306,33 @@ Result<std::string> HostFs::read_file(std::string_view host_path) const
     return std::move(*out);
 }
 
+Result<std::string> HostFs::read_records(std::string_view host_path, std::size_t max_bytes) const
+{
+    const UniqueFd fd(open_in_root(host_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+    if (!fd.ok()) {
+        return tl::unexpected(io_error("cannot read", host_path, errno));
+    }
+    std::string out;
+    char buf[8192]; // a /dev/kmsg record is at most 8 KiB (a larger buffer is never filled by one read)
+    while (out.size() < max_bytes) {
+        const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+        if (n < 0) {
+            if (errno == EINTR || errno == EPIPE) {
+                continue; // EPIPE: the record was overwritten; the next read gives the next one
+            }
+            if (errno == EAGAIN) {
+                break; // the end of the buffer: reading on would wait for new messages
+            }
+            return tl::unexpected(io_error("cannot read", host_path, errno));
+        }
+        if (n == 0) {
+            break;
+        }
+        out.append(buf, static_cast<std::size_t>(n));
+    }
+    return out;
+}
+
 std::optional<std::string> HostFs::read_attr(std::string_view host_path) const
 {
     auto out = read_file(host_path);

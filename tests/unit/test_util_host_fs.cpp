@@ -396,3 +396,28 @@ TEST_SUITE("util::host_fs")
         CHECK(dir_name("/etc/kernel/cmdline") == "/etc/kernel");
     }
 }
+
+TEST_SUITE("util::host_fs")
+{
+    TEST_CASE("read_records reads a record device to its end without waiting for more")
+    {
+        // A FIFO with a writer that stays open stands in for /dev/kmsg: a
+        // blocking read would wait for ever after the last record; read_records
+        // stops at EAGAIN with what was there.
+        const TempDir dir;
+        const auto fifo = dir.path() / "kmsg";
+        REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+        const int writer = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC); // O_RDWR: opening does not wait for a reader
+        REQUIRE(writer >= 0);
+        const std::string records = "6,1,100,-;first record\n4,2,200,-;second record\n";
+        REQUIRE(::write(writer, records.data(), records.size()) == static_cast<ssize_t>(records.size()));
+        const auto fs = HostFs::open(dir.path()).value();
+        const auto start = std::chrono::steady_clock::now();
+        const auto text = fs.read_records("/kmsg", 1 << 20);
+        CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+        ::close(writer);
+        REQUIRE(text);
+        CHECK(*text == records);
+        CHECK(fs.read_records("/kmsg-missing", 10).error().code() != passthru::Errc::internal);
+    }
+}

@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "explain/explain.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <iterator>
+#include <set>
+
+#include "apply/journal.hpp"
+#include "apply/rollback.hpp"
+#include "apply/verify.hpp"
+#include "format/pve_config.hpp"
+#include "util/lex.hpp"
+
+namespace passthru::explain {
+
+std::string_view to_string(Verdict verdict)
+{
+    switch (verdict) {
+    case Verdict::explained:
+        return "explained";
+    case Verdict::unexplained:
+        return "unexplained";
+    case Verdict::no_failure:
+        return "no_failure";
+    }
+    return "no_failure";
+}
+
+namespace {
+
+std::optional<StartTask> read_start_task(const util::HostFs& fs, std::uint64_t vmid, Report& report)
+{
+    auto entry = latest_task(fs, "qmstart", std::to_string(vmid), report.unreadable_index_lines);
+    if (!entry) {
+        return std::nullopt;
+    }
+    StartTask task;
+    task.log_path = task_log_path(entry->upid);
+    task.failed = entry->endtime.has_value() && status_is_error(entry->status);
+    if (auto text = fs.read_file(task.log_path)) {
+        task.log_found = true;
+        task.lines = split_log_lines(*text);
+    } else {
+        report.notes.push_back("the task's log " + task.log_path + " is missing: only its status in the index is known");
+        if (task.failed) {
+            task.lines.push_back("TASK ERROR: " + entry->status);
+        }
+    }
+    task.entry = std::move(*entry);
+    return task;
+}
+
+std::optional<std::uint64_t> hex_at(std::string_view s, std::size_t pos)
+{
+    const auto is_hex = [](char c) { return util::lex::is_xdigit_lower(c) || (c >= 'A' && c <= 'F'); };
+    const std::size_t n = util::lex::span(s, pos, is_hex);
+    if (n == 0 || n > 16) {
+        return std::nullopt;
+    }
+    return std::stoull(std::string(s.substr(pos, n)), nullptr, 16);
+}
+
+// The bytes of a kernel resource: "[mem size 0x800000000 64bit pref]" or "[mem 0xc0000000-0xcfffffff ...]".
+std::optional<std::uint64_t> range_bytes(std::string_view range)
+{
+    if (const auto at = range.find("size 0x"); at != std::string_view::npos) {
+        return hex_at(range, at + 7);
+    }
+    const auto first = range.find("0x");
+    const auto dash = first == std::string_view::npos ? first : range.find("-0x", first);
+    if (dash == std::string_view::npos) {
+        return std::nullopt;
+    }
+    const auto start = hex_at(range, first + 2);
+    const auto end = hex_at(range, dash + 3);
+    if (!start || !end || *end < *start || *end - *start == UINT64_MAX) {
+        return std::nullopt;
+    }
+    return *end - *start + 1;
+}
+
+// "32 GiB", "256 MiB": the largest unit the size has one of (rounded down).
+std::string bytes_text(std::uint64_t bytes)
+{
+    constexpr const char* k_units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    std::size_t unit = 0;
+    while (bytes >= 1024 && unit + 1 < std::size(k_units)) {
+        bytes /= 1024;
+        ++unit;
+    }
+    return std::to_string(bytes) + " " + k_units[unit];
+}
+
+// The facts of this host a cause or fix may name (signature.hpp: k_host_placeholders).
+class HostFacts
+{
+public:
+    HostFacts(const ExplainInput& in, const Report& report) : m_in(in), m_report(report) {}
+
+    std::map<std::string, std::string> values(const std::map<std::string, std::string>& captures) const
+    {
+        std::map<std::string, std::string> v = captures;
+        v["vmid"] = std::to_string(m_in.vmid);
+        const auto& host = m_in.inventory.host;
+        v["address_bits"] = host.phys_address_bits ? std::to_string(*host.phys_address_bits) : "an unknown number of";
+        v["interrupt_remapping"] = !host.iommu.interrupt_remapping ? "unknown" : (*host.iommu.interrupt_remapping ? "yes" : "no");
+        const auto pci = captures.contains("pci") ? scan::PciAddress::parse(captures.at("pci")) : std::nullopt;
+        const scan::PciDevice* dev = pci ? m_in.inventory.find(*pci) : nullptr;
+        if (pci) {
+            v["driver"] = dev == nullptr ? "not on this host" : dev->driver.value_or("no driver");
+        }
+        std::optional<int> group;
+        if (captures.contains("group")) {
+            group = std::stoi(captures.at("group").substr(0, 9));
+        } else if (dev != nullptr && dev->iommu_group) {
+            group = dev->iommu_group;
+            v["group"] = std::to_string(*group);
+        }
+        if (group) {
+            v["group_members"] = group_members(*group, pci);
+        }
+        v["gpus"] = gpus(pci);
+        const auto bytes = captures.contains("range") ? range_bytes(captures.at("range")) : std::nullopt;
+        v["bar_size"] = bytes ? bytes_text(*bytes) : "of unknown size";
+        return v;
+    }
+
+private:
+    // The other devices of a group (not `pci`, no bridges), with their drivers.
+    std::string group_members(int group, const std::optional<scan::PciAddress>& pci) const
+    {
+        const auto it = m_in.inventory.groups.find(group);
+        if (it == m_in.inventory.groups.end()) {
+            return "no group " + std::to_string(group) + " on this host";
+        }
+        std::string out;
+        for (const auto& addr : it->second.devices) {
+            const auto* d = m_in.inventory.find(addr);
+            if ((pci && addr == *pci) || d == nullptr || d->is_bridge) {
+                continue;
+            }
+            out += (out.empty() ? "" : ", ") + addr.str() + " (" + d->driver.value_or("no driver") + ")";
+        }
+        return out.empty() ? "no other device" : out;
+    }
+
+    // The cards to name in `passthru plan --gpus`: the card of `pci`, else the VM's cards.
+    std::string gpus(const std::optional<scan::PciAddress>& pci) const
+    {
+        if (pci) {
+            if (const auto* card = m_in.inventory.gpu_of(*pci)) {
+                return card->slot;
+            }
+        }
+        std::set<std::string> slots;
+        for (const auto& f : m_report.vm_functions) {
+            if (const auto a = scan::PciAddress::parse(f)) {
+                if (const auto* card = m_in.inventory.gpu_of(*a)) {
+                    slots.insert(card->slot);
+                }
+            }
+        }
+        std::string out;
+        for (const auto& s : slots) {
+            out += (out.empty() ? "" : ",") + s;
+        }
+        return out.empty() ? "all" : out;
+    }
+
+    const ExplainInput& m_in;
+    const Report& m_report;
+};
+
+Cause make_cause(const Signature& sig, const std::string& line, const std::map<std::string, std::string>& captures, const HostFacts& facts,
+                 std::uint64_t vmid)
+{
+    const auto values = facts.values(captures);
+    Cause c{sig.id,       sig.where,  line,    fill_placeholders(sig.cause, values), fill_placeholders(sig.fix, values),
+            std::nullopt, sig.source, captures};
+    if (sig.plan_option) {
+        c.command = "passthru plan --vm " + std::to_string(vmid) + " --gpus " + values.at("gpus")
+                    + (sig.plan_option->empty() ? "" : " " + *sig.plan_option);
+    }
+    return c;
+}
+
+// A kernel message about a device or group this VM does not pass says nothing about its start.
+bool concerns_vm(const std::map<std::string, std::string>& captures, const Report& report, const scan::Inventory& inv)
+{
+    if (report.vm_functions.empty()) {
+        return true;
+    }
+    std::set<int> groups;
+    for (const auto& f : report.vm_functions) {
+        if (const auto a = scan::PciAddress::parse(f); a && inv.find(*a) != nullptr && inv.find(*a)->iommu_group) {
+            groups.insert(*inv.find(*a)->iommu_group);
+        }
+    }
+    if (const auto it = captures.find("pci"); it != captures.end()) {
+        return std::find(report.vm_functions.begin(), report.vm_functions.end(), it->second) != report.vm_functions.end();
+    }
+    if (const auto it = captures.find("group"); it != captures.end()) {
+        return groups.contains(std::stoi(it->second.substr(0, 9)));
+    }
+    return true;
+}
+
+void match_task_log(const ExplainInput& in, const HostFacts& facts, Report& report)
+{
+    std::set<std::pair<std::string, std::map<std::string, std::string>>> seen; // QEMU repeats some messages per reset
+    for (const auto& line : report.task->lines) {
+        bool placed = false;
+        for (const auto& sig : in.signatures) {
+            if (sig.where != LogKind::task_log) {
+                continue;
+            }
+            if (auto captures = sig.pattern.match(line)) {
+                if (seen.emplace(sig.id, *captures).second) {
+                    report.causes.push_back(make_cause(sig, line, *captures, facts, in.vmid));
+                }
+                placed = true;
+                break;
+            }
+        }
+        if (!placed && !line.empty()) {
+            report.unplaced.push_back(line);
+        }
+    }
+}
+
+void match_kernel_log(const ExplainInput& in, const HostFacts& facts, Report& report)
+{
+    std::set<std::pair<std::string, std::map<std::string, std::string>>> seen; // one cause per message, however often logged
+    for (const auto& message : in.kernel.messages) {
+        for (const auto& sig : in.signatures) {
+            if (sig.where != LogKind::kernel_log) {
+                continue;
+            }
+            auto captures = sig.pattern.match(message);
+            if (!captures || !concerns_vm(*captures, report, in.inventory) || !seen.emplace(sig.id, *captures).second) {
+                continue;
+            }
+            report.causes.push_back(make_cause(sig, message, *captures, facts, in.vmid));
+        }
+    }
+}
+
+void read_vm_config(const ExplainInput& in, Report& report)
+{
+    const std::string path = "/etc/pve/qemu-server/" + std::to_string(in.vmid) + ".conf";
+    auto text = in.fs.read_file(path);
+    if (!text) {
+        report.notes.push_back("VM " + std::to_string(in.vmid) + " has no config here (" + path + ")");
+        return;
+    }
+    report.vm_name = format::pve::VmConfig::parse(*text).get("name");
+    if (auto fns = apply::vm_config_functions(in.inventory, in.fs, in.vmid)) {
+        for (const auto& f : *fns) {
+            report.vm_functions.push_back(f.str());
+        }
+    }
+    if (report.vm_functions.empty()) {
+        report.notes.push_back("VM " + std::to_string(in.vmid) + "'s config passes no PCI function of this host");
+    }
+}
+
+void journal_note(const ExplainInput& in, Report& report)
+{
+    const apply::Journal journal(in.fs);
+    const auto active = apply::active_generations(journal.load_all());
+    if (active.empty()) {
+        report.notes.push_back("passthru has applied no changes on this host (no active generation in its journal)");
+        return;
+    }
+    const auto& newest = active.back();
+    std::string cards;
+    for (const auto& g : newest.gpus) {
+        cards += (cards.empty() ? "" : ", ") + g.slot;
+    }
+    report.notes.push_back("passthru's newest active generation is " + std::to_string(newest.id) + " (" + newest.created + ")"
+                           + (cards.empty() ? std::string() : ", for the cards " + cards));
+}
+
+} // namespace
+
+Report explain_start(const ExplainInput& in)
+{
+    Report report;
+    report.vmid = in.vmid;
+    read_vm_config(in, report);
+    journal_note(in, report);
+    report.kernel_source = in.kernel.source;
+    report.kernel_messages = in.kernel.messages.size();
+    if (in.kernel.note) {
+        report.notes.push_back(*in.kernel.note);
+    }
+    report.task = read_start_task(in.fs, in.vmid, report);
+    if (report.unreadable_index_lines != 0) {
+        report.notes.push_back(std::to_string(report.unreadable_index_lines) + " line(s) of " + std::string(k_task_dir)
+                               + "/index and active are no task entry and were skipped");
+    }
+    if (!report.task || !report.task->failed) {
+        report.verdict = Verdict::no_failure;
+        return report;
+    }
+    const HostFacts facts(in, report);
+    match_task_log(in, facts, report);
+    match_kernel_log(in, facts, report);
+    report.verdict = report.causes.empty() ? Verdict::unexplained : Verdict::explained;
+    return report;
+}
+
+} // namespace passthru::explain

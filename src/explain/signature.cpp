@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "explain/signature.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "util/json.hpp"
+#include "util/lex.hpp"
+
+namespace passthru::explain {
+
+namespace lex = util::lex;
+
+std::string_view to_string(LogKind kind)
+{
+    switch (kind) {
+    case LogKind::task_log:
+        return "task_log";
+    case LogKind::kernel_log:
+        return "kernel_log";
+    }
+    return "task_log";
+}
+
+namespace {
+
+constexpr std::string_view k_failures_schema = "passthru.failures/1";
+constexpr std::size_t k_min_literal = 8;
+
+bool is_xdigit_any(char c)
+{
+    return lex::is_xdigit_lower(c) || (c >= 'A' && c <= 'F');
+}
+
+std::optional<CaptureClass> capture_class(std::string_view name)
+{
+    if (name == "num") {
+        return CaptureClass::num;
+    }
+    if (name == "hex") {
+        return CaptureClass::hex;
+    }
+    if (name == "pci") {
+        return CaptureClass::pci;
+    }
+    if (name == "word") {
+        return CaptureClass::word;
+    }
+    if (name == "bracket") {
+        return CaptureClass::bracket;
+    }
+    return std::nullopt;
+}
+
+// Hex digits of exactly `n` at `pos`, then `sep` (when not '\0').
+bool hex_field(std::string_view s, std::size_t pos, std::size_t n, char sep)
+{
+    if (pos + n + (sep != '\0' ? 1 : 0) > s.size() || lex::span(s, pos, is_xdigit_any) < n) {
+        return false;
+    }
+    return sep == '\0' || s[pos + n] == sep;
+}
+
+// Length of a PCI address at `pos` (12 for DDDD:BB:DD.F, 7 for BB:DD.F); 0 when none.
+std::size_t pci_span(std::string_view s, std::size_t pos)
+{
+    const auto bdf = [&](std::size_t at) {
+        return hex_field(s, at, 2, ':') && hex_field(s, at + 3, 2, '.') && at + 6 < s.size() && s[at + 6] >= '0' && s[at + 6] <= '7';
+    };
+    if (hex_field(s, pos, 4, ':') && bdf(pos + 5)) {
+        return 12;
+    }
+    return bdf(pos) ? 7 : 0;
+}
+
+std::size_t class_span(CaptureClass cls, std::string_view s, std::size_t pos)
+{
+    switch (cls) {
+    case CaptureClass::num:
+        return lex::span(s, pos, lex::is_digit);
+    case CaptureClass::hex:
+        return lex::span(s, pos, is_xdigit_any);
+    case CaptureClass::pci:
+        return pci_span(s, pos);
+    case CaptureClass::word:
+        return lex::span(s, pos, [](char c) { return !lex::is_space(c) && c != '\'' && c != '"'; });
+    case CaptureClass::bracket: {
+        if (pos >= s.size() || s[pos] != '[') {
+            return 0;
+        }
+        const auto close = s.find(']', pos);
+        return close == std::string_view::npos ? 0 : close - pos + 1;
+    }
+    }
+    return 0;
+}
+
+std::string capture_value(CaptureClass cls, std::string_view text)
+{
+    std::string out(text);
+    if (cls == CaptureClass::pci) {
+        std::transform(out.begin(), out.end(), out.begin(),
+                       [](char c) { return (c >= 'A' && c <= 'F') ? static_cast<char>(c - 'A' + 'a') : c; });
+        if (out.size() == 7) {
+            out.insert(0, "0000:");
+        }
+    }
+    return out;
+}
+
+// The tokens of a segment at `pos`: the end, with captures added; nullopt when they do not match there.
+std::optional<std::size_t> match_at(const std::vector<Pattern::Token>& tokens, std::string_view line, std::size_t pos,
+                                    std::map<std::string, std::string>& captures)
+{
+    for (const auto& t : tokens) {
+        if (!t.capture) {
+            if (line.substr(pos).starts_with(t.literal)) {
+                pos += t.literal.size();
+                continue;
+            }
+            return std::nullopt;
+        }
+        const std::size_t n = class_span(t.cls, line, pos);
+        if (n == 0) {
+            return std::nullopt;
+        }
+        captures[t.name] = capture_value(t.cls, line.substr(pos, n));
+        pos += n;
+    }
+    return pos;
+}
+
+// Appends the text before a "{" (and the capture from it) to `segment`; the position after it.
+Result<std::size_t> compile_capture(std::string_view text, std::size_t open, std::vector<Pattern::Token>& segment,
+                                    std::vector<std::string>& names)
+{
+    const auto close = text.find('}', open);
+    if (close == std::string_view::npos) {
+        return fail(Errc::usage, "unclosed '{' in pattern '" + std::string(text) + "'");
+    }
+    const std::string_view inside = text.substr(open + 1, close - open - 1);
+    const auto colon = inside.find(':');
+    const std::string_view name = inside.substr(0, colon);
+    const auto cls = colon == std::string_view::npos ? std::nullopt : capture_class(inside.substr(colon + 1));
+    if (!cls || !lex::all_of(name, [](char c) { return lex::is_lower(c) || c == '_'; })) {
+        return fail(Errc::usage, "'{" + std::string(inside) + "}' in pattern '" + std::string(text)
+                                     + "': write {name:class}, class one of num, hex, pci, word, bracket");
+    }
+    if (std::find(names.begin(), names.end(), name) != names.end()) {
+        return fail(Errc::usage, "capture '" + std::string(name) + "' is named twice in pattern '" + std::string(text) + "'");
+    }
+    names.emplace_back(name);
+    segment.push_back(Pattern::Token{true, {}, std::string(name), *cls});
+    return close + 1;
+}
+
+} // namespace
+
+Result<Pattern> Pattern::compile(std::string_view text)
+{
+    Pattern out;
+    out.m_text = std::string(text);
+    std::vector<Token> segment;
+    std::size_t literal_chars = 0;
+    std::string literal;
+    const auto flush_literal = [&] {
+        if (!literal.empty()) {
+            literal_chars += literal.size();
+            segment.push_back(Token{false, literal, {}, CaptureClass::word});
+            literal.clear();
+        }
+    };
+    for (std::size_t i = 0; i < text.size();) {
+        const char c = text[i];
+        if (c == '*') {
+            flush_literal();
+            if (!segment.empty()) {
+                out.m_segments.push_back(std::move(segment));
+                segment.clear();
+            }
+            ++i;
+        } else if (c == '{') {
+            flush_literal();
+            auto next = compile_capture(text, i, segment, out.m_names);
+            if (!next) {
+                return tl::unexpected(next.error());
+            }
+            i = *next;
+        } else if (c == '}') {
+            return fail(Errc::usage, "'}' without '{' in pattern '" + std::string(text) + "'");
+        } else {
+            literal.push_back(c);
+            ++i;
+        }
+    }
+    flush_literal();
+    if (!segment.empty()) {
+        out.m_segments.push_back(std::move(segment));
+    }
+    for (const auto& seg : out.m_segments) {
+        for (const auto& t : seg) {
+            if (!t.capture && t.literal.size() > out.m_longest_literal.size()) {
+                out.m_longest_literal = t.literal;
+            }
+        }
+    }
+    if (literal_chars < k_min_literal) {
+        return fail(Errc::usage, "pattern '" + std::string(text) + "' has fewer than " + std::to_string(k_min_literal)
+                                     + " literal characters: it would match nearly any line");
+    }
+    return out;
+}
+
+std::optional<std::map<std::string, std::string>> Pattern::match(std::string_view line) const
+{
+    if (line.find(m_longest_literal) == std::string_view::npos) {
+        return std::nullopt; // the cheap test that leaves most lines of a kernel log at once
+    }
+    std::map<std::string, std::string> captures;
+    std::size_t from = 0;
+    for (const auto& segment : m_segments) {
+        std::optional<std::size_t> end;
+        // A failed try leaves only names of this segment behind, which the successful one overwrites.
+        for (std::size_t pos = from; pos < line.size() && !end; ++pos) {
+            end = match_at(segment, line, pos, captures);
+        }
+        if (!end) {
+            return std::nullopt;
+        }
+        from = *end;
+    }
+    return captures;
+}
+
+std::string fill_placeholders(std::string_view text, const std::map<std::string, std::string>& values)
+{
+    std::string out;
+    std::size_t i = 0;
+    while (i < text.size()) {
+        const auto open = text.find('{', i);
+        const auto close = open == std::string_view::npos ? open : text.find('}', open);
+        if (close == std::string_view::npos) {
+            out.append(text.substr(i));
+            break;
+        }
+        out.append(text.substr(i, open - i));
+        const auto it = values.find(std::string(text.substr(open + 1, close - open - 1)));
+        out.append(it != values.end() ? std::string_view(it->second) : text.substr(open, close - open + 1));
+        i = close + 1;
+    }
+    return out;
+}
+
+namespace {
+
+struct RowText
+{
+    std::string id;
+    std::string where;
+    std::string pattern;
+    std::string cause;
+    std::string fix;
+    std::optional<std::string> plan_option;
+    std::string source;
+};
+
+constexpr const char* k_row_fields[] = {"id", "where", "pattern", "cause", "fix", "plan_option", "source"};
+
+Result<RowText> row_text(const nlohmann::json& row, const std::string& at)
+{
+    if (!row.is_object()) {
+        return fail(Errc::usage, at + ": must be an object");
+    }
+    for (const auto& item : row.items()) {
+        const std::string& key = item.key();
+        if (std::none_of(std::begin(k_row_fields), std::end(k_row_fields), [&](const char* f) { return key == f; })) {
+            return fail(Errc::usage, at + ": " + key + " is not a field of a failure");
+        }
+    }
+    RowText out;
+    const std::pair<const char*, std::string*> required[] = {{"id", &out.id},       {"where", &out.where}, {"pattern", &out.pattern},
+                                                             {"cause", &out.cause}, {"fix", &out.fix},     {"source", &out.source}};
+    for (const auto& [name, dest] : required) {
+        const auto it = row.find(name);
+        if (it == row.end() || !it->is_string() || it->get<std::string>().empty()) {
+            return fail(Errc::usage, at + ": " + name + " must be a non-empty string");
+        }
+        *dest = it->get<std::string>();
+        if (dest->find('\n') != std::string::npos) {
+            return fail(Errc::usage, at + ": " + name + " must be one line");
+        }
+    }
+    if (const auto it = row.find("plan_option"); it != row.end() && !it->is_null()) {
+        if (!it->is_string()) {
+            return fail(Errc::usage, at + ": plan_option must be a string or null");
+        }
+        out.plan_option = it->get<std::string>();
+    }
+    return out;
+}
+
+// Every {name} of `text` names a capture of the pattern or a host fact.
+Result<void> check_placeholders(const std::string& text, const Pattern& pattern, const std::string& at)
+{
+    for (std::size_t open = text.find('{'); open != std::string::npos; open = text.find('{', open + 1)) {
+        const auto close = text.find('}', open);
+        if (close == std::string::npos) {
+            return fail(Errc::usage, at + ": unclosed '{'");
+        }
+        const std::string name = text.substr(open + 1, close - open - 1);
+        const auto& captures = pattern.capture_names();
+        const bool known =
+            std::find(captures.begin(), captures.end(), name) != captures.end()
+            || std::find(std::begin(k_host_placeholders), std::end(k_host_placeholders), name) != std::end(k_host_placeholders);
+        if (!known) {
+            return fail(Errc::usage, at + ": {" + name + "} is neither a capture of the pattern nor a host fact");
+        }
+    }
+    return {};
+}
+
+Result<Signature> parse_row(const nlohmann::json& row, const std::string& at)
+{
+    auto text = row_text(row, at);
+    if (!text) {
+        return tl::unexpected(text.error());
+    }
+    if (!lex::all_of(text->id, [](char c) { return lex::is_lower(c) || lex::is_digit(c) || c == '-'; })) {
+        return fail(Errc::usage, at + ": id must be lower-case letters, digits and '-'");
+    }
+    Signature sig;
+    sig.id = text->id;
+    if (text->where == "task_log") {
+        sig.where = LogKind::task_log;
+    } else if (text->where == "kernel_log") {
+        sig.where = LogKind::kernel_log;
+    } else {
+        return fail(Errc::usage, at + ": where must be task_log or kernel_log");
+    }
+    auto pattern = Pattern::compile(text->pattern);
+    if (!pattern) {
+        return fail(Errc::usage, at + ": " + pattern.error().what());
+    }
+    sig.pattern = std::move(*pattern);
+    for (const std::string* field : {&text->cause, &text->fix}) {
+        if (auto ok = check_placeholders(*field, sig.pattern, at); !ok) {
+            return tl::unexpected(ok.error());
+        }
+    }
+    sig.cause = std::move(text->cause);
+    sig.fix = std::move(text->fix);
+    sig.plan_option = std::move(text->plan_option);
+    sig.source = std::move(text->source);
+    return sig;
+}
+
+} // namespace
+
+Result<std::vector<Signature>> parse_signatures(std::string_view json_text, const std::string& where)
+{
+    const auto parsed = util::parse_json(json_text, where, Errc::usage);
+    if (!parsed) {
+        return tl::unexpected(parsed.error());
+    }
+    const auto& doc = *parsed;
+    if (!doc.is_object() || !doc.contains("schema") || doc["schema"] != k_failures_schema) {
+        return fail(Errc::usage, where + ": schema must be \"" + std::string(k_failures_schema) + "\"");
+    }
+    for (const auto& item : doc.items()) {
+        if (item.key() != "schema" && item.key() != "comment" && item.key() != "failures") {
+            return fail(Errc::usage, where + ": " + item.key() + " is not a field of " + std::string(k_failures_schema));
+        }
+    }
+    const auto rows = doc.find("failures");
+    if (rows == doc.end() || !rows->is_array() || rows->empty()) {
+        return fail(Errc::usage, where + ": failures must be a non-empty array");
+    }
+    std::vector<Signature> out;
+    std::set<std::string> ids;
+    for (std::size_t i = 0; i < rows->size(); ++i) {
+        auto sig = parse_row((*rows)[i], where + ": failures[" + std::to_string(i) + "]");
+        if (!sig) {
+            return tl::unexpected(sig.error());
+        }
+        if (!ids.insert(sig->id).second) {
+            return fail(Errc::usage, where + ": failures[" + std::to_string(i) + "]: id " + sig->id + " is used twice");
+        }
+        out.push_back(std::move(*sig));
+    }
+    return out;
+}
+
+} // namespace passthru::explain

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The known failures of a VM start (profiles/failures.json, docs/data.md):
+// each row a pattern that finds its message in the task log or the kernel
+// log, the cause and the fix. Patterns are bounded matchers (util/lex.hpp):
+// literal text, `*` for any run, `{name:class}` captures; never std::regex.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/error.hpp"
+
+namespace passthru::explain {
+
+// Where a failure's message appears.
+enum class LogKind
+{
+    task_log,   // the Proxmox VE task log of the start (qemu-server, QEMU's stderr)
+    kernel_log, // the kernel's log (dmesg, journalctl -k, /dev/kmsg)
+};
+std::string_view to_string(LogKind kind);
+
+// What a capture takes: the longest run of its class at that place.
+enum class CaptureClass
+{
+    num,     // decimal digits
+    hex,     // hex digits, either case
+    pci,     // 0000:01:00.0 or 01:00.0 (captured as 0000:01:00.0, lower case)
+    word,    // a run without white space and quotes (' ")
+    bracket, // "[" up to the next "]", both kept
+};
+
+// A compiled pattern: literal runs, gaps (`*`) and captures.
+class Pattern
+{
+public:
+    // Errc::usage with the reason when `text` is not a pattern: an unknown
+    // class, an unclosed "{", a capture name used twice, fewer than 8
+    // literal characters (a pattern that would match nearly anything).
+    static Result<Pattern> compile(std::string_view text);
+
+    // The captures when the pattern occurs anywhere in `line`. Each segment
+    // between gaps is found at its leftmost place after the previous one, so
+    // the work is bounded by the line's length times the pattern's.
+    std::optional<std::map<std::string, std::string>> match(std::string_view line) const;
+
+    const std::vector<std::string>& capture_names() const noexcept { return m_names; }
+    const std::string& text() const noexcept { return m_text; }
+
+    struct Token
+    {
+        bool capture = false;
+        std::string literal; // the text of a literal token
+        std::string name;    // the name of a capture
+        CaptureClass cls = CaptureClass::word;
+    };
+
+private:
+    std::string m_text;
+    std::vector<std::vector<Token>> m_segments; // split at `*`
+    std::vector<std::string> m_names;
+    std::string m_longest_literal; // every match holds it: the first test of a line
+};
+
+// One row of profiles/failures.json.
+struct Signature
+{
+    std::string id;
+    LogKind where = LogKind::task_log;
+    Pattern pattern;
+    std::string cause; // may hold {placeholders} (a capture or a host fact)
+    std::string fix;
+    // Present: `passthru plan --vm VMID --gpus SLOTS` fixes it, with this
+    // option added ("" for none); absent: the fix is a manual step.
+    std::optional<std::string> plan_option;
+    std::string source; // the source file and function that emit the message
+};
+
+// The host facts a cause or fix may name besides its pattern's captures.
+inline constexpr std::string_view k_host_placeholders[] = {
+    "vmid", "gpus", "pci", "driver", "group", "group_members", "address_bits", "interrupt_remapping", "bar_size",
+};
+
+// profiles/failures.json (schema passthru.failures/1). Errc::usage naming
+// `where` and the row when it breaks the schema.
+Result<std::vector<Signature>> parse_signatures(std::string_view json_text, const std::string& where);
+
+// `text` with every {name} replaced by its value in `values`; a name
+// without a value stays as written.
+std::string fill_placeholders(std::string_view text, const std::map<std::string, std::string>& values);
+
+} // namespace passthru::explain

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Proxmox VE's task logs, read through HostFs (docs/facts.md: pve-task-logs):
+// /var/log/pve/tasks/index (finished tasks: "UPID ENDTIME STATUS") and
+// /var/log/pve/tasks/active ("UPID SAVED [ENDTIME [STATUS]]"), one log per
+// task at /var/log/pve/tasks/<X>/<UPID>, X the last hex digit of the UPID's
+// start time.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/host_fs.hpp"
+
+namespace passthru::explain {
+
+// "UPID:node:pid:pstart:starttime:type:id:user:", as pve-common decodes it.
+struct Upid
+{
+    std::string text; // the whole UPID as written
+    std::string node;
+    std::uint64_t pid = 0;
+    std::uint64_t pstart = 0;
+    std::uint64_t starttime = 0; // seconds since the epoch
+    char subdir = '0';           // the last hex digit of the start time: the log's directory
+    std::string type;            // "qmstart"
+    std::string id;              // "101"
+    std::string user;
+};
+
+// nullopt unless `text` is a UPID exactly (pid 8 hex digits, pstart 8 or 9,
+// starttime 8, no ':' '/' or white space in type, id and user).
+std::optional<Upid> parse_upid(std::string_view text);
+
+// The host path of a task's log.
+std::string task_log_path(const Upid& upid);
+
+inline constexpr std::string_view k_task_dir = "/var/log/pve/tasks";
+
+struct TaskEntry
+{
+    Upid upid;
+    std::optional<std::uint64_t> endtime; // nullopt: still running
+    std::string status;                   // "OK", "WARNINGS: 2", or the error
+};
+
+// Whether a finished task failed, as pve-common judges a status: anything but
+// "OK" and "WARNINGS: N".
+bool status_is_error(std::string_view status);
+
+struct TaskIndex
+{
+    std::vector<TaskEntry> entries;
+    std::size_t unreadable_lines = 0; // lines that are no task entry
+};
+
+// The text of `index` (active = false) or `active` (active = true).
+TaskIndex parse_task_index(std::string_view text, bool active);
+
+// The most recent task of `type` for `id` in both files under the root
+// (ties: the later line); nullopt when there is none. Unreadable lines are
+// counted in `unreadable`.
+std::optional<TaskEntry> latest_task(const util::HostFs& fs, std::string_view type, std::string_view id, std::size_t& unreadable);
+
+// The lines of a text, each cut to k_max_line_bytes (marked "…[cut]"),
+// control characters but tab shown as '?', at most k_max_lines (the last
+// ones: the end of a log says why it stopped).
+inline constexpr std::size_t k_max_line_bytes = 4096;
+inline constexpr std::size_t k_max_lines = 200000;
+std::vector<std::string> split_log_lines(std::string_view text);
+
+} // namespace passthru::explain
