@@ -17,6 +17,8 @@ const std::vector<Command>& commands()
         {"rollback", "restore the files of an earlier generation", rollback_options, run_rollback},
         {"confirm", "make a verified trial boot the default, or keep a network change applied with --confirm-timeout", confirm_options,
          run_confirm},
+        {"capture", "write the files passthru reads of this host to FILE (a tarball for --root), private data removed", capture_options,
+         run_capture, "FILE"},
     };
     return k_commands;
 }

@@ -71,6 +71,8 @@ void rollback_options(po::options_description& options);
 int run_rollback(Context& ctx, const po::variables_map& vm);
 void confirm_options(po::options_description& options);
 int run_confirm(Context& ctx, const po::variables_map& vm);
+void capture_options(po::options_description& options);
+int run_capture(Context& ctx, const po::variables_map& vm);
 
 // Diagnostics on stderr: "passthru: warning: ...", "hint: ...".
 void print_warning(const Context& ctx, std::string_view message);
