@@ -75,7 +75,11 @@ same_answers() {
             }
         fi
     done
-    [[ $rc_a -eq 0 ]] && ok "$name: scan and plan ${args[*]} agree ($mode)" || ok "$name: scan and the refused plan ${args[*]} agree ($mode)"
+    if [[ $rc_a -eq 0 ]]; then
+        ok "$name: scan and plan ${args[*]} agree ($mode)"
+    else
+        ok "$name: scan and the refused plan ${args[*]} agree ($mode)"
+    fi
 }
 
 # --- the round trip on every fixture host (the sample host among them) -------------------
@@ -99,8 +103,7 @@ for dir in "$FIXTURES"/*/; do
     mkdir -p "$w/un" "$w/kept"
     tar -xzf "$w/c.tar.gz" -C "$w/un" || fail "$name: tar cannot unpack the capture"
     tar -xf "$w/k.tar" -C "$w/kept" || fail "$name: tar cannot unpack the uncompressed capture"
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["schema"] == "passthru.capture/1"' "$w/un/CAPTURE.json" \
-        || fail "$name: CAPTURE.json is not a passthru.capture/1 document"
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["schema"] == "passthru.capture/1"' "$w/un/CAPTURE.json" || fail "$name: CAPTURE.json is not a passthru.capture/1 document"
     same_answers "$name" "$w/orig" "$w/kept" exact
     same_answers "$name" "$w/orig" "$w/un" normalised
 done
@@ -135,16 +138,36 @@ for v in "${secrets[@]}"; do
     fi
 done
 un_conf=$T/secret.un/etc/pve/qemu-server/101.conf
-grep -Eq '^ipconfig0: ip=(192\.0\.2|198\.51\.100|203\.0\.113)\.55/24,gw=(192\.0\.2|198\.51\.100|203\.0\.113)\.1,ip6=2001:db8:[0-9a-f:]+/64$' "$un_conf" \
-    && ok "ipconfig0 keeps its shape and prefix lengths" || fail "ipconfig0 is not redacted as expected: $(grep ipconfig0 "$un_conf")"
-grep -Eq '^net1: virtio=02:00:00:00:[0-9A-F]{2}:[0-9A-F]{2},bridge=vmbr0$' "$un_conf" \
-    && ok "a MAC becomes a locally administered one" || fail "net1 is not redacted as expected: $(grep net1 "$un_conf")"
-grep -q '^cipassword: redacted$' "$un_conf" && ok "cipassword is redacted" || fail "cipassword line missing"
-[[ $(cat "$T/secret.un/etc/hostname") == node1 ]] && ok "the host name becomes node1" || fail "/etc/hostname is not node1"
-grep -q '"kind": "secret"' "$T/secret.un/CAPTURE.json" && ! grep -Fq Sup3rS3cretPw "$T/secret.un/CAPTURE.json" \
-    && ok "CAPTURE.json counts the secrets, without their values" || fail "CAPTURE.json does not list the redacted secrets"
-"$P" --root "$T/secret.un" plan --vm 101 --gpus all --json > /dev/null 2>&1 && ok "the redacted VM config still parses and plans" \
-    || fail "plan fails on the redacted capture"
+if grep -Eq '^ipconfig0: ip=(192\.0\.2|198\.51\.100|203\.0\.113)\.55/24,gw=(192\.0\.2|198\.51\.100|203\.0\.113)\.1,ip6=2001:db8:[0-9a-f:]+/64$' "$un_conf"; then
+    ok "ipconfig0 keeps its shape and prefix lengths"
+else
+    fail "ipconfig0 is not redacted as expected: $(grep ipconfig0 "$un_conf")"
+fi
+if grep -Eq '^net1: virtio=02:00:00:00:[0-9A-F]{2}:[0-9A-F]{2},bridge=vmbr0$' "$un_conf"; then
+    ok "a MAC becomes a locally administered one"
+else
+    fail "net1 is not redacted as expected: $(grep net1 "$un_conf")"
+fi
+if grep -q '^cipassword: redacted$' "$un_conf"; then
+    ok "cipassword is redacted"
+else
+    fail "cipassword line missing"
+fi
+if [[ $(cat "$T/secret.un/etc/hostname") == node1 ]]; then
+    ok "the host name becomes node1"
+else
+    fail "/etc/hostname is not node1"
+fi
+if grep -q '"kind": "secret"' "$T/secret.un/CAPTURE.json" && ! grep -Fq Sup3rS3cretPw "$T/secret.un/CAPTURE.json"; then
+    ok "CAPTURE.json counts the secrets, without their values"
+else
+    fail "CAPTURE.json does not list the redacted secrets"
+fi
+if "$P" --root "$T/secret.un" plan --vm 101 --gpus all --json > /dev/null 2>&1; then
+    ok "the redacted VM config still parses and plans"
+else
+    fail "plan fails on the redacted capture"
+fi
 
 # --- FILE: refused, failing and closed outputs leave nothing behind -----------------------
 h=$T/hostile
@@ -166,8 +189,11 @@ one_line 1 "$h/missing/c.tar.gz" "$P" --root "$h/root" capture "$h/missing/c.tar
 echo keep > "$h/out/exists.tar.gz"
 one_line 3 "$h/out/exists.tar.gz" "$P" --root "$h/root" capture "$h/out/exists.tar.gz"
 grep -q 'force' "$h/stderr" || fail "the refusal does not name --force"
-"$P" --root "$h/root" capture --force "$h/out/exists.tar.gz" > /dev/null && tar -tzf "$h/out/exists.tar.gz" > /dev/null \
-    && ok "--force replaces FILE with a whole archive" || fail "--force did not replace FILE"
+if "$P" --root "$h/root" capture --force "$h/out/exists.tar.gz" > /dev/null && tar -tzf "$h/out/exists.tar.gz" > /dev/null; then
+    ok "--force replaces FILE with a whole archive"
+else
+    fail "--force did not replace FILE"
+fi
 echo notadir > "$h/out/plain"
 one_line 1 "$h/out/plain/c.tar.gz" "$P" --root "$h/root" capture "$h/out/plain/c.tar.gz"
 ln -s "$h/out/elsewhere" "$h/out/link.tar.gz"
@@ -175,8 +201,11 @@ one_line 3 "$h/out/link.tar.gz" "$P" --root "$h/root" capture --force "$h/out/li
 [[ ! -e $h/out/elsewhere ]] || fail "capture wrote through a symlink"
 rc=0
 "$P" --root "$h/root" capture "$h/out/closed.tar.gz" >&- 2> "$h/stderr" || rc=$?
-[[ $rc -eq 1 && $(grep -c '^passthru: error:.*standard output' "$h/stderr") -eq 1 && ! -e $h/out/closed.tar.gz ]] \
-    && ok "a closed stdout: one error line, exit 1, no archive" || fail "closed stdout: exit $rc: $(cat "$h/stderr")"
+if [[ $rc -eq 1 && $(grep -c '^passthru: error:.*standard output' "$h/stderr") -eq 1 && ! -e $h/out/closed.tar.gz ]]; then
+    ok "a closed stdout: one error line, exit 1, no archive"
+else
+    fail "closed stdout: exit $rc: $(cat "$h/stderr")"
+fi
 if [[ $(id -u) -ne 0 ]]; then
     mkdir -p "$h/ro"
     chmod 555 "$h/ro"
