@@ -265,7 +265,7 @@ V6 map_v6_bytes(const V6& a, std::map<std::string, std::string>& nets, std::map<
 std::string Redactor::map_ipv6(std::string_view address)
 {
     V6 a{};
-    const std::string text(address);
+    std::string text(address);
     if (::inet_pton(AF_INET6, text.c_str(), a.data()) != 1 || keep_ipv6(a)) {
         return text;
     }
