@@ -25,7 +25,7 @@ import re
 import sys
 from pathlib import Path
 
-LAYERS = ["util", "format", "scan", "plan", "apply", "explain", "cli"]  # bottom to top
+LAYERS = ["util", "format", "scan", "plan", "apply", "explain", "capture", "cli"]  # bottom to top
 PLAN_ROOMS = ["host", "vm", "network"]
 PLAN_TOP = {"plan.hpp", "planner.hpp", "plan_json.hpp", "common.hpp"}
 

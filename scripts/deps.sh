@@ -14,6 +14,7 @@ build=(
   cmake g++ make pkg-config
   libpci-dev pci.ids libboost-program-options-dev doctest-dev nlohmann-json3-dev
   libexpected-dev libkmod-dev libkainjow-mustache-dev libvirt-dev libxml2-dev libdtl-dev libssl-dev
+  libarchive-dev
 )
 # test: the real parsers and tools the generated files must satisfy
 test=(python3 pciutils kmod patch time libxml2-utils libvirt-clients strace jq

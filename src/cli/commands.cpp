@@ -18,6 +18,8 @@ const std::vector<Command>& commands()
         {"confirm", "make a verified trial boot the default, or keep a network change applied with --confirm-timeout", confirm_options,
          run_confirm},
         {"explain", "say why a VM's last start failed after passthrough, and what to do", explain_options, run_explain, "VMID"},
+        {"capture", "write the files passthru reads of this host to FILE (a tarball for --root), private data removed", capture_options,
+         run_capture, "FILE"},
     };
     return k_commands;
 }

@@ -153,6 +153,42 @@ succeeded, is running, or none is recorded), 1 when the start failed for a
 reason passthru does not know, 2 for a bad VMID or an unreadable or binary
 --kernel-log. explain changes nothing. --json prints one document of schema
 passthru.explain/1 (docs/explain-json.md).)"},
+    {"capture", "FILE [--keep-hostnames] [--keep-addresses] [--force]",
+     R"(Writes the files of the host that passthru reads to FILE, a tar archive laid
+out as a --root tree, so that a problem seen on this host can be reproduced
+elsewhere:
+
+  passthru capture /tmp/host.tar.gz
+  mkdir host && tar -xzf /tmp/host.tar.gz -C host
+  passthru --root host scan
+
+It records every path that scan, and plan of every VM config (with all GPUs
+and with each card alone), read, listed, looked at or whose link was read,
+and packs exactly those: symlinks as symlinks (sysfs is mostly links),
+directories, and files with the bytes that were read of them (a file only
+listed or looked at is packed empty; device nodes and files nobody read,
+such as a PCI BAR, never are). It also packs the VM configs, Proxmox VE's
+task list (/var/log/pve/tasks/index and active) and the logs of qmstart
+tasks, and the module indexes libkmod reads (/lib/modules/RELEASE/modules.*).
+Nothing outside the root is packed, and nothing under it is written.
+
+Private data is replaced: VM config secrets (cipassword, sshkeys, and any key
+with password, secret or token in its name; args is kept), IP addresses (the
+host's /24 networks become 192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24 and
+then 198.18.0.0/15, the host part and prefix lengths kept; IPv6 prefixes
+become 2001:db8:0:N::/64), MAC addresses (by locally administered ones,
+02:00:00:00:xx:xx) and host names (/etc/hostname and the nodes of
+/etc/pve/nodes become node1, node2 ..., in files and in path names alike).
+The same value is replaced the same way everywhere. --keep-addresses keeps IP
+and MAC addresses, --keep-hostnames the names; secrets always go.
+CAPTURE.json at the top of the archive names the passthru version, the date
+and, per file, the kind and number of replacements, never the values.
+
+FILE ending in .tar is not compressed, in .tar.xz or .txz compressed with xz,
+any other name with gzip. FILE is written through a temporary file and a
+rename: it is the whole archive or is left as it was. An existing FILE is
+refused (exit 3) unless --force is given; a symlink or anything but a regular
+file at FILE is refused even then.)"},
 };
 
 const std::vector<ExitCodeDoc> k_exit_codes{

@@ -264,11 +264,13 @@ Result<std::string> HostFs::resolve_impl(std::string_view host_path, bool follow
 
 Result<std::string> HostFs::resolve(std::string_view host_path) const
 {
+    note(host_path, Access::stat);
     return resolve_impl(host_path, true);
 }
 
 Result<std::filesystem::path> HostFs::local(std::string_view host_path) const
 {
+    note(host_path, Access::stat);
     auto resolved = resolve_impl(host_path, true);
     if (!resolved) {
         return tl::unexpected(resolved.error());

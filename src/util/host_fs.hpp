@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,6 +50,37 @@ struct FileInfo
     std::uint64_t size = 0;
 };
 
+// How a command touched a host path, as HostFs::record_reads notes it
+// (bits of ReadLog::Entry::access).
+enum class Access : unsigned
+{
+    read = 1U, // the contents were read
+    list = 2U, // the directory's entries were listed
+    stat = 4U, // its type or existence was asked, or its name resolved
+    link = 8U, // the target of the symlink itself was read
+};
+
+// Every host path a command touched through HostFs and HostDir while a log
+// was set (passthru capture): the path as it was asked for (symlinks on the
+// way not resolved), how, and the bytes the last read of it returned. Safe
+// to note from several threads (scan reads PCI functions in parallel).
+class ReadLog
+{
+public:
+    struct Entry
+    {
+        unsigned access = 0; // Access bits
+        std::optional<std::string> content;
+    };
+    void note(std::string_view host_path, Access access, const std::string* content = nullptr);
+    // A copy of what was noted, by host path.
+    std::map<std::string, Entry> entries() const;
+
+private:
+    mutable std::mutex m_mutex;
+    std::map<std::string, Entry> m_entries;
+};
+
 // An open directory of the host (a sysfs device directory, say) whose entries
 // are read by name relative to it: opened once, then one openat(2) per file.
 // A name is one component ("vendor") or a relative path below the directory
@@ -84,9 +117,11 @@ public:
 
 private:
     friend class HostFs;
-    HostDir(int fd, std::string path) : m_fd(fd), m_path(std::move(path)) {}
+    HostDir(int fd, std::string path, std::shared_ptr<ReadLog> log) : m_fd(fd), m_path(std::move(path)), m_log(std::move(log)) {}
+    void note(const char* name, Access access, const std::string* content = nullptr) const;
     int m_fd = -1;
     std::string m_path;
+    std::shared_ptr<ReadLog> m_log; // HostFs::record_reads; null: not recording
 };
 
 // An exclusive flock(2) on a host file, released when destroyed (or when the
@@ -160,6 +195,11 @@ public:
     const std::filesystem::path& root() const noexcept { return m_root; }
     // True when the root is the real "/": commands then run for real.
     bool is_live() const noexcept { return m_live; }
+
+    // From now on, notes every path read, listed, stat'ed, resolved or whose
+    // link is read (also through the HostDirs opened from now on) in `log`;
+    // nullptr stops. Only reads are noted; capture packs what was noted.
+    void record_reads(std::shared_ptr<ReadLog> log) { m_log = std::move(log); }
 
     // Local (this machine's) path for a host path, following symlinks inside
     // the root; components that do not exist yet are appended as they are.
@@ -244,6 +284,13 @@ private:
     std::filesystem::path m_root;
     bool m_live = false;
     std::shared_ptr<const int> m_root_fd; // O_PATH descriptor of the root
+    std::shared_ptr<ReadLog> m_log;       // record_reads; null: not recording
+    void note(std::string_view host_path, Access access, const std::string* content = nullptr) const
+    {
+        if (m_log) {
+            m_log->note(host_path, access, content);
+        }
+    }
 };
 
 // Saves a file the operator named on this machine (not a host path: `plan

@@ -163,7 +163,33 @@ std::optional<std::vector<std::string>> list_fd(int fd)
 
 } // namespace
 
-HostDir::HostDir(HostDir&& other) noexcept : m_fd(other.m_fd), m_path(std::move(other.m_path))
+// ---- ReadLog -------------------------------------------------------------
+
+void ReadLog::note(std::string_view host_path, Access access, const std::string* content)
+{
+    const std::lock_guard<std::mutex> lock(m_mutex);
+    Entry& entry = m_entries[std::string(host_path)];
+    entry.access |= static_cast<unsigned>(access);
+    if (content != nullptr) {
+        entry.content = *content;
+    }
+}
+
+std::map<std::string, ReadLog::Entry> ReadLog::entries() const
+{
+    const std::lock_guard<std::mutex> lock(m_mutex);
+    return m_entries;
+}
+
+void HostDir::note(const char* name, Access access, const std::string* content) const
+{
+    if (m_log) {
+        const std::string_view entry(name);
+        m_log->note(entry == "." ? m_path : (m_path == "/" ? "/" : m_path + "/") + std::string(entry), access, content);
+    }
+}
+
+HostDir::HostDir(HostDir&& other) noexcept : m_fd(other.m_fd), m_path(std::move(other.m_path)), m_log(std::move(other.m_log))
 {
     other.m_fd = -1;
 }
@@ -176,6 +202,7 @@ HostDir& HostDir::operator=(HostDir&& other) noexcept
         }
         m_fd = other.m_fd;
         m_path = std::move(other.m_path);
+        m_log = std::move(other.m_log);
         other.m_fd = -1;
     }
     return *this;
@@ -192,12 +219,14 @@ std::optional<std::string> HostDir::read(const char* name, std::size_t max_bytes
 {
     const int fd = open_beneath(m_fd, name, O_RDONLY | O_NONBLOCK);
     if (fd < 0) {
+        note(name, Access::stat);
         return std::nullopt;
     }
     // A sysfs attribute is one page at most and comes in one read; saving the
     // read(2) that would return 0 matters when scanning thousands of devices.
     auto out = read_fd_all(fd, max_bytes, ShortRead::is_end);
     ::close(fd);
+    note(name, out ? Access::read : Access::stat, out ? &*out : nullptr);
     return out;
 }
 
@@ -212,6 +241,7 @@ std::optional<std::string> HostDir::attr(const char* name) const
 
 std::optional<std::string> HostDir::link(const char* name) const
 {
+    note(name, Access::link);
     char buf[4096];
     const ssize_t n = ::readlinkat(m_fd, name, buf, sizeof buf);
     if (n < 0 || static_cast<std::size_t>(n) >= sizeof buf) {
@@ -222,6 +252,7 @@ std::optional<std::string> HostDir::link(const char* name) const
 
 std::vector<std::string> HostDir::list(const char* name) const
 {
+    note(name, Access::list);
     const int fd = open_beneath(m_fd, name, O_RDONLY | O_DIRECTORY);
     if (fd < 0) {
         return {};
@@ -236,15 +267,17 @@ std::optional<HostDir> HostDir::subdir(const std::string& name) const
     if (name.empty() || name == ".." || name == "." || name.front() == '/' || name.back() == '/' || name.find("//") != std::string::npos) {
         return std::nullopt;
     }
+    note(name.c_str(), Access::stat);
     const int fd = open_beneath(m_fd, name, O_RDONLY | O_DIRECTORY);
     if (fd < 0) {
         return std::nullopt;
     }
-    return HostDir(fd, m_path == "/" ? "/" + name : m_path + "/" + name);
+    return HostDir(fd, m_path == "/" ? "/" + name : m_path + "/" + name, m_log);
 }
 
 bool HostDir::has(const char* name) const
 {
+    note(name, Access::stat);
     struct stat st
     {};
     return ::fstatat(m_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
@@ -277,6 +310,7 @@ FileInfo file_info(const struct stat& st)
 
 Result<std::string> HostFs::read_file(std::string_view host_path) const
 {
+    note(host_path, Access::stat);
     const UniqueFd fd(open_in_root(host_path, O_RDONLY | O_NONBLOCK));
     if (!fd.ok()) {
         return tl::unexpected(io_error("cannot read", host_path, errno));
@@ -303,6 +337,7 @@ Result<std::string> HostFs::read_file(std::string_view host_path) const
     if (out->size() > k_max_file_bytes) {
         return too_large();
     }
+    note(host_path, Access::read, &*out);
     return std::move(*out);
 }
 
@@ -345,6 +380,7 @@ std::optional<std::string> HostFs::read_attr(std::string_view host_path) const
 
 Result<std::string> HostFs::read_link(std::string_view host_path) const
 {
+    note(host_path, Access::link);
     std::string name;
     const UniqueFd dir(open_parent(host_path, name, O_PATH));
     if (!dir.ok()) {
@@ -360,6 +396,7 @@ Result<std::string> HostFs::read_link(std::string_view host_path) const
 
 Result<std::vector<std::string>> HostFs::list_dir(std::string_view host_path) const
 {
+    note(host_path, Access::list);
     const UniqueFd fd(open_in_root(host_path, O_RDONLY | O_DIRECTORY));
     if (!fd.ok()) {
         return tl::unexpected(io_error("cannot list", host_path, errno));
@@ -373,18 +410,19 @@ Result<std::vector<std::string>> HostFs::list_dir(std::string_view host_path) co
 
 Result<HostDir> HostFs::open_dir(std::string_view host_path, std::optional<std::string> known_path) const
 {
+    note(host_path, Access::stat);
     UniqueFd fd(open_in_root(host_path, O_RDONLY | O_DIRECTORY));
     if (!fd.ok()) {
         return tl::unexpected(io_error("cannot open directory", host_path, errno));
     }
     if (known_path) {
-        return HostDir(fd.release(), std::move(*known_path));
+        return HostDir(fd.release(), std::move(*known_path), m_log);
     }
     auto resolved = resolve_impl(host_path, true);
     if (!resolved) {
         return tl::unexpected(resolved.error());
     }
-    return HostDir(fd.release(), std::move(*resolved));
+    return HostDir(fd.release(), std::move(*resolved), m_log);
 }
 
 HostDevice HostFs::open_char_device(std::string_view host_path) const
@@ -437,16 +475,19 @@ HostDevice::~HostDevice()
 
 bool HostFs::exists(std::string_view host_path) const
 {
+    note(host_path, Access::stat);
     return UniqueFd(open_in_root(host_path, O_PATH)).ok();
 }
 
 bool HostFs::is_dir(std::string_view host_path) const
 {
+    note(host_path, Access::stat);
     return UniqueFd(open_in_root(host_path, O_PATH | O_DIRECTORY)).ok();
 }
 
 FileInfo HostFs::stat(std::string_view host_path) const
 {
+    note(host_path, Access::stat);
     struct stat st
     {};
     std::string name;

@@ -16,6 +16,13 @@
 
 namespace passthru::util {
 
+bool local_entry_exists(const std::string& path)
+{
+    struct stat st
+    {};
+    return ::lstat(path.c_str(), &st) == 0;
+}
+
 Result<std::string> read_local_file(const std::string& path, std::size_t max)
 {
     const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);

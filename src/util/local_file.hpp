@@ -17,6 +17,10 @@ namespace passthru::util {
 // Errors: Errc::usage, with the reason as the message ("not a regular file", ...).
 Result<std::string> read_local_file(const std::string& path, std::size_t max);
 
+// Whether anything (a file, a directory, a dangling symlink) is at path on this
+// machine; the last component is not followed (capture FILE refuses to replace one).
+bool local_entry_exists(const std::string& path);
+
 // The path of this process's own binary (/proc/self/exe), empty when it cannot be told.
 std::string own_executable_path();
 

@@ -69,7 +69,7 @@ have=$(grep -c '^/usr/share/passthru/samples/epyc-4x2080ti\(/\|$\)' "$T/contents
 # --- control -----------------------------------------------------------------
 [[ $(dpkg-deb -f "$deb" Version) == "${version}-${revision}" ]] || fail "Version is $(dpkg-deb -f "$deb" Version), not ${version}-${revision}"
 depends=$(dpkg-deb -f "$deb" Depends)
-for lib in libc6 libpci3 libkmod2 libstdc++6; do
+for lib in libc6 libpci3 libkmod2 libarchive13 libstdc++6; do
     [[ $depends == *"$lib "* || $depends == *"$lib," || $depends == *"$lib" ]] ||
         fail "Depends lacks $lib (shlibdeps): $depends"
 done

@@ -77,6 +77,8 @@ check_release() {
     for lib in "$boost" "$ssl" libpci3 libkmod2 libc6 libstdc++6; do
         [[ ",$depends," == *[,\ ]"$lib"[\ ,]* ]] || fail "$release: Depends lacks $lib: $depends"
     done
+    # libarchive13 on Debian 12, libarchive13t64 on Debian 13 (the 64-bit time_t rename)
+    [[ ",$depends," == *[,\ ]libarchive13* ]] || fail "$release: Depends lacks libarchive13: $depends"
     if [[ $release == trixie ]]; then
         [[ ",$depends," != *" libssl3 "* && ",$depends," != *" libssl3,"* ]] || fail "$release: Depends names bookworm's libssl3"
     fi

@@ -8,7 +8,9 @@ describes the protocol), and checks them against the topology QEMU was given
 
 import argparse
 import base64
+import difflib
 import io
+import ipaddress
 import json
 import os
 import re
@@ -455,6 +457,67 @@ def check_passthrough(ck, files, drivers_before, groups):
     check_vfio_answers(ck, files, grp, vout)
 
 
+def normalise_redacted(t):
+    """What passthru capture replaces (MACs, IP addresses, node names, sha256 sums of contents
+    that held them) as one word each, so live and captured answers compare."""
+    t = re.sub(r'(?<![\w.-])node\d+(\.invalid)?(?![\w-])', 'HOST', t)
+    t = re.sub(r'(?i)\b[0-9a-f]{2}(:[0-9a-f]{2}){5}\b', 'MAC', t)
+    t = re.sub(r'\b[0-9a-f]{64}\b', 'SHA256', t)
+    t = re.sub(r'\b\d{1,3}(\.\d{1,3}){3}\b', 'IPV4', t)
+
+    def v6(m):
+        try:
+            ipaddress.IPv6Address(m.group(0))
+            return 'IPV6'
+        except ValueError:
+            return m.group(0)
+    return re.sub(r'(?i)(?<![\w:])[0-9a-f]{0,4}(:[0-9a-f]{0,4}){2,7}(?![\w:])', v6, t)
+
+
+def check_capture(ck, files, hostname):
+    """passthru capture on the live guest: scan --json and plan --json of the unpacked archive
+    (--root) answer as the live guest did, up to redacted values. The boot loader's evidence
+    may differ: live, scan asks `proxmox-boot-tool status`, whose answer is no file."""
+    ck.check(rc(files, "pt-capture") == 0, "passthru capture /tmp/c.tar.gz exits 0", step_detail(files, "pt-capture"))
+    ck.check(rc(files, "pt-capture-unpack") == 0, "tar unpacks the capture", step_detail(files, "pt-capture-unpack"))
+    try:
+        manifest = json.loads(text(files, "pt-capture-manifest.out") or "")
+        print("  capture manifest: passthru %s, %s, members %s" % (manifest.get("passthru_version"), manifest.get("created"),
+                                                                 json.dumps(manifest.get("members"), sort_keys=True)))
+        for r in manifest.get("redacted", []):
+            print("  capture redacted: %s: %s x%s" % (r.get("file"), r.get("kind"), r.get("count")))
+        ok, why = manifest.get("schema") == "passthru.capture/1", ""
+    except (ValueError, AttributeError) as e:
+        ok, why = False, str(e)
+    ck.check(ok, "CAPTURE.json is a passthru.capture/1 document", why)
+
+    def norm(t):
+        if hostname:
+            t = re.sub(r'(?<![\w.-])' + re.escape(hostname) + r'(?![\w-])', 'HOST', t)
+        return normalise_redacted(t)
+
+    try:
+        live = json.loads(text(files, "scan.out") or "")
+        captured = json.loads(text(files, "pt-capture-scan.out") or "")
+    except ValueError as e:
+        ck.check(False, "scan --json of the live guest and of its capture are JSON", "%s; %s" % (e, step_detail(files, "pt-capture-scan")))
+        return
+    ev = [d.get("host", {}).pop("bootloader_evidence", None) for d in (live, captured)]
+    if ev[0] != ev[1]:
+        print("  note: boot loader evidence live %r, from the capture %r" % (ev[0], ev[1]))
+    a = norm(json.dumps(live, indent=1, sort_keys=True)).splitlines()
+    b = norm(json.dumps(captured, indent=1, sort_keys=True)).splitlines()
+    ck.check(a == b, "scan --json of the capture (--root) equals the live guest's, up to redacted values",
+             "\n".join(list(difflib.unified_diff(a, b, "live", "capture", lineterm=""))[:40]))
+    code_live, code_cap = rc(files, "plan"), rc(files, "pt-capture-plan")
+    a = norm(text(files, "plan.out") or "").splitlines()
+    b = norm(text(files, "pt-capture-plan.out") or "").splitlines()
+    ck.check(code_live == code_cap and a == b,
+             "plan --vm 101 --gpus %s --json of the capture equals the live guest's, up to redacted values" % CARD_SLOT,
+             "exit %s live, %s capture; %s" % (code_live, code_cap,
+                                               "\n".join(list(difflib.unified_diff(a, b, "live", "capture", lineterm=""))[:40])))
+
+
 def check_vfio_answers(ck, files, grp, vout):
     """verify asked the guest kernel's VFIO itself: the group viable in a type1 container,
     a device descriptor and described regions for both card functions; and with another
@@ -568,6 +631,9 @@ def main():
     elif "before" in trees:
         check_scan(ck, files, drivers, groups, trees["before"])
         check_passthrough(ck, files, drivers, groups)
+        hostname_file = os.path.join(trees["before"], "etc", "hostname")
+        hostname = open(hostname_file).read().strip() if os.path.exists(hostname_file) else ""
+        check_capture(ck, files, hostname)
 
     for state, tree in sorted(trees.items()):
         fixture = os.path.join(a.fixtures, fixture_name(a.variant, state))

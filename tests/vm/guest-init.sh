@@ -302,6 +302,13 @@ send_capture() { # send_capture NAME ETC
     send "$OUT/capture-$1.err"
 }
 
+# passthru capture of the live guest, unpacked where passthru --root reads it (the host
+# compares its answers with the live ones: check.py, check_capture).
+capture_unpack() {
+    rm -rf /tmp/c
+    mkdir -p /tmp/c && tar -xzf /tmp/c.tar.gz -C /tmp/c
+}
+
 # --- the sequence ------------------------------------------------------------------------
 say "init started, kernel $(cat /proc/sys/kernel/osrelease), uptime $(cut -d' ' -f1 /proc/uptime)"
 cp -a /etc /etc.orig
@@ -316,6 +323,11 @@ if [ -x /usr/sbin/passthru ]; then
     step scan passthru scan --json
     step scan-human passthru scan
     step plan passthru plan --vm 101 --gpus 0000:04:00 --json
+    step pt-capture passthru capture /tmp/c.tar.gz
+    step pt-capture-unpack capture_unpack
+    step pt-capture-manifest cat /tmp/c/CAPTURE.json
+    step pt-capture-scan passthru --root /tmp/c scan --json
+    step pt-capture-plan passthru --root /tmp/c plan --vm 101 --gpus 0000:04:00 --json
     step apply passthru apply --vm 101 --gpus 0000:04:00 --yes
     step changes show_changes
     step reload reload_drivers

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "capture/capture.hpp"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "util/strings.hpp"
+
+namespace passthru::capture {
+
+namespace {
+
+constexpr const char* k_vm_config_dir = "/etc/pve/qemu-server";
+constexpr const char* k_task_dir = "/var/log/pve/tasks";
+
+std::string iso_utc(std::time_t when)
+{
+    std::tm tm{};
+    ::gmtime_r(&when, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+// The host's names: /etc/hostname, and every node of /etc/pve/nodes.
+void add_hostnames(Redactor& redactor, const std::vector<Member>& members)
+{
+    const std::string nodes = "/etc/pve/nodes/";
+    for (const auto& m : members) {
+        if (m.path == "/etc/hostname" && m.type == MemberType::file) {
+            redactor.add_hostname(util::trim(m.data));
+        } else if (m.path.starts_with(nodes) && m.path.find('/', nodes.size()) == std::string::npos) {
+            redactor.add_hostname(m.path.substr(nodes.size()));
+        }
+    }
+}
+
+std::string manifest_text(const CaptureResult& result, const Redactor& redactor, const CaptureOptions& options)
+{
+    nlohmann::json redacted = nlohmann::json::array();
+    for (const auto& [key, count] : redactor.counts()) {
+        redacted.push_back({{"file", key.first}, {"kind", to_string(key.second)}, {"count", count}});
+    }
+    const nlohmann::json doc = {
+        {"schema", "passthru.capture/1"},
+        {"passthru_version", options.version},
+        {"created", iso_utc(options.when)},
+        {"kept", {{"hostnames", !options.redact.hostnames}, {"addresses", !options.redact.addresses}}},
+        {"members",
+         {{"files", result.files},
+          {"placeholders", result.placeholders},
+          {"directories", result.directories},
+          {"symlinks", result.symlinks}}},
+        {"redacted", redacted},
+    };
+    return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+void count_members(CaptureResult& result, const std::vector<Member>& members)
+{
+    for (const auto& m : members) {
+        result.files += m.type == MemberType::file ? 1 : 0;
+        result.placeholders += m.placeholder ? 1 : 0;
+        result.directories += m.type == MemberType::directory ? 1 : 0;
+        result.symlinks += m.type == MemberType::symlink ? 1 : 0;
+    }
+}
+
+} // namespace
+
+std::vector<std::uint64_t> vm_ids(const util::HostFs& fs)
+{
+    std::vector<std::uint64_t> ids;
+    const auto names = fs.list_dir(k_vm_config_dir);
+    if (!names) {
+        return ids;
+    }
+    for (const auto& name : *names) {
+        const std::string_view stem = std::string_view(name).substr(0, name.size() > 5 ? name.size() - 5 : 0);
+        if (name.ends_with(".conf") && !stem.empty() && stem.size() < 10
+            && stem.find_first_not_of("0123456789") == std::string_view::npos) {
+            ids.push_back(std::stoull(std::string(stem)));
+        }
+    }
+    std::sort(ids.begin(), ids.end());
+    return ids;
+}
+
+void read_vm_history(const util::HostFs& fs)
+{
+    for (const auto id : vm_ids(fs)) {
+        (void)fs.read_file(std::string(k_vm_config_dir) + "/" + std::to_string(id) + ".conf");
+    }
+    (void)fs.read_file(std::string(k_task_dir) + "/index");
+    (void)fs.read_file(std::string(k_task_dir) + "/active");
+    util::HostFs quiet = fs;
+    quiet.record_reads(nullptr);
+    const auto subdirs = quiet.list_dir(k_task_dir);
+    if (!subdirs) {
+        return;
+    }
+    for (const auto& sub : *subdirs) {
+        const std::string dir = std::string(k_task_dir) + "/" + sub;
+        if (!quiet.is_dir(dir)) {
+            continue;
+        }
+        const auto names = quiet.list_dir(dir);
+        for (const auto& name : names ? *names : std::vector<std::string>{}) {
+            // UPID:NODE:PID:PSTART:STARTTIME:qmstart:VMID:USER:
+            if (name.starts_with("UPID:") && name.find(":qmstart:") != std::string::npos) {
+                (void)fs.read_file(dir + "/" + name);
+            }
+        }
+    }
+}
+
+Result<CaptureResult> pack(const util::HostFs& fs, const std::map<std::string, util::ReadLog::Entry>& log, const CaptureOptions& options)
+{
+    std::vector<Member> members = collect_members(fs, log);
+    Redactor redactor(options.redact);
+    add_hostnames(redactor, members);
+    for (auto& m : members) {
+        const std::string original = m.path;
+        m.path = redactor.path(original);
+        if (m.type == MemberType::symlink) {
+            m.data = redactor.link_target(original, m.data);
+        } else if (m.type == MemberType::file) {
+            m.data = redactor.content(original, std::move(m.data));
+        }
+    }
+    std::sort(members.begin(), members.end(), [](const Member& a, const Member& b) { return a.path < b.path; });
+    CaptureResult result;
+    count_members(result, members);
+    std::set<std::string> files;
+    for (const auto& [key, count] : redactor.counts()) {
+        result.redacted[key.second] += count;
+        files.insert(key.first);
+    }
+    result.redacted_files = files.size();
+    result.manifest = manifest_text(result, redactor, options);
+    members.insert(members.begin(), Member{std::string("/") + k_manifest_name, MemberType::file, result.manifest, 0644, false});
+    auto archive = write_archive(members, options.compression, options.when);
+    if (!archive) {
+        return tl::unexpected(archive.error());
+    }
+    result.archive = std::move(*archive);
+    return result;
+}
+
+} // namespace passthru::capture

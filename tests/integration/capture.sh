@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+# passthru capture FILE on a copy of the sample host (epyc-4x2080ti) and of every other
+# fixture host: the archive, unpacked with tar, is a --root tree on which scan --json and
+# plan --json answer as on the original (exactly when nothing is redacted, up to the
+# redacted values otherwise); no secret planted in a VM config or /etc/hostname survives in any member; and FILE is either the whole archive or untouched.
+source "$(dirname "$0")/lib.inc"
+need_binary
+need tar gzip python3
+
+# normalise JSON: every value capture replaces (MAC, IPv4, IPv6 addresses, the host names
+# given, sha256 sums of contents that held them) becomes one word, so an original and its
+# capture compare equal exactly when they differ only there.
+cat > "$T/norm.py" << 'EOF'
+import ipaddress, re, sys
+text = open(sys.argv[1]).read()
+for name in sys.argv[2:]:
+    if name:
+        text = re.sub(r'(?<![\w.-])' + re.escape(name) + r'(?![\w-])', 'HOST', text)
+text = re.sub(r'(?<![\w.-])node\d+(\.invalid)?(?![\w-])', 'HOST', text)
+text = re.sub(r'(?i)\b[0-9a-f]{2}(:[0-9a-f]{2}){5}\b', 'MAC', text)
+text = re.sub(r'\b[0-9a-f]{64}\b', 'SHA256', text)
+text = re.sub(r'\b\d{1,3}(\.\d{1,3}){3}\b', 'IPV4', text)
+def v6(m):
+    try:
+        ipaddress.IPv6Address(m.group(0))
+        return 'IPV6'
+    except ValueError:
+        return m.group(0)
+text = re.sub(r'(?i)(?<![\w:])[0-9a-f]{0,4}(:[0-9a-f]{0,4}){2,7}(?![\w:])', v6, text)
+sys.stdout.write(text)
+EOF
+
+# plan_args ROOT: a plan request that succeeds on ROOT (its first VM, all GPUs or one);
+# the first VM with --gpus all when none does.
+plan_args() {
+    local root=$1 vm slot
+    vm=$(find "$root/etc/pve/qemu-server" -name '*.conf' -printf '%f\n' 2> /dev/null | sort -n | head -1)
+    vm=${vm%.conf}
+    for slot in all $(python3 -c 'import json,sys; print(" ".join(g["slot"] for g in json.load(open(sys.argv[1]))["gpus"]))' "$root.scan.json"); do
+        if "$P" --root "$root" plan --vm "${vm:-101}" --gpus "$slot" --json > /dev/null 2>&1; then
+            echo "--vm ${vm:-101} --gpus $slot"
+            return
+        fi
+    done
+    echo "--vm ${vm:-101} --gpus all"
+}
+
+# same_answers NAME ORIG UNPACKED MODE: scan --json and plan --json agree (MODE exact or
+# normalised); the plan is made on copies, so its pending-plan record changes neither tree.
+same_answers() {
+    local name=$1 orig=$2 un=$3 mode=$4 names args rc_a=0 rc_b=0
+    names=$(cat "$orig/etc/hostname" 2> /dev/null || true)
+    "$P" --root "$orig" scan --json > "$orig.scan.json" || fail "$name: scan of the original failed"
+    "$P" --root "$un" scan --json > "$un.scan.json" || fail "$name: scan of the capture failed"
+    read -r -a args <<< "$(plan_args "$orig")"
+    rm -rf "$orig.p" "$un.p"
+    cp -a "$orig" "$orig.p"
+    cp -a "$un" "$un.p"
+    "$P" --root "$orig.p" plan "${args[@]}" --json > "$orig.plan.json" 2> /dev/null || rc_a=$?
+    "$P" --root "$un.p" plan "${args[@]}" --json > "$un.plan.json" 2> /dev/null || rc_b=$?
+    [[ $rc_a -eq $rc_b ]] || fail "$name: plan ${args[*]} exits $rc_a on the original, $rc_b on the capture"
+    local kind
+    for kind in scan plan; do
+        if [[ $mode == exact ]]; then
+            cmp -s "$orig.$kind.json" "$un.$kind.json" || {
+                fail "$name: $kind --json differs on the capture ($mode)"
+                diff "$orig.$kind.json" "$un.$kind.json" | head -10 >&3
+            }
+        else
+            python3 "$T/norm.py" "$orig.$kind.json" "$names" > "$orig.$kind.norm"
+            python3 "$T/norm.py" "$un.$kind.json" "$names" > "$un.$kind.norm"
+            cmp -s "$orig.$kind.norm" "$un.$kind.norm" || {
+                fail "$name: $kind --json differs on the capture beyond redacted values"
+                diff "$orig.$kind.norm" "$un.$kind.norm" | head -10 >&3
+            }
+        fi
+    done
+    if [[ $rc_a -eq 0 ]]; then
+        ok "$name: scan and plan ${args[*]} agree ($mode)"
+    else
+        ok "$name: scan and the refused plan ${args[*]} agree ($mode)"
+    fi
+}
+
+# --- the round trip on every fixture host (the sample host among them) -------------------
+[[ -d $FIXTURES/epyc-4x2080ti ]] || fatal "the sample host tests/fixtures/hosts/epyc-4x2080ti is missing"
+for dir in "$FIXTURES"/*/; do
+    name=$(basename "$dir")
+    w=$T/rt/$name
+    mkdir -p "$w"
+    copy_host "$name" "$w/orig"
+    before=$(tree_sum --with-journal "$w/orig")
+    "$P" --root "$w/orig" capture "$w/c.tar.gz" > "$w/out" 2> "$w/err" || { fail "$name: capture failed: $(cat "$w/err")"; continue; }
+    "$P" --root "$w/orig" capture --keep-hostnames --keep-addresses "$w/k.tar" > /dev/null 2>&1 || fail "$name: capture --keep-* failed"
+    [[ $(tree_sum --with-journal "$w/orig") == "$before" ]] || fail "$name: capture changed the root"
+    grep -q '^wrote ' "$w/out" || fail "$name: no summary on stdout"
+    tar -tzf "$w/c.tar.gz" > "$w/members" || fail "$name: tar cannot list the capture"
+    if grep -Eq '^/|(^|/)\.\.(/|$)' "$w/members"; then
+        fail "$name: a member names a path outside the tree"
+    fi
+    grep -qx 'CAPTURE.json' "$w/members" || fail "$name: no CAPTURE.json at the top"
+    [[ $(file -b --mime-type "$w/k.tar" 2> /dev/null || echo application/x-tar) == application/x-tar ]] || fail "$name: FILE.tar is compressed"
+    mkdir -p "$w/un" "$w/kept"
+    tar -xzf "$w/c.tar.gz" -C "$w/un" || fail "$name: tar cannot unpack the capture"
+    tar -xf "$w/k.tar" -C "$w/kept" || fail "$name: tar cannot unpack the uncompressed capture"
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["schema"] == "passthru.capture/1"' "$w/un/CAPTURE.json" || fail "$name: CAPTURE.json is not a passthru.capture/1 document"
+    same_answers "$name" "$w/orig" "$w/kept" exact
+    same_answers "$name" "$w/orig" "$w/un" normalised
+done
+
+# --- planted secrets never survive --------------------------------------------------------
+s=$T/secret
+copy_host epyc-4x2080ti "$s"
+conf=$s/etc/pve/qemu-server/101.conf
+own_copy "$conf"
+own_copy "$s/etc/hostname"
+secrets=(Sup3rS3cretPw AAAAB3NzaC1yc2EplantedKEY tok-Pl4nted-9931 hunter2-api-secret 10.77.66.55 10.77.66.1 2a01:4f8:c0c:1234::abcd
+    de:ad:be:ef:12:34 secrethost-7731)
+cat >> "$conf" << 'EOF'
+cipassword: Sup3rS3cretPw
+sshkeys: ssh-rsa%20AAAAB3NzaC1yc2EplantedKEY%20me%40example
+ipconfig0: ip=10.77.66.55/24,gw=10.77.66.1,ip6=2a01:4f8:c0c:1234::abcd/64
+net1: virtio=DE:AD:BE:EF:12:34,bridge=vmbr0
+api_token: tok-Pl4nted-9931
+EOF
+sed -i 's/^ciuser:.*//' "$conf"
+printf 'hookscript_secret: hunter2-api-secret\n' >> "$conf"
+printf 'secrethost-7731\n' > "$s/etc/hostname"
+"$P" --root "$s" capture "$T/secret.tar.gz" > /dev/null || fatal "capture of the planted host failed"
+mkdir -p "$T/secret.un"
+tar -xzf "$T/secret.tar.gz" -C "$T/secret.un"
+gzip -dc "$T/secret.tar.gz" > "$T/secret.tar"
+for v in "${secrets[@]}"; do
+    if grep -Fqai -- "$v" "$T/secret.tar" || grep -rFqai -- "$v" "$T/secret.un"; then
+        fail "planted value $v survives in the capture"
+    else
+        ok "planted value $v is gone"
+    fi
+done
+un_conf=$T/secret.un/etc/pve/qemu-server/101.conf
+if grep -Eq '^ipconfig0: ip=(192\.0\.2|198\.51\.100|203\.0\.113)\.55/24,gw=(192\.0\.2|198\.51\.100|203\.0\.113)\.1,ip6=2001:db8:[0-9a-f:]+/64$' "$un_conf"; then
+    ok "ipconfig0 keeps its shape and prefix lengths"
+else
+    fail "ipconfig0 is not redacted as expected: $(grep ipconfig0 "$un_conf")"
+fi
+if grep -Eq '^net1: virtio=02:00:00:00:[0-9A-F]{2}:[0-9A-F]{2},bridge=vmbr0$' "$un_conf"; then
+    ok "a MAC becomes a locally administered one"
+else
+    fail "net1 is not redacted as expected: $(grep net1 "$un_conf")"
+fi
+if grep -q '^cipassword: redacted$' "$un_conf"; then
+    ok "cipassword is redacted"
+else
+    fail "cipassword line missing"
+fi
+if [[ $(cat "$T/secret.un/etc/hostname") == node1 ]]; then
+    ok "the host name becomes node1"
+else
+    fail "/etc/hostname is not node1"
+fi
+if grep -q '"kind": "secret"' "$T/secret.un/CAPTURE.json" && ! grep -Fq Sup3rS3cretPw "$T/secret.un/CAPTURE.json"; then
+    ok "CAPTURE.json counts the secrets, without their values"
+else
+    fail "CAPTURE.json does not list the redacted secrets"
+fi
+if "$P" --root "$T/secret.un" plan --vm 101 --gpus all --json > /dev/null 2>&1; then
+    ok "the redacted VM config still parses and plans"
+else
+    fail "plan fails on the redacted capture"
+fi
+
+# --- FILE: refused, failing and closed outputs leave nothing behind -----------------------
+h=$T/hostile
+mkdir -p "$h/out"
+copy_host qemu-intel "$h/root"
+one_line() { # one_line WANT_RC FILE CMD...: exit WANT_RC, one line on stderr, FILE untouched
+    local want=$1 file=$2 rc=0 before=absent
+    shift 2
+    [[ -e $file ]] && before=$(sha256sum < "$file")
+    "$@" > "$h/stdout" 2> "$h/stderr" || rc=$?
+    local now=absent
+    [[ -e $file ]] && now=$(sha256sum < "$file")
+    [[ $rc -eq $want ]] || fail "expected exit $want, got $rc: $*: $(cat "$h/stderr")"
+    [[ $(grep -c '^passthru: error:' "$h/stderr") -eq 1 ]] || fail "not one error line: $*: $(cat "$h/stderr")"
+    [[ $now == "$before" ]] || fail "$file changed: $*"
+}
+one_line 1 "$h/missing/c.tar.gz" "$P" --root "$h/root" capture "$h/missing/c.tar.gz"
+[[ ! -e $h/missing ]] || fail "capture made the missing directory"
+echo keep > "$h/out/exists.tar.gz"
+one_line 3 "$h/out/exists.tar.gz" "$P" --root "$h/root" capture "$h/out/exists.tar.gz"
+grep -q 'force' "$h/stderr" || fail "the refusal does not name --force"
+if "$P" --root "$h/root" capture --force "$h/out/exists.tar.gz" > /dev/null && tar -tzf "$h/out/exists.tar.gz" > /dev/null; then
+    ok "--force replaces FILE with a whole archive"
+else
+    fail "--force did not replace FILE"
+fi
+echo notadir > "$h/out/plain"
+one_line 1 "$h/out/plain/c.tar.gz" "$P" --root "$h/root" capture "$h/out/plain/c.tar.gz"
+ln -s "$h/out/elsewhere" "$h/out/link.tar.gz"
+one_line 3 "$h/out/link.tar.gz" "$P" --root "$h/root" capture --force "$h/out/link.tar.gz"
+[[ ! -e $h/out/elsewhere ]] || fail "capture wrote through a symlink"
+rc=0
+"$P" --root "$h/root" capture "$h/out/closed.tar.gz" >&- 2> "$h/stderr" || rc=$?
+if [[ $rc -eq 1 && $(grep -c '^passthru: error:.*standard output' "$h/stderr") -eq 1 && ! -e $h/out/closed.tar.gz ]]; then
+    ok "a closed stdout: one error line, exit 1, no archive"
+else
+    fail "closed stdout: exit $rc: $(cat "$h/stderr")"
+fi
+if [[ $(id -u) -ne 0 ]]; then
+    mkdir -p "$h/ro"
+    chmod 555 "$h/ro"
+    one_line 1 "$h/ro/c.tar.gz" "$P" --root "$h/root" capture "$h/ro/c.tar.gz"
+    chmod 755 "$h/ro"
+fi
+expect_rc 2 "$P" --root "$h/root" capture 2> /dev/null
+leftover=$(find "$h/out" -mindepth 1 -not -name exists.tar.gz -not -name plain -not -name link.tar.gz)
+[[ -z $leftover ]] || fail "capture left files behind: $leftover"
+finish "capture: every fixture round-trips, no planted secret survives, FILE is whole or untouched"
