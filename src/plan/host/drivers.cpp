@@ -89,6 +89,7 @@ HostDriver parse_driver(const data::Field& j)
 
 HostDriverData parse_drivers_document(const data::Field& doc)
 {
+    doc.only_fields({"schema", "comment", "drivers", "driver_modules"}, k_drivers_schema);
     HostDriverData out;
     const auto drivers = doc["drivers"];
     if (!drivers.json().is_array()) {
