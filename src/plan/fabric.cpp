@@ -32,6 +32,7 @@ FabricShape shape_from(const data::Field& f)
 std::vector<std::string> strings_of(const data::Field& f)
 {
     std::vector<std::string> out;
+    out.reserve(f.size());
     for (std::size_t i = 0; i < f.size(); ++i) {
         out.push_back(f[i].string());
     }
@@ -69,6 +70,7 @@ std::vector<NvswitchGeneration> generations_from(const data::Field& doc)
     doc.only_fields({"schema", "comment", "generations"}, k_nvswitch_schema);
     std::vector<NvswitchGeneration> out;
     const auto gens = doc["generations"];
+    out.reserve(gens.size());
     for (std::size_t i = 0; i < gens.size(); ++i) {
         out.push_back(generation_from(gens[i]));
     }

@@ -34,6 +34,7 @@ Result<std::vector<Card>> parse(std::string_view text)
         doc.only_fields({"schema", "cards"}, "t/1", {"comment"});
         std::vector<Card> out;
         const auto cards = doc["cards"];
+        out.reserve(cards.size());
         for (std::size_t i = 0; i < cards.size(); ++i) {
             out.push_back(parse_card(cards[i]));
         }
