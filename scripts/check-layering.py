@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Checks the two rules that keep passthru's layers honest (docs/ARCHITECTURE.md):
 
-1. Includes point down only: cli -> explain -> apply -> plan -> scan -> format -> util.
+1. Includes point down only: cli -> capture -> explain -> apply -> plan -> scan ->
+   format -> data -> util. data/ (the loaders of passthru's JSON data files)
+   includes util/ only; scan and plan read their data through it.
    Inside plan/, a room (plan/host, plan/vm, plan/network) includes the top of
    plan/ (PLAN_TOP below) and its own room, never another room.
 2. Only HostFs (src/util/host_fs*) opens host paths and only CommandRunner
@@ -25,7 +27,7 @@ import re
 import sys
 from pathlib import Path
 
-LAYERS = ["util", "format", "scan", "plan", "apply", "explain", "capture", "cli"]  # bottom to top
+LAYERS = ["util", "data", "format", "scan", "plan", "apply", "explain", "capture", "cli"]  # bottom to top
 PLAN_ROOMS = ["host", "vm", "network"]
 PLAN_TOP = {"plan.hpp", "planner.hpp", "plan_json.hpp", "common.hpp"}
 

@@ -112,12 +112,12 @@ plan::Request parse_request(const po::variables_map& vm)
     const std::string backend = vm["backend"].as<std::string>();
     const auto chosen = plan::backend_from(backend);
     if (!chosen) {
-        throw Error(Errc::usage, "--backend must be proxmox or libvirt, not '" + backend + "'");
+        throw Error(Errc::usage, "--backend must be " + plan::backend_names() + ", not '" + backend + "'");
     }
     req.backend = *chosen;
     if (vm.count("vm") != 0U) {
         req.vm = vm["vm"].as<std::string>();
-        if (req.backend == plan::Backend::proxmox) {
+        if (plan::backend_row(req.backend).numeric_vmid) {
             const auto id = util::parse_int(req.vm);
             if (id && *id >= 0 && req.vm.find_first_not_of("0123456789") == std::string::npos) {
                 req.vmid = static_cast<std::uint64_t>(*id);

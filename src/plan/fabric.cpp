@@ -5,11 +5,9 @@
 // without NVLink; any other selection is refused unless --no-fabric gives NVLink up.
 #include <algorithm>
 
-#include <nlohmann/json.hpp>
-
+#include "data/schema.hpp"
 #include "format/grammar.hpp"
 #include "plan/common.hpp"
-#include "util/json.hpp"
 
 namespace passthru::plan::detail {
 
@@ -17,36 +15,66 @@ namespace {
 
 constexpr std::string_view k_file = "host/nvswitch.json";
 
-FabricShape shape_from(const std::string& word)
+constexpr std::string_view k_nvswitch_schema = "passthru.nvswitch/1";
+
+FabricShape shape_from(const data::Field& f)
 {
+    const auto word = f.string();
     if (word == "whole-board") {
         return FabricShape::whole_board;
     }
     if (word == "single-gpu") {
         return FabricShape::single_gpu;
     }
-    throw std::out_of_range("full_passthrough entries are whole-board or single-gpu, not '" + word + "'");
+    f.fail("must be whole-board or single-gpu, not '" + word + "'");
 }
 
-NvswitchGeneration generation_from(const nlohmann::json& g)
+std::vector<std::string> strings_of(const data::Field& f)
 {
+    std::vector<std::string> out;
+    out.reserve(f.size());
+    for (std::size_t i = 0; i < f.size(); ++i) {
+        out.push_back(f[i].string());
+    }
+    return out;
+}
+
+NvswitchGeneration generation_from(const data::Field& g)
+{
+    g.only_fields({"name", "ids", "full_passthrough", "guest_needs"}, "a generation");
     NvswitchGeneration gen;
-    gen.name = g.at("name").get<std::string>();
-    gen.ids = g.at("ids").get<std::vector<std::string>>();
-    for (auto& id : gen.ids) {
-        id = util::to_lower(id);
-        if (!format::matches(format::Grammar::pci_id, id)) {
-            throw std::out_of_range("ids: '" + id + "' is not vendor:device");
+    gen.name = g["name"].nonempty_string();
+    const auto ids = g["ids"];
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        gen.ids.push_back(util::to_lower(ids[i].string()));
+        if (!format::matches(format::Grammar::pci_id, gen.ids.back())) {
+            ids[i].fail("'" + gen.ids.back() + "' is not vendor:device");
         }
     }
-    for (const auto& word : g.at("full_passthrough").get<std::vector<std::string>>()) {
-        gen.shapes.push_back(shape_from(word));
+    const auto shapes = g["full_passthrough"];
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+        gen.shapes.push_back(shape_from(shapes[i]));
     }
-    gen.guest_needs = g.at("guest_needs").get<std::vector<std::string>>();
-    if (gen.name.empty() || gen.ids.empty() || gen.shapes.empty()) {
-        throw std::out_of_range("name, ids and full_passthrough must not be empty");
+    gen.guest_needs = strings_of(g["guest_needs"]);
+    if (gen.ids.empty()) {
+        ids.fail("must not be empty");
+    }
+    if (gen.shapes.empty()) {
+        shapes.fail("must not be empty");
     }
     return gen;
+}
+
+std::vector<NvswitchGeneration> generations_from(const data::Field& doc)
+{
+    doc.only_fields({"schema", "comment", "generations"}, k_nvswitch_schema);
+    std::vector<NvswitchGeneration> out;
+    const auto gens = doc["generations"];
+    out.reserve(gens.size());
+    for (std::size_t i = 0; i < gens.size(); ++i) {
+        out.push_back(generation_from(gens[i]));
+    }
+    return out;
 }
 
 const NvswitchGeneration* generation_of(const scan::Inventory& inv, const std::vector<NvswitchGeneration>& gens)
@@ -136,23 +164,7 @@ std::string no_nvlink_consequence()
 
 Result<std::vector<NvswitchGeneration>> parse_nvswitch_generations(std::string_view text, const std::string& origin)
 {
-    const auto parsed = util::parse_json(text, origin, Errc::usage);
-    if (!parsed) {
-        return tl::unexpected(parsed.error());
-    }
-    try {
-        const auto& j = *parsed;
-        if (j.value("schema", "") != "passthru.nvswitch/1") {
-            return fail(Errc::usage, origin + ": schema must be passthru.nvswitch/1");
-        }
-        std::vector<NvswitchGeneration> out;
-        for (const auto& g : j.at("generations")) {
-            out.push_back(generation_from(g));
-        }
-        return out;
-    } catch (const std::exception& e) {
-        return fail(Errc::usage, origin + ": " + e.what());
-    }
+    return data::load<std::vector<NvswitchGeneration>>(text, origin, k_nvswitch_schema, generations_from);
 }
 
 Result<std::vector<const scan::GpuCard*>> plan_fabric(const scan::Inventory& inv, const DataDir& data, const Request& request,

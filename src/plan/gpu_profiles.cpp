@@ -5,9 +5,9 @@
 #include <array>
 #include <map>
 
+#include "data/schema.hpp"
 #include "format/grammar.hpp"
 #include "plan/common.hpp"
-#include "util/json.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan::detail {
@@ -19,26 +19,16 @@ constexpr std::string_view k_schema = "passthru.gpu-profile/1";
 std::size_t g_loads = 0;
 
 // A field that breaks the schema: its path in the document and what is wrong.
-// `refused`: a value that could end up in a generated file breaks that
-// file's grammar (format/grammar.hpp), which is a refusal, not a typo.
-struct SchemaError
+[[noreturn]] void bad_field(const std::string& field, const std::string& what)
 {
-    std::string field;
-    std::string what;
-    bool refused = false;
-};
+    throw data::SchemaError(field + " " + what);
+}
 
 // Fields earlier releases shipped and never used: accepted and ignored, so a
 // copy of an old profile under /etc/passthru keeps loading.
 constexpr std::array<std::string_view, 4> k_retired = {"architecture", "chip", "tdp_watts", "vendor"};
 constexpr std::array<std::string_view, 9> k_fields = {"schema",    "name",   "ids",          "vram_gib", "vram_note",
                                                       "functions", "quirks", "known_issues", "sources"};
-
-template<std::size_t N>
-bool one_of(const std::array<std::string_view, N>& names, std::string_view key)
-{
-    return std::find(names.begin(), names.end(), key) != names.end();
-}
 
 bool lower_hex(std::string_view text, std::size_t digits)
 {
@@ -48,13 +38,15 @@ bool lower_hex(std::string_view text, std::size_t digits)
 std::string nonempty_string(const nlohmann::json& j, const std::string& field)
 {
     if (!j.is_string() || j.get<std::string>().empty()) {
-        throw SchemaError{field, "must be a non-empty string"};
+        bad_field(field, "must be a non-empty string");
     }
     // Every string of a profile may reach a generated file (the name goes into
     // passthru-vfio.conf and the VM config), and those files are line-based.
     auto text = j.get<std::string>();
     if (auto bad = format::invalid_value(format::Grammar::line_text, text, "")) {
-        throw SchemaError{field, bad->substr(1), true};
+        // A value that would break a generated file's grammar (format/grammar.hpp) is a refusal, not a typo.
+        throw data::SchemaError(field + " " + bad->substr(1), true,
+                                "a profile's values go into configuration files: fix the profile and plan again");
     }
     return text;
 }
@@ -62,7 +54,7 @@ std::string nonempty_string(const nlohmann::json& j, const std::string& field)
 std::vector<std::string> string_list(const nlohmann::json& j, const std::string& field)
 {
     if (!j.is_array()) {
-        throw SchemaError{field, "must be a list of strings"};
+        bad_field(field, "must be a list of strings");
     }
     std::vector<std::string> out;
     out.reserve(j.size());
@@ -76,7 +68,7 @@ std::vector<std::string> string_list(const nlohmann::json& j, const std::string&
 std::vector<std::string> parse_ids(const nlohmann::json& j)
 {
     if (!j.is_array() || j.empty()) {
-        throw SchemaError{"ids", "must be a non-empty list of vendor:device ids (\"10de:1e07\")"};
+        bad_field("ids", "must be a non-empty list of vendor:device ids (\"10de:1e07\")");
     }
     std::vector<std::string> out;
     for (std::size_t i = 0; i < j.size(); ++i) {
@@ -84,10 +76,10 @@ std::vector<std::string> parse_ids(const nlohmann::json& j)
         const std::string id = j[i].is_string() ? j[i].get<std::string>() : std::string();
         if (id.size() != 9 || id[4] != ':' || !lower_hex(std::string_view(id).substr(0, 4), 4)
             || !lower_hex(std::string_view(id).substr(5), 4)) {
-            throw SchemaError{at, "must be a vendor:device id in lower-case hex (\"10de:1e07\")"};
+            bad_field(at, "must be a vendor:device id in lower-case hex (\"10de:1e07\")");
         }
         if (std::find(out.begin(), out.end(), id) != out.end()) {
-            throw SchemaError{at, id + " is listed twice"};
+            bad_field(at, id + " is listed twice");
         }
         out.push_back(id);
     }
@@ -97,22 +89,22 @@ std::vector<std::string> parse_ids(const nlohmann::json& j)
 ProfileFunction parse_function(const nlohmann::json& j, const std::string& at)
 {
     if (!j.is_object()) {
-        throw SchemaError{at, "must be an object with function, class and role"};
+        bad_field(at, "must be an object with function, class and role");
     }
     for (const auto& item : j.items()) {
         // "id" was documentation in earlier releases: accepted and ignored.
         if (item.key() != "function" && item.key() != "class" && item.key() != "role" && item.key() != "id") {
-            throw SchemaError{at + "." + item.key(), "is not a field of a function (function, class, role)"};
+            bad_field(at + "." + item.key(), "is not a field of a function (function, class, role)");
         }
     }
     ProfileFunction f;
     if (!j.contains("function") || !j["function"].is_number_integer() || j["function"].get<int>() < 0 || j["function"].get<int>() > 7) {
-        throw SchemaError{at + ".function", "must be the PCI function number, 0 to 7"};
+        bad_field(at + ".function", "must be the PCI function number, 0 to 7");
     }
     f.function = j["function"].get<int>();
     const std::string cls = j.contains("class") && j["class"].is_string() ? j["class"].get<std::string>() : std::string();
     if (!lower_hex(cls, 4)) {
-        throw SchemaError{at + ".class", "must be the PCI class and subclass, 4 lower-case hex digits (\"0403\")"};
+        bad_field(at + ".class", "must be the PCI class and subclass, 4 lower-case hex digits (\"0403\")");
     }
     f.class16 = static_cast<std::uint16_t>(std::stoul(cls, nullptr, 16));
     f.role = nonempty_string(j.contains("role") ? j["role"] : nlohmann::json(), at + ".role");
@@ -122,19 +114,18 @@ ProfileFunction parse_function(const nlohmann::json& j, const std::string& at)
 std::vector<ProfileFunction> parse_functions(const nlohmann::json& j)
 {
     if (!j.is_array() || j.empty()) {
-        throw SchemaError{"functions", "must be a non-empty list of the card's PCI functions"};
+        bad_field("functions", "must be a non-empty list of the card's PCI functions");
     }
     std::vector<ProfileFunction> out;
     for (std::size_t i = 0; i < j.size(); ++i) {
         auto f = parse_function(j[i], "functions[" + std::to_string(i) + "]");
         if (std::any_of(out.begin(), out.end(), [&](const ProfileFunction& o) { return o.function == f.function; })) {
-            throw SchemaError{"functions[" + std::to_string(i) + "].function",
-                              "function " + std::to_string(f.function) + " is listed twice"};
+            bad_field("functions[" + std::to_string(i) + "].function", "function " + std::to_string(f.function) + " is listed twice");
         }
         out.push_back(std::move(f));
     }
     if (std::none_of(out.begin(), out.end(), [](const ProfileFunction& f) { return f.function == 0; })) {
-        throw SchemaError{"functions", "must list function 0 (the function the ids name)"};
+        bad_field("functions", "must list function 0 (the function the ids name)");
     }
     std::sort(out.begin(), out.end(), [](const ProfileFunction& a, const ProfileFunction& b) { return a.function < b.function; });
     return out;
@@ -143,11 +134,11 @@ std::vector<ProfileFunction> parse_functions(const nlohmann::json& j)
 KnownIssue parse_known_issue(const nlohmann::json& j, const std::string& at)
 {
     if (!j.is_object()) {
-        throw SchemaError{at, "must be an object with issue, advice and sources"};
+        bad_field(at, "must be an object with issue, advice and sources");
     }
     for (const auto& item : j.items()) {
         if (item.key() != "issue" && item.key() != "advice" && item.key() != "sources") {
-            throw SchemaError{at + "." + item.key(), "is not a field of a known issue (issue, advice, sources)"};
+            bad_field(at + "." + item.key(), "is not a field of a known issue (issue, advice, sources)");
         }
     }
     KnownIssue k;
@@ -155,7 +146,7 @@ KnownIssue parse_known_issue(const nlohmann::json& j, const std::string& at)
     k.advice = nonempty_string(j.contains("advice") ? j["advice"] : nlohmann::json(), at + ".advice");
     k.sources = string_list(j.contains("sources") ? j["sources"] : nlohmann::json(), at + ".sources");
     if (k.sources.empty()) {
-        throw SchemaError{at + ".sources", "must name at least one public report"};
+        bad_field(at + ".sources", "must name at least one public report");
     }
     return k;
 }
@@ -163,7 +154,7 @@ KnownIssue parse_known_issue(const nlohmann::json& j, const std::string& at)
 std::vector<KnownIssue> parse_known_issues(const nlohmann::json& j)
 {
     if (!j.is_array()) {
-        throw SchemaError{"known_issues", "must be a list of {issue, advice, sources}"};
+        bad_field("known_issues", "must be a list of {issue, advice, sources}");
     }
     std::vector<KnownIssue> out;
     out.reserve(j.size());
@@ -173,25 +164,16 @@ std::vector<KnownIssue> parse_known_issues(const nlohmann::json& j)
     return out;
 }
 
-GpuProfile parse_document(const nlohmann::json& doc)
+GpuProfile parse_document(const data::Field& root)
 {
-    if (!doc.is_object()) {
-        throw SchemaError{"(document)", "must be a JSON object"};
-    }
-    if (!doc.contains("schema") || doc["schema"] != k_schema) {
-        throw SchemaError{"schema", "must be \"" + std::string(k_schema) + "\""};
-    }
-    for (const auto& item : doc.items()) {
-        if (!one_of(k_fields, item.key()) && !one_of(k_retired, item.key())) {
-            throw SchemaError{item.key(), "is not a field of " + std::string(k_schema)};
-        }
-    }
+    root.only_fields(k_fields, k_schema, k_retired);
+    const nlohmann::json& doc = root.json();
     GpuProfile p;
     p.name = nonempty_string(doc.contains("name") ? doc["name"] : nlohmann::json(), "name");
     p.ids = parse_ids(doc.contains("ids") ? doc["ids"] : nlohmann::json());
     if (doc.contains("vram_gib")) {
         if (!doc["vram_gib"].is_number() || doc["vram_gib"].get<double>() <= 0) {
-            throw SchemaError{"vram_gib", "must be a positive number (GiB)"};
+            bad_field("vram_gib", "must be a positive number (GiB)");
         }
         p.vram_gib = doc["vram_gib"].get<double>();
     }
@@ -228,19 +210,7 @@ const std::vector<GpuProfile>& gpu_profiles(const PlanContext& ctx)
 
 Result<GpuProfile> parse_gpu_profile(std::string_view json_text, const std::string& where)
 {
-    const auto doc = util::parse_json(json_text, where, Errc::usage);
-    if (!doc) {
-        return tl::unexpected(doc.error());
-    }
-    try {
-        return parse_document(*doc);
-    } catch (const SchemaError& e) {
-        if (e.refused) {
-            return tl::unexpected(Error(Errc::precondition, "refused: " + where + ": " + e.field + " " + e.what)
-                                      .with_hint("a profile's values go into configuration files: fix the profile and plan again"));
-        }
-        return fail(Errc::usage, where + ": " + e.field + " " + e.what);
-    }
+    return data::load<GpuProfile>(json_text, where, k_schema, parse_document);
 }
 
 Result<std::vector<GpuProfile>> load_gpu_profiles(const DataDir& data)

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,29 @@ enum class Backend
     proxmox,
     libvirt,
 };
+
+struct Plan;
+struct PlanContext;
+
+// One VM backend: everything that differs between backends outside their own
+// planners is a field here, so a new backend is one row of the table in
+// plan/vm/backends.cpp (and its planner).
+struct BackendRow
+{
+    Backend backend;
+    std::string_view name; // the word of --backend, the plan JSON and the journal
+    bool numeric_vmid;     // --vm is a VMID (Proxmox VE's 100-999999999); else a domain name
+    bool cluster_mapping;  // --mapping and --node-scan apply (Proxmox VE's cluster mappings)
+    bool connect_uri;      // --connect URI applies
+    // The VM side of a plan with this backend, given --vm.
+    void (*plan_vm)(const PlanContext& ctx, Plan& plan);
+};
+
+// Every backend, the default (Backend::proxmox) first.
+std::span<const BackendRow> backend_rows();
+const BackendRow& backend_row(Backend backend);
+// "proxmox or libvirt": every backend's word, for messages.
+std::string backend_names();
 
 // "proxmox" or "libvirt": the word of --backend, the plan JSON and the journal.
 std::string_view to_string(Backend backend);

@@ -189,27 +189,6 @@ std::string_view to_string(FileAction action)
     return "modify";
 }
 
-std::string_view to_string(Backend backend)
-{
-    switch (backend) {
-    case Backend::proxmox:
-        return "proxmox";
-    case Backend::libvirt:
-        return "libvirt";
-    }
-    return "proxmox";
-}
-
-std::optional<Backend> backend_from(std::string_view word)
-{
-    for (const auto backend : {Backend::proxmox, Backend::libvirt}) {
-        if (to_string(backend) == word) {
-            return backend;
-        }
-    }
-    return std::nullopt;
-}
-
 std::optional<FileAction> file_action_from(std::string_view word)
 {
     for (const auto action : {FileAction::create, FileAction::modify, FileAction::remove}) {

@@ -69,7 +69,7 @@ Result<void> validate_node_scans(const Request& request)
     if (request.node_scans.empty()) {
         return {};
     }
-    if (!request.vm.empty() || request.network || request.trial_minutes || request.backend != Backend::proxmox) {
+    if (!request.vm.empty() || request.network || request.trial_minutes || !backend_row(request.backend).cluster_mapping) {
         return usage_error("--node-scan builds a cluster mapping on its own: leave out --vm, the network options, --trial and --backend");
     }
     if (!request.mapping || request.gpus.empty()) {
@@ -98,7 +98,7 @@ Result<void> validate_request(const Request& request)
         return nodes;
     }
     if (!request.vm.empty()) {
-        if (request.backend == Backend::proxmox) {
+        if (backend_row(request.backend).numeric_vmid) {
             const bool numeric = request.vm.find_first_not_of("0123456789") == std::string::npos;
             const std::string range = "--vm " + request.vm + ": VMID is outside 100-999999999 (Proxmox VE's VMID range)";
             const std::string not_numeric = "--vm must be a numeric VMID for Proxmox VE, not '" + request.vm + "'";

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The layering check (scripts/check-layering.py) passes on the tree, and fails
 # on a copy of src/ with one planted violation at a time: an include pointing
-# up, a plan room including another room, a host path opened outside HostFs,
+# up (data/ including anything but util/ among them), a plan room including another room, a host path opened outside HostFs,
 # a program run outside CommandRunner, a std::regex, and plan reading
 # something live (getenv, a /proc path, HostFs::is_live()); and that a listed
 # exception (EXCEPTIONS in the script) is allowed in its own file only.
@@ -27,6 +27,8 @@ plant() {  # plant NAME FILE LINE: a copy of src/ with LINE appended to FILE mus
     ok "$1 caught"
 }
 plant "include upward" scan/inventory.cpp '#include "plan/plan.hpp"'
+plant "data includes format" data/schema.cpp '#include "format/grammar.hpp"'
+plant "data includes scan" data/schema.hpp '#include "scan/inventory.hpp"'
 plant "room into room" plan/network/routes.cpp '#include "plan/vm/profile.hpp"'
 plant "fopen outside HostFs" scan/inventory.cpp 'static FILE* f = fopen("/etc/hostname", "r");'
 plant "std::filesystem outside HostFs" apply/verify.cpp 'static bool e = std::filesystem::exists("/etc");'

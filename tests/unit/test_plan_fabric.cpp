@@ -167,3 +167,23 @@ TEST_SUITE("plan::fabric")
         CHECK_FALSE(plan::detail::parse_nvswitch_generations(R"({"schema": "other/1"})", "nv.json"));
     }
 }
+
+TEST_SUITE("plan::fabric schema")
+{
+    TEST_CASE("nvswitch.json: a field the schema does not have, or a mistyped one, is named by its path")
+    {
+        const auto extra = plan::detail::parse_nvswitch_generations(
+            R"({"schema": "passthru.nvswitch/1", "generations": [{"name": "g", "ids": ["10de:22a3"], "full_passthrough": ["whole-board"], "guest_needs": [], "nvlink": 4}]})",
+            "nv.json");
+        REQUIRE_FALSE(extra);
+        CHECK(std::string(extra.error().what()) == "nv.json: generations[0].nvlink is not a field of a generation");
+        const auto typed = plan::detail::parse_nvswitch_generations(
+            R"({"schema": "passthru.nvswitch/1", "generations": [{"name": "g", "ids": ["10de:22a3", 7], "full_passthrough": ["whole-board"], "guest_needs": []}]})",
+            "nv.json");
+        REQUIRE_FALSE(typed);
+        CHECK(std::string(typed.error().what()) == "nv.json: generations[0].ids[1]: expected a string");
+        const auto schema = plan::detail::parse_nvswitch_generations(R"({"schema": "passthru.nvswitch/2", "generations": []})", "nv.json");
+        REQUIRE_FALSE(schema);
+        CHECK(std::string(schema.error().what()) == "nv.json: schema must be \"passthru.nvswitch/1\"");
+    }
+}

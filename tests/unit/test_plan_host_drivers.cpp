@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "../support/temp_dir.hpp"
 #include "plan/host/common.hpp"
 #include "plan/host/drivers.hpp"
 
@@ -111,4 +112,42 @@ TEST_CASE("drivers_for_kernel keeps nova_core only where the target kernel has i
     why.clear();
     kept = plan::detail::drivers_for_kernel(pve8, std::string("6.17.2-1-pve"), std::pair{6, 17}, data_with_nova_core(), why);
     CHECK(modules(kept) == std::vector<std::string>{"nouveau", "nova_core"});
+}
+
+namespace {
+
+std::string drivers_error(const std::string& text)
+{
+    test::TempDir root;
+    root.write("etc/passthru/profiles/host/drivers.json", text);
+    auto fs = util::HostFs::open(root.path());
+    REQUIRE(fs);
+    const plan::DataDir data(*fs, std::nullopt);
+    const auto loaded = plan::detail::load_host_drivers(data);
+    REQUIRE_FALSE(loaded);
+    CHECK(loaded.error().code() == Errc::usage);
+    return loaded.error().what();
+}
+
+} // namespace
+
+TEST_SUITE("plan::host::drivers schema")
+{
+    TEST_CASE("the schema version, unknown fields and mistyped ones")
+    {
+        const std::string file = "/etc/passthru/profiles/host/drivers.json (under the root): ";
+        CHECK(drivers_error(R"({"schema": "passthru.host-drivers/2", "drivers": []})")
+              == file + "schema must be \"passthru.host-drivers/1\"");
+        CHECK(drivers_error(R"({"schema": "passthru.host-drivers/1", "drivers": [], "modules": {}})")
+              == file + "modules is not a field of passthru.host-drivers/1");
+        CHECK(drivers_error(R"({"schema": "passthru.host-drivers/1", "drivers": [{"module": "nouveau", "why": "w", "softdep": true}]})")
+              == file + "drivers[0].softdep is not a field of a driver");
+        CHECK(drivers_error(
+                  R"({"schema": "passthru.host-drivers/1", "drivers": [{"module": "nouveau", "why": "w", "claims": {"device": "1e07"}}]})")
+              == file + "drivers[0].claims.device is not a field of claims (vendor, kind, class)");
+        CHECK(drivers_error(
+                  R"({"schema": "passthru.host-drivers/1", "drivers": [{"module": "nouveau", "why": "w", "claims": {"class": "03"}}]})")
+              == file + "drivers[0].claims.class must be 4 lower-case hex digits, not '03'");
+        CHECK(drivers_error(R"({"schema": "passthru.host-drivers/1", "drivers": {}})") == file + "drivers must be a list");
+    }
 }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "plan/host/drivers.hpp"
 
+#include "data/schema.hpp"
 #include "plan/host/common.hpp"
-#include "util/json.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan::detail {
@@ -12,20 +12,14 @@ namespace {
 constexpr std::string_view k_drivers_file = "host/drivers.json";
 constexpr std::string_view k_drivers_schema = "passthru.host-drivers/1";
 
-struct DriverSchemaError
+std::optional<std::uint16_t> hex16(const data::Field& f, std::size_t digits)
 {
-    std::string field;
-    std::string what;
-};
-
-std::optional<std::uint16_t> hex16(const nlohmann::json& j, const std::string& field, std::size_t digits)
-{
-    if (!j.is_string()) {
-        throw DriverSchemaError{field, "must be a string of " + std::to_string(digits) + " hex digits"};
+    if (!f.json().is_string()) {
+        f.fail("must be a string of " + std::to_string(digits) + " hex digits");
     }
-    const auto text = j.get<std::string>();
+    const auto text = f.string();
     if (text.size() != digits || text.find_first_not_of("0123456789abcdef") != std::string::npos) {
-        throw DriverSchemaError{field, "must be " + std::to_string(digits) + " lower-case hex digits, not '" + text + "'"};
+        f.fail("must be " + std::to_string(digits) + " lower-case hex digits, not '" + text + "'");
     }
     return static_cast<std::uint16_t>(std::stoul(text, nullptr, 16));
 }
@@ -35,64 +29,92 @@ bool valid_module(const std::string& name)
     return !name.empty() && name.size() <= 56 && name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") == std::string::npos;
 }
 
-HostDriver parse_driver(const nlohmann::json& j, const std::string& at)
+void parse_claims(const data::Field& c, HostDriver& d)
 {
-    if (!j.is_object()) {
-        throw DriverSchemaError{at, "must be an object"};
+    if (!c.json().is_object() || c.json().empty()) {
+        c.fail("must be an object with vendor, kind and/or class");
     }
-    for (const auto& [key, value] : j.items()) {
-        if (key != "module" && key != "claims" && key != "why" && key != "blacklist" && key != "framebuffer" && key != "since_kernel"
-            && key != "vgpu_keep") {
-            throw DriverSchemaError{at + "." + key, "is not a field of a driver"};
+    c.only_fields({"vendor", "kind", "class"}, "claims (vendor, kind, class)");
+    if (c.has("vendor")) {
+        d.vendor = hex16(c["vendor"], 4);
+    }
+    if (c.has("class")) {
+        d.class16 = hex16(c["class"], 4);
+    }
+    if (c.has("kind")) {
+        if (c["kind"].json() != "display") {
+            c["kind"].fail("must be \"display\"");
         }
+        d.kind = FunctionKind::display;
     }
+    d.claims_something = true;
+}
+
+HostDriver parse_driver(const data::Field& j)
+{
+    if (!j.json().is_object()) {
+        j.fail("must be an object");
+    }
+    j.only_fields({"module", "claims", "why", "blacklist", "framebuffer", "since_kernel", "vgpu_keep"}, "a driver");
     HostDriver d;
-    if (!j.contains("module") || !j["module"].is_string() || !valid_module(j["module"].get<std::string>())) {
-        throw DriverSchemaError{at + ".module", "must be a kernel module name (lower-case letters, digits, '_' or '-')"};
+    if (!j["module"].json().is_string() || !valid_module(j["module"].string())) {
+        j["module"].fail("must be a kernel module name (lower-case letters, digits, '_' or '-')");
     }
-    d.module = module_key(j["module"].get<std::string>());
-    if (!j.contains("why") || !j["why"].is_string() || j["why"].get<std::string>().empty()) {
-        throw DriverSchemaError{at + ".why", "must say why the driver matters"};
+    d.module = module_key(j["module"].string());
+    if (!j["why"].json().is_string() || j["why"].string().empty()) {
+        j["why"].fail("must say why the driver matters");
     }
-    d.why = j["why"].get<std::string>();
+    d.why = j["why"].string();
     for (const char* flag : {"blacklist", "framebuffer", "vgpu_keep"}) {
-        if (j.contains(flag) && !j[flag].is_boolean()) {
-            throw DriverSchemaError{at + "." + flag, "must be true or false"};
+        if (j.has(flag) && !j[flag].json().is_boolean()) {
+            j[flag].fail("must be true or false");
         }
     }
-    d.blacklist = j.value("blacklist", false);
-    d.framebuffer = j.value("framebuffer", false);
-    d.vgpu_keep = j.value("vgpu_keep", false);
-    if (j.contains("since_kernel")) {
-        const auto version = j["since_kernel"].is_string() ? util::major_minor(j["since_kernel"].get<std::string>()) : std::nullopt;
+    d.blacklist = j.has("blacklist") && j["blacklist"].boolean();
+    d.framebuffer = j.has("framebuffer") && j["framebuffer"].boolean();
+    d.vgpu_keep = j.has("vgpu_keep") && j["vgpu_keep"].boolean();
+    if (j.has("since_kernel")) {
+        const auto v = j["since_kernel"];
+        const auto version = v.json().is_string() ? util::major_minor(v.string()) : std::nullopt;
         if (!version) {
-            throw DriverSchemaError{at + ".since_kernel", "must be a kernel version such as \"6.15\""};
+            v.fail("must be a kernel version such as \"6.15\"");
         }
         d.since_kernel = version;
     }
-    if (j.contains("claims")) {
-        const auto& c = j["claims"];
-        const std::string cat = at + ".claims";
-        if (!c.is_object() || c.empty()) {
-            throw DriverSchemaError{cat, "must be an object with vendor, kind and/or class"};
-        }
-        for (const auto& [key, value] : c.items()) {
-            if (key == "vendor") {
-                d.vendor = hex16(value, cat + ".vendor", 4);
-            } else if (key == "class") {
-                d.class16 = hex16(value, cat + ".class", 4);
-            } else if (key == "kind") {
-                if (value != "display") {
-                    throw DriverSchemaError{cat + ".kind", "must be \"display\""};
-                }
-                d.kind = FunctionKind::display;
-            } else {
-                throw DriverSchemaError{cat + "." + key, "is not a field of claims (vendor, kind, class)"};
-            }
-        }
-        d.claims_something = true;
+    if (j.has("claims")) {
+        parse_claims(j["claims"], d);
     }
     return d;
+}
+
+HostDriverData parse_drivers_document(const data::Field& doc)
+{
+    doc.only_fields({"schema", "comment", "drivers", "driver_modules"}, k_drivers_schema);
+    HostDriverData out;
+    const auto drivers = doc["drivers"];
+    if (!drivers.json().is_array()) {
+        drivers.fail("must be a list");
+    }
+    for (std::size_t i = 0; i < drivers.size(); ++i) {
+        out.drivers.push_back(parse_driver(drivers[i]));
+    }
+    if (doc.has("driver_modules")) {
+        const auto modules = doc["driver_modules"];
+        if (!modules.json().is_object()) {
+            modules.fail("must be an object");
+        }
+        for (const auto& item : modules.json().items()) {
+            if (item.key() == "comment") {
+                continue;
+            }
+            const auto module = modules[item.key()];
+            if (!module.json().is_string() || !valid_module(module.string())) {
+                module.fail("must be a kernel module name");
+            }
+            out.driver_modules[item.key()] = module_key(module.string());
+        }
+    }
+    return out;
 }
 
 std::string version_text(const std::pair<int, int>& v)
@@ -164,40 +186,7 @@ Result<HostDriverData> load_host_drivers(const DataDir& data)
         return tl::unexpected(text.error());
     }
     const std::string where = data.origin("profiles", k_drivers_file).value_or("profiles/" + std::string(k_drivers_file));
-    const auto parsed = util::parse_json(*text, where, Errc::usage);
-    if (!parsed) {
-        return tl::unexpected(parsed.error());
-    }
-    const auto& doc = *parsed;
-    try {
-        if (!doc.is_object() || doc.value("schema", "") != k_drivers_schema) {
-            throw DriverSchemaError{"schema", "must be \"" + std::string(k_drivers_schema) + "\""};
-        }
-        HostDriverData out;
-        if (!doc.contains("drivers") || !doc["drivers"].is_array()) {
-            throw DriverSchemaError{"drivers", "must be a list"};
-        }
-        for (std::size_t i = 0; i < doc["drivers"].size(); ++i) {
-            out.drivers.push_back(parse_driver(doc["drivers"][i], "drivers[" + std::to_string(i) + "]"));
-        }
-        if (doc.contains("driver_modules")) {
-            if (!doc["driver_modules"].is_object()) {
-                throw DriverSchemaError{"driver_modules", "must be an object"};
-            }
-            for (const auto& [driver, module] : doc["driver_modules"].items()) {
-                if (driver == "comment") {
-                    continue;
-                }
-                if (!module.is_string() || !valid_module(module.get<std::string>())) {
-                    throw DriverSchemaError{"driver_modules." + driver, "must be a kernel module name"};
-                }
-                out.driver_modules[driver] = module_key(module.get<std::string>());
-            }
-        }
-        return out;
-    } catch (const DriverSchemaError& e) {
-        return fail(Errc::usage, where + ": " + e.field + " " + e.what);
-    }
+    return passthru::data::load<HostDriverData>(*text, where, k_drivers_schema, parse_drivers_document);
 }
 
 } // namespace passthru::plan::detail

@@ -3,10 +3,6 @@
 
 #include <algorithm>
 
-#include <nlohmann/json.hpp>
-
-#include "util/json.hpp"
-#include "util/lex.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan::detail {
@@ -43,26 +39,6 @@ std::uint64_t floor_pow2(std::uint64_t n)
         p *= 2;
     }
     return p;
-}
-
-int bits_field(const nlohmann::json& j, const char* key)
-{
-    const int v = j.at(key).get<int>();
-    if (v < 32 || v > k_max_bits) {
-        throw std::out_of_range(std::string(key) + " must be 32-64");
-    }
-    return v;
-}
-
-std::vector<std::string> names_field(const nlohmann::json& j, const char* key)
-{
-    auto names = j.at(key).get<std::vector<std::string>>();
-    for (const auto& n : names) {
-        if (n.empty() || !util::lex::all_of(n, [](char c) { return util::lex::is_alnum(c) || c == '-' || c == '_' || c == '.'; })) {
-            throw std::out_of_range(std::string(key) + ": bad model name '" + n + "'");
-        }
-    }
-    return names;
 }
 
 // Bits the cpu line asks QEMU for: phys-bits=N, phys-bits=host or the
@@ -118,48 +94,6 @@ bool trusted_width(const AddressLimits& limits, const scan::HostInfo& host, int 
 }
 
 } // namespace
-
-Result<AddressLimits> parse_address_limits(std::string_view text, const std::string& origin)
-{
-    const auto parsed = util::parse_json(text, origin, Errc::usage);
-    if (!parsed) {
-        return tl::unexpected(parsed.error());
-    }
-    try {
-        const auto& j = *parsed;
-        if (j.value("schema", "") != "passthru.address-space/1") {
-            return fail(Errc::usage, origin + ": schema must be passthru.address-space/1");
-        }
-        AddressLimits l;
-        l.qemu_default_phys_bits = bits_field(j, "qemu_default_phys_bits");
-        l.host_phys_bits_models = names_field(j, "host_phys_bits_models");
-        l.qemu64_models = names_field(j, "qemu64_models");
-        l.default_model = j.at("default_model").get<std::string>();
-        l.ovmf_max_phys_bits = bits_field(j, "ovmf_max_phys_bits");
-        l.ovmf_no_1g_pages_max_bits = bits_field(j, "ovmf_no_1g_pages_max_bits");
-        l.ovmf_trusted_min_bits = bits_field(j, "ovmf_trusted_min_bits");
-        l.ovmf_trusted_bits_by_vendor = j.at("ovmf_trusted_bits_by_vendor").get<std::map<std::string, std::vector<int>>>();
-        l.ovmf_window_fraction_shift = j.at("ovmf_window_fraction_shift").get<int>();
-        if (l.ovmf_window_fraction_shift < 1 || l.ovmf_window_fraction_shift > 16) {
-            throw std::out_of_range("ovmf_window_fraction_shift must be 1-16");
-        }
-        l.ovmf_classic_window_mib = j.at("ovmf_classic_window_mib").get<std::uint64_t>();
-        l.ram_start_mib = j.at("ram_start_mib").get<std::uint64_t>();
-        l.headroom_mib = j.at("headroom_mib").get<std::uint64_t>();
-        l.phys_bits_since_qemu_server = j.at("phys_bits_since_qemu_server").get<std::string>();
-        for (const auto mib : {l.ovmf_classic_window_mib, l.ram_start_mib, l.headroom_mib}) {
-            if (mib > k_max_bar / k_mib) {
-                throw std::out_of_range("ovmf_classic_window_mib, ram_start_mib and headroom_mib must be below 2^36");
-            }
-        }
-        if (!contains(l.qemu64_models, l.default_model) || util::version_numbers(l.phys_bits_since_qemu_server).empty()) {
-            throw std::out_of_range("default_model must be one of qemu64_models and phys_bits_since_qemu_server a version");
-        }
-        return l;
-    } catch (const std::exception& e) {
-        return fail(Errc::usage, origin + ": " + e.what());
-    }
-}
 
 Result<AddressLimits> load_address_limits(const DataDir& data)
 {

@@ -1,10 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The VM side of a plan: which backend, which profile.
+// The VM side of a plan: the options the backend does not take are refused,
+// then the backend's planner (plan/vm/backends.cpp) plans it.
 #include "plan/planner.hpp"
-#include "plan/vm/internal.hpp"
-#include "plan/vm/profile.hpp"
 
 namespace passthru::plan {
+
+namespace {
+
+// "--backend libvirt": the backends that take an option, for its refusal.
+std::string backends_taking(bool BackendRow::*option)
+{
+    std::string out;
+    for (const auto& row : backend_rows()) {
+        if (row.*option) {
+            out += std::string(out.empty() ? "" : " or ") + "--backend " + std::string(row.name);
+        }
+    }
+    return out;
+}
+
+} // namespace
 
 void plan_vm(const PlanContext& ctx, Plan& plan)
 {
@@ -12,21 +27,14 @@ void plan_vm(const PlanContext& ctx, Plan& plan)
         plan.notes.emplace_back("no --vm given: only the host side is planned");
         return;
     }
-    if (ctx.request.backend == Backend::libvirt) {
-        if (ctx.request.mapping) {
-            throw Error(Errc::usage, "--mapping is a Proxmox VE cluster mapping; it does not apply to --backend libvirt");
-        }
-        detail::plan_libvirt_domain(ctx, plan);
-        return;
+    const BackendRow& backend = backend_row(ctx.request.backend);
+    if (ctx.request.mapping && !backend.cluster_mapping) {
+        throw Error(Errc::usage, "--mapping is a Proxmox VE cluster mapping; it does not apply to --backend " + std::string(backend.name));
     }
-    if (ctx.request.connect_uri) {
-        throw Error(Errc::usage, "--connect is for --backend libvirt");
+    if (ctx.request.connect_uri && !backend.connect_uri) {
+        throw Error(Errc::usage, "--connect is for " + backends_taking(&BackendRow::connect_uri));
     }
-    auto profile = load_vm_profile(ctx.data, ctx.request.vm_profile.value_or(std::string(k_default_vm_profile)));
-    if (!profile) {
-        throw std::move(profile.error());
-    }
-    detail::plan_proxmox_vm(ctx, *profile, plan);
+    backend.plan_vm(ctx, plan);
 }
 
 } // namespace passthru::plan
