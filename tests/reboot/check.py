@@ -387,6 +387,9 @@ def check_boot2(ck, a, d, boot1, loader, iommu):
     vfio = (read(d, "dev-vfio.txt") or "").split()
     ck.check(grp is not None and grp in vfio, "/dev/vfio/%s (the card's IOMMU group) exists" % grp, " ".join(vfio))
     ck.check(rc(d, "verify") == 0, "passthru verify --vm 101 exits 0 after the reboot", step_text(d, "verify"))
+    vline = re.search(r"^\s*ok\s+(VFIO takes IOMMU group %s \(viable, type1 container\): .*)$" % grp, read(d, "verify.out") or "", re.M)
+    ck.check(vline is not None and CARD_VGA in vline.group(1) and CARD_AUDIO in vline.group(1),
+             "verify's VFIO check: %s" % (vline.group(1) if vline else "group %s not taken" % grp), step_text(d, "verify"))
     check_vm_start(ck, d)
     if loader == "grub":
         check_libvirt(ck, d)
