@@ -11,6 +11,7 @@
 #include "apply/verify.hpp"
 #include "format/pve_config.hpp"
 #include "util/lex.hpp"
+#include "util/strings.hpp"
 
 namespace passthru::explain {
 
@@ -126,6 +127,33 @@ public:
         return v;
     }
 
+    // Whether the group named by the captures (or the group of their device) holds a device
+    // that is neither a bridge nor a function of the device's card or of the VM's cards.
+    bool other_devices_in_group(const std::map<std::string, std::string>& captures) const
+    {
+        const auto pci = captures.contains("pci") ? scan::PciAddress::parse(captures.at("pci")) : std::nullopt;
+        const scan::PciDevice* dev = pci ? m_in.inventory.find(*pci) : nullptr;
+        std::optional<int> group;
+        if (captures.contains("group")) {
+            group = std::stoi(captures.at("group").substr(0, 9));
+        } else if (dev != nullptr) {
+            group = dev->iommu_group;
+        }
+        const auto it = group ? m_in.inventory.groups.find(*group) : m_in.inventory.groups.end();
+        if (it == m_in.inventory.groups.end()) {
+            return false;
+        }
+        std::set<std::string> slots;
+        for (const auto& s : util::split(gpus(pci), ",")) {
+            slots.insert(s);
+        }
+        return std::any_of(it->second.devices.begin(), it->second.devices.end(), [&](const scan::PciAddress& addr) {
+            const auto* d = m_in.inventory.find(addr);
+            const auto* card = m_in.inventory.gpu_of(addr);
+            return d != nullptr && !d->is_bridge && (card == nullptr || !slots.contains(card->slot));
+        });
+    }
+
 private:
     // The other devices of a group (not `pci`, no bridges), with their drivers.
     std::string group_members(int group, const std::optional<scan::PciAddress>& pci) const
@@ -179,8 +207,9 @@ Cause make_cause(const Signature& sig, const std::string& line, const std::map<s
     Cause c{sig.id,       sig.where,  line,    fill_placeholders(sig.cause, values), fill_placeholders(sig.fix, values),
             std::nullopt, sig.source, captures};
     if (sig.plan_option) {
-        c.command = "passthru plan --vm " + std::to_string(vmid) + " --gpus " + values.at("gpus")
-                    + (sig.plan_option->empty() ? "" : " " + *sig.plan_option);
+        const bool add =
+            !sig.plan_option->empty() && (sig.plan_option_when == OptionWhen::always || facts.other_devices_in_group(captures));
+        c.command = "passthru plan --vm " + std::to_string(vmid) + " --gpus " + values.at("gpus") + (add ? " " + *sig.plan_option : "");
     }
     return c;
 }

@@ -263,10 +263,11 @@ struct RowText
     std::string cause;
     std::string fix;
     std::optional<std::string> plan_option;
+    std::string plan_option_when;
     std::string source;
 };
 
-constexpr const char* k_row_fields[] = {"id", "where", "pattern", "cause", "fix", "plan_option", "source"};
+constexpr const char* k_row_fields[] = {"id", "where", "pattern", "cause", "fix", "plan_option", "plan_option_when", "source"};
 
 Result<RowText> row_text(const nlohmann::json& row, const std::string& at)
 {
@@ -297,6 +298,12 @@ Result<RowText> row_text(const nlohmann::json& row, const std::string& at)
             return fail(Errc::usage, at + ": plan_option must be a string or null");
         }
         out.plan_option = it->get<std::string>();
+    }
+    if (const auto it = row.find("plan_option_when"); it != row.end()) {
+        if (!it->is_string()) {
+            return fail(Errc::usage, at + ": plan_option_when must be a string");
+        }
+        out.plan_option_when = it->get<std::string>();
     }
     return out;
 }
@@ -352,6 +359,11 @@ Result<Signature> parse_row(const nlohmann::json& row, const std::string& at)
     sig.cause = std::move(text->cause);
     sig.fix = std::move(text->fix);
     sig.plan_option = std::move(text->plan_option);
+    if (text->plan_option_when == "other_devices_in_group") {
+        sig.plan_option_when = OptionWhen::other_devices_in_group;
+    } else if (!text->plan_option_when.empty() && text->plan_option_when != "always") {
+        return fail(Errc::usage, at + ": plan_option_when must be always or other_devices_in_group");
+    }
     sig.source = std::move(text->source);
     return sig;
 }

@@ -65,6 +65,12 @@ private:
     std::string m_longest_literal; // every match holds it: the first test of a line
 };
 
+enum class OptionWhen
+{
+    always,
+    other_devices_in_group,
+};
+
 // One row of profiles/failures.json.
 struct Signature
 {
@@ -76,6 +82,10 @@ struct Signature
     // Present: `passthru plan --vm VMID --gpus SLOTS` fixes it, with this
     // option added ("" for none); absent: the fix is a manual step.
     std::optional<std::string> plan_option;
+    // When plan_option is added: always, or only when the device's IOMMU group holds a
+    // device that is neither a bridge nor a function of a card the VM passes (then only
+    // splitting the group helps; otherwise the plan with the card binds its functions).
+    OptionWhen plan_option_when = OptionWhen::always;
     std::string source; // the source file and function that emit the message
 };
 

@@ -105,8 +105,29 @@ ok "a kernel-log failure without its row leaves the start unexplained (exit 1)"
 H=$T/h-group-not-viable
 out=$("$P" --root "$H" --color never explain 101)
 grep -q "CAUSE group-not-viable (task_log)" <<< "$out" && ok "human output names the cause" || fail "no CAUSE line: $out"
-grep -qF "run:    passthru plan --vm 101 --gpus 0000:01:00 --acs-override" <<< "$out" \
-    && ok "the fix is the plan command for this VM's card with the option that fixes it" || fail "no plan command: $out"
+# group 12 holds only the card's own functions: the plan with the card binds them, no split
+grep -qxE "\s*run:\s+passthru plan --vm 101 --gpus 0000:01:00" <<< "$out" \
+    && ok "the fix is the plan command for this VM's card (the group holds only its functions)" || fail "no plan command: $out"
+# another device in the card's group: only splitting the group (or another slot) helps
+H2=$T/h-group-foreign
+cp -a "$H" "$H2"
+other=
+for d in "$H2"/sys/bus/pci/devices/*; do
+    a=${d##*/}
+    if [[ $a != 0000:01:00.* && -e $d/iommu_group && $(cat "$d/class") != 0x0604* && $(cat "$d/class") != 0x0600* ]]; then
+        other=$a
+        break
+    fi
+done
+[[ -n $other ]] || fail "no device to move into the card's group"
+devdir=$(readlink -f "$H2/sys/bus/pci/devices/$other")
+old_grp=$(readlink -f "$devdir/iommu_group")
+rm "$devdir/iommu_group" "$old_grp/devices/$other"
+ln -s "$(realpath --relative-to="$devdir" "$H2/sys/kernel/iommu_groups/12")" "$devdir/iommu_group"
+ln -s "$(realpath --relative-to="$H2/sys/kernel/iommu_groups/12/devices" "$devdir")" "$H2/sys/kernel/iommu_groups/12/devices/$other"
+out2=$("$P" --root "$H2" --color never explain 101)
+grep -qxE "\s*run:\s+passthru plan --vm 101 --gpus 0000:01:00 --acs-override" <<< "$out2" \
+    && ok "with $other in the card's group the fix adds --acs-override" || fail "no --acs-override with $other in the group: $out2"
 grep -qF "IOMMU group 12 of 0000:01:00.0" <<< "$out" && ok "the cause names the card's group" || fail "group not named: $out"
 grep -qF "0000:01:00.1 (snd_hda_intel), 0000:01:00.2 (xhci_hcd), 0000:01:00.3 (nvidia-gpu)" <<< "$out" \
     && ok "the cause names the group's other devices and the drivers holding them" || fail "group members not named: $out"

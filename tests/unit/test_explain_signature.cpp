@@ -138,5 +138,24 @@ TEST_SUITE("explain::signature")
                   .find("source must be")
               != std::string::npos);
         CHECK(signatures_error_of(one_row(good_row + "," + good_row)).find("used twice") != std::string::npos);
+        CHECK(signatures_error_of(one_row(R"({"id": "x", "where": "task_log", "pattern": "something failed", "cause": "c",
+            "fix": "f", "plan_option": "--acs-override", "plan_option_when": "sometimes", "source": "s"})"))
+                  .find("plan_option_when must be always or other_devices_in_group")
+              != std::string::npos);
+    }
+
+    TEST_CASE("plan_option_when: always by default, other_devices_in_group when the row says so")
+    {
+        const auto row = [](const std::string& when) {
+            return R"({"id": "x", "where": "task_log", "pattern": "something failed", "cause": "c", "fix": "f",
+                "plan_option": "--acs-override", )"
+                   + when + R"("source": "s"})";
+        };
+        auto plain = explain::parse_signatures(one_row(row("")), "f.json");
+        REQUIRE(plain);
+        CHECK(plain->front().plan_option_when == explain::OptionWhen::always);
+        auto other = explain::parse_signatures(one_row(row(R"("plan_option_when": "other_devices_in_group", )")), "f.json");
+        REQUIRE(other);
+        CHECK(other->front().plan_option_when == explain::OptionWhen::other_devices_in_group);
     }
 }
