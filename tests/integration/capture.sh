@@ -7,28 +7,8 @@ source "$(dirname "$0")/lib.inc"
 need_binary
 need tar gzip python3
 
-# normalise JSON: every value capture replaces (MAC, IPv4, IPv6 addresses, the host names
-# given, sha256 sums of contents that held them) becomes one word, so an original and its
-# capture compare equal exactly when they differ only there.
-cat > "$T/norm.py" << 'EOF'
-import ipaddress, re, sys
-text = open(sys.argv[1]).read()
-for name in sys.argv[2:]:
-    if name:
-        text = re.sub(r'(?<![\w.-])' + re.escape(name) + r'(?![\w-])', 'HOST', text)
-text = re.sub(r'(?<![\w.-])node\d+(\.invalid)?(?![\w-])', 'HOST', text)
-text = re.sub(r'(?i)\b[0-9a-f]{2}(:[0-9a-f]{2}){5}\b', 'MAC', text)
-text = re.sub(r'\b[0-9a-f]{64}\b', 'SHA256', text)
-text = re.sub(r'\b\d{1,3}(\.\d{1,3}){3}\b', 'IPV4', text)
-def v6(m):
-    try:
-        ipaddress.IPv6Address(m.group(0))
-        return 'IPV6'
-    except ValueError:
-        return m.group(0)
-text = re.sub(r'(?i)(?<![\w:])[0-9a-f]{0,4}(:[0-9a-f]{0,4}){2,7}(?![\w:])', v6, text)
-sys.stdout.write(text)
-EOF
+# normalise JSON: tests/support/capture_norm.py (what capture replaces, one word each)
+NORM=$SRC/tests/support/capture_norm.py
 
 # plan_args ROOT: a plan request that succeeds on ROOT (its first VM, all GPUs or one);
 # the first VM with --gpus all when none does.
@@ -78,8 +58,8 @@ same_answers() {
                 diff "$orig.$kind.json" "$un.$kind.json" | head -10 >&3
             }
         else
-            python3 "$T/norm.py" "$orig.$kind.json" "$names" > "$orig.$kind.norm"
-            python3 "$T/norm.py" "$un.$kind.json" "$names" > "$un.$kind.norm"
+            python3 "$NORM" "$orig.$kind.json" "$names" > "$orig.$kind.norm"
+            python3 "$NORM" "$un.$kind.json" "$names" > "$un.$kind.norm"
             cmp -s "$orig.$kind.norm" "$un.$kind.norm" || {
                 fail "$name: $kind --json differs on the capture beyond redacted values"
                 diff "$orig.$kind.norm" "$un.$kind.norm" | head -10 >&3

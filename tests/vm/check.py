@@ -10,7 +10,6 @@ import argparse
 import base64
 import difflib
 import io
-import ipaddress
 import json
 import os
 import re
@@ -18,6 +17,9 @@ import shutil
 import sys
 import tarfile
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from capture_norm import normalise_redacted  # noqa: E402
 
 # --- the topology QEMU was given (tests/vm/run.sh) ----------------------------------------
 CARD_SLOT = "0000:04:00"
@@ -455,23 +457,6 @@ def check_passthrough(ck, files, drivers_before, groups):
     ck.check(re.search(r"\s%s$" % grp, text(files, "dev-vfio.out") or "", re.M) is not None,
              "/dev/vfio/%s exists" % grp, text(files, "dev-vfio.out"))
     check_vfio_answers(ck, files, grp, vout)
-
-
-def normalise_redacted(t):
-    """What passthru capture replaces (MACs, IP addresses, node names, sha256 sums of contents
-    that held them) as one word each, so live and captured answers compare."""
-    t = re.sub(r'(?<![\w.-])node\d+(\.invalid)?(?![\w-])', 'HOST', t)
-    t = re.sub(r'(?i)\b[0-9a-f]{2}(:[0-9a-f]{2}){5}\b', 'MAC', t)
-    t = re.sub(r'\b[0-9a-f]{64}\b', 'SHA256', t)
-    t = re.sub(r'\b\d{1,3}(\.\d{1,3}){3}\b', 'IPV4', t)
-
-    def v6(m):
-        try:
-            ipaddress.IPv6Address(m.group(0))
-            return 'IPV6'
-        except ValueError:
-            return m.group(0)
-    return re.sub(r'(?i)(?<![\w:])[0-9a-f]{0,4}(:[0-9a-f]{0,4}){2,7}(?![\w:])', v6, t)
 
 
 def check_capture(ck, files, hostname):
