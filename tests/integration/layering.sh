@@ -11,13 +11,16 @@ check=$SRC/scripts/check-layering.py
 
 python3 "$check" "$SRC/src"
 
-planted() {  # planted FILE LINE: runs the check on a copy of src/ with LINE appended to FILE; sets rc, output in $T/out
-    [[ -d $T/src ]] || cp -r "$SRC/src" "$T/src"
-    cp "$SRC/src/$1" "$T/src/$1.orig"
-    echo "$2" >> "$T/src/$1"
+# Every rule is one file's: the tree passes as a whole above, so a tree holding only a copy
+# of FILE (at its own path) with LINE appended fails exactly for LINE, and each planted run
+# reads one file instead of all of src/.
+planted() {  # planted FILE LINE: runs the check on a tree of FILE with LINE appended; sets rc, output in $T/out
+    rm -rf "$T/one"
+    mkdir -p "$T/one/$(dirname "$1")"
+    cp "$SRC/src/$1" "$T/one/$1"
+    echo "$2" >> "$T/one/$1"
     rc=0
-    python3 "$check" "$T/src" > "$T/out" 2>&1 || rc=$?
-    mv "$T/src/$1.orig" "$T/src/$1"
+    python3 "$check" "$T/one" > "$T/out" 2>&1 || rc=$?
 }
 
 plant() {  # plant NAME FILE LINE: a copy of src/ with LINE appended to FILE must fail, naming FILE
