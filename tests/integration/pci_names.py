@@ -28,18 +28,21 @@ def device_names(path):
     return names
 
 
+PATTERN = re.compile(r"\((?P<cls>[^:()]+): (?P<name>.*?) \[(?P<v>[0-9a-f]{4}):(?P<d>[0-9a-f]{4})\]")
+
+
+def rename(names, m):
+    """The PATTERN match m with the name this pci.ids (names) gives its vendor:device."""
+    name = names.get((m["v"], m["d"]), m["name"])
+    return f"({m['cls']}: {name} [{m['v']}:{m['d']}]"
+
+
 def main():
     golden = sys.argv[1]
     ids = sys.argv[2] if len(sys.argv) > 2 else "/usr/share/misc/pci.ids"
     names = device_names(ids)
-    pattern = re.compile(r"\((?P<cls>[^:()]+): (?P<name>.*?) \[(?P<v>[0-9a-f]{4}):(?P<d>[0-9a-f]{4})\]")
-
-    def rename(m):
-        name = names.get((m["v"], m["d"]), m["name"])
-        return f"({m['cls']}: {name} [{m['v']}:{m['d']}]"
-
     with open(golden, encoding="utf-8") as f:
-        sys.stdout.write(pattern.sub(rename, f.read()))
+        sys.stdout.write(PATTERN.sub(lambda m: rename(names, m), f.read()))
 
 
 if __name__ == "__main__":
