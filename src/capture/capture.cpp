@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "explain/task_log.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::capture {
@@ -14,7 +15,8 @@ namespace passthru::capture {
 namespace {
 
 constexpr const char* k_vm_config_dir = "/etc/pve/qemu-server";
-constexpr const char* k_task_dir = "/var/log/pve/tasks";
+// The task lists and logs explain reads (explain/task_log.hpp).
+constexpr std::string_view k_task_dir = explain::k_task_dir;
 
 std::string iso_utc(std::time_t when)
 {
@@ -94,11 +96,12 @@ void read_vm_history(const util::HostFs& fs)
     for (const auto id : vm_ids(fs)) {
         (void)fs.read_file(std::string(k_vm_config_dir) + "/" + std::to_string(id) + ".conf");
     }
-    (void)fs.read_file(std::string(k_task_dir) + "/index");
-    (void)fs.read_file(std::string(k_task_dir) + "/active");
+    for (const auto& list : explain::k_task_lists) {
+        (void)fs.read_file(std::string(k_task_dir) + "/" + std::string(list.name));
+    }
     util::HostFs quiet = fs;
     quiet.record_reads(nullptr);
-    const auto subdirs = quiet.list_dir(k_task_dir);
+    const auto subdirs = quiet.list_dir(std::string(k_task_dir));
     if (!subdirs) {
         return;
     }

@@ -327,7 +327,7 @@ Report explain_start(const ExplainInput& in)
     report.task = read_start_task(in.fs, in.vmid, report);
     if (report.unreadable_index_lines != 0) {
         report.notes.push_back(std::to_string(report.unreadable_index_lines) + " line(s) of " + std::string(k_task_dir)
-                               + "/index and active are no task entry and were skipped");
+                               + "/index, index.1 and active are no task entry and were skipped");
     }
     if (!report.task || !report.task->failed) {
         report.verdict = Verdict::no_failure;

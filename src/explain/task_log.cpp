@@ -130,12 +130,12 @@ TaskIndex parse_task_index(std::string_view text, bool active)
 std::optional<TaskEntry> latest_task(const util::HostFs& fs, std::string_view type, std::string_view id, std::size_t& unreadable)
 {
     std::optional<TaskEntry> best;
-    for (const bool active : {false, true}) {
-        auto text = fs.read_file(std::string(k_task_dir) + (active ? "/active" : "/index"));
+    for (const auto& list : k_task_lists) {
+        auto text = fs.read_file(std::string(k_task_dir) + "/" + std::string(list.name));
         if (!text) {
             continue;
         }
-        auto index = parse_task_index(*text, active);
+        auto index = parse_task_index(*text, list.active);
         unreadable += index.unreadable_lines;
         for (auto& e : index.entries) {
             if (e.upid.type == type && e.upid.id == id && (!best || e.upid.starttime >= best->upid.starttime)) {

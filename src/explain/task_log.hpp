@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Proxmox VE's task logs, read through HostFs (docs/facts.md: pve-task-logs):
-// /var/log/pve/tasks/index (finished tasks: "UPID ENDTIME STATUS") and
-// /var/log/pve/tasks/active ("UPID SAVED [ENDTIME [STATUS]]"), one log per
+// /var/log/pve/tasks/index and its predecessor index.1 (finished tasks: "UPID ENDTIME
+// STATUS") and /var/log/pve/tasks/active ("UPID SAVED [ENDTIME [STATUS]]"), one log per
 // task at /var/log/pve/tasks/<X>/<UPID>, X the last hex digit of the UPID's
 // start time.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -38,6 +39,17 @@ std::optional<Upid> parse_upid(std::string_view text);
 std::string task_log_path(const Upid& upid);
 
 inline constexpr std::string_view k_task_dir = "/var/log/pve/tasks";
+
+// The task lists under k_task_dir, oldest first: pve-common appends finished tasks to
+// `index` and renames it to `index.1` once it passes 50,000 bytes (active_workers), so
+// right after that the last start of a VM is in index.1; `active` holds the running and
+// the recent ones.
+struct TaskList
+{
+    std::string_view name;
+    bool active = false; // the active file's "UPID SAVED [ENDTIME STATUS]" lines
+};
+inline constexpr std::array<TaskList, 3> k_task_lists = {{{"index.1", false}, {"index", false}, {"active", true}}};
 
 struct TaskEntry
 {

@@ -212,6 +212,20 @@ rc=0
 [[ $rc -eq 0 ]] && causes "$T/no-log.json" | grep -qx pci-in-use && ok "a missing task log: the index's status explains" \
     || fail "missing task log: exit $rc"
 
+# The index was rotated (pve-common renames it to index.1 past 50,000 bytes): the failed
+# start is in index.1, the new index holds only another VM's task.
+H=$T/rotated
+new_host "$H"
+lay_task "$H" 101 "$START" "PCI device '0000:01:00.0' already in use by VMID '102'"
+mv "$H/var/log/pve/tasks/index" "$H/var/log/pve/tasks/index.1"
+lay_task "$H" 102 6564B000 OK
+rc=0
+"$P" --root "$H" explain 101 --json > "$T/rotated.json" 2> /dev/null || rc=$?
+[[ $rc -eq 0 ]] && causes "$T/rotated.json" | grep -qx pci-in-use && ok "a start in the rotated index.1 is found" \
+    || fail "rotated index: exit $rc"
+"$P" --root "$H" capture "$T/rotated.tar" > /dev/null 2>&1 || fail "capture of the rotated host failed"
+tar -tf "$T/rotated.tar" | grep -qx 'var/log/pve/tasks/index.1' && ok "capture takes index.1 too" || fail "capture lacks index.1"
+
 # --- no failed start -------------------------------------------------------------------
 H=$T/fine
 new_host "$H"
