@@ -138,7 +138,7 @@ that a bond or bridge change that cut off the remote session undoes itself.)"},
     {"explain", "VMID [--kernel-log FILE] [--json]",
      R"(Says why the VM's most recent start failed and what to do. It reads the
 start task Proxmox VE recorded (the newest qmstart task of VMID in
-/var/log/pve/tasks/index and active, and its log under
+/var/log/pve/tasks/index, index.1 and active, and its log under
 /var/log/pve/tasks/X/UPID), the kernel's log (--kernel-log FILE, a captured
 dmesg, dmesg -x or journalctl -k; else /var/log/kern.log under --root; on the
 host itself the ring buffer /dev/kmsg, read without waiting), the VM's
@@ -168,7 +168,7 @@ and packs exactly those: symlinks as symlinks (sysfs is mostly links),
 directories, and files with the bytes that were read of them (a file only
 listed or looked at is packed empty; device nodes and files nobody read,
 such as a PCI BAR, never are). It also packs the VM configs, Proxmox VE's
-task list (/var/log/pve/tasks/index and active) and the logs of qmstart
+task lists (/var/log/pve/tasks/index, index.1, active) and the logs of qmstart
 tasks, and the module indexes libkmod reads (/lib/modules/RELEASE/modules.*).
 Nothing outside the root is packed, and nothing under it is written.
 
