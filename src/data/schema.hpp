@@ -100,9 +100,22 @@ void check_schema(const Field& doc, std::string_view schema);
 // the hint) when the error says so.
 Error schema_error(const std::string& where, const SchemaError& e);
 
-// Parses TEXT as one JSON document (util::parse_json, Errc::usage), checks its
-// schema and hands the document to PARSE, which throws SchemaError where it
-// breaks the schema; `where` (the file) starts every message.
+// Checks the schema of DOC, a parsed document, and hands it to PARSE, which
+// throws SchemaError where it breaks the schema; `where` starts every message.
+template<class T, class Parse>
+Result<T> load_document(const nlohmann::json& doc, const std::string& where, std::string_view schema, Parse&& parse)
+{
+    try {
+        const Field root(doc);
+        check_schema(root, schema);
+        return std::forward<Parse>(parse)(root);
+    } catch (const SchemaError& e) {
+        return tl::unexpected(schema_error(where, e));
+    }
+}
+
+// Parses TEXT as one JSON document (util::parse_json, Errc::usage), then as
+// load_document.
 template<class T, class Parse>
 Result<T> load(std::string_view text, const std::string& where, std::string_view schema, Parse&& parse)
 {
@@ -110,13 +123,7 @@ Result<T> load(std::string_view text, const std::string& where, std::string_view
     if (!doc) {
         return tl::unexpected(doc.error());
     }
-    try {
-        const Field root(*doc);
-        check_schema(root, schema);
-        return std::forward<Parse>(parse)(root);
-    } catch (const SchemaError& e) {
-        return tl::unexpected(schema_error(where, e));
-    }
+    return load_document<T>(*doc, where, schema, std::forward<Parse>(parse));
 }
 
 } // namespace passthru::data

@@ -2,11 +2,10 @@
 #include "explain/signature.hpp"
 
 #include <algorithm>
+#include <array>
 #include <set>
 
-#include <nlohmann/json.hpp>
-
-#include "util/json.hpp"
+#include "data/schema.hpp"
 #include "util/lex.hpp"
 
 namespace passthru::explain {
@@ -255,66 +254,27 @@ std::string fill_placeholders(std::string_view text, const std::map<std::string,
 
 namespace {
 
-struct RowText
-{
-    std::string id;
-    std::string where;
-    std::string pattern;
-    std::string cause;
-    std::string fix;
-    std::optional<std::string> plan_option;
-    std::string plan_option_when;
-    std::string source;
-};
+constexpr std::array<std::string_view, 8> k_row_fields = {"id",      "cause",  "fix",  "plan_option", "plan_option_when",
+                                                          "pattern", "source", "where"};
 
-constexpr const char* k_row_fields[] = {"id", "where", "pattern", "cause", "fix", "plan_option", "plan_option_when", "source"};
-
-Result<RowText> row_text(const nlohmann::json& row, const std::string& at)
+// A required string of a row, one line long ("failures[2].cause must be one line").
+std::string line_text(const data::Field& field)
 {
-    if (!row.is_object()) {
-        return fail(Errc::usage, at + ": must be an object");
+    auto text = field.nonempty_string();
+    if (text.find('\n') != std::string::npos) {
+        field.fail("must be one line");
     }
-    for (const auto& item : row.items()) {
-        const std::string& key = item.key();
-        if (std::none_of(std::begin(k_row_fields), std::end(k_row_fields), [&](const char* f) { return key == f; })) {
-            return fail(Errc::usage, at + ": " + key + " is not a field of a failure");
-        }
-    }
-    RowText out;
-    const std::pair<const char*, std::string*> required[] = {{"id", &out.id},       {"where", &out.where}, {"pattern", &out.pattern},
-                                                             {"cause", &out.cause}, {"fix", &out.fix},     {"source", &out.source}};
-    for (const auto& [name, dest] : required) {
-        const auto it = row.find(name);
-        if (it == row.end() || !it->is_string() || it->get<std::string>().empty()) {
-            return fail(Errc::usage, at + ": " + name + " must be a non-empty string");
-        }
-        *dest = it->get<std::string>();
-        if (dest->find('\n') != std::string::npos) {
-            return fail(Errc::usage, at + ": " + name + " must be one line");
-        }
-    }
-    if (const auto it = row.find("plan_option"); it != row.end() && !it->is_null()) {
-        if (!it->is_string()) {
-            return fail(Errc::usage, at + ": plan_option must be a string or null");
-        }
-        out.plan_option = it->get<std::string>();
-    }
-    if (const auto it = row.find("plan_option_when"); it != row.end()) {
-        if (!it->is_string()) {
-            return fail(Errc::usage, at + ": plan_option_when must be a string");
-        }
-        out.plan_option_when = it->get<std::string>();
-    }
-    return out;
+    return text;
 }
 
-// Every {name} of `text` names a capture of the pattern or a host fact.
-Result<void> check_placeholders(const std::string& text, const Pattern& pattern, const std::string& at)
+// Every {name} of the text of `field` names a capture of the pattern or a host fact.
+std::string placeholder_text(const data::Field& field, const Pattern& pattern)
 {
+    auto text = line_text(field);
     for (std::size_t open = text.find('{'); open != std::string::npos; open = text.find('{', open + 1)) {
         const auto close = text.find('}', open);
         if (close == std::string::npos) {
-            return fail(Errc::usage, at + ": unclosed '{'");
+            field.fail("has an unclosed '{'");
         }
         const std::string name = text.substr(open + 1, close - open - 1);
         const auto& captures = pattern.capture_names();
@@ -322,86 +282,88 @@ Result<void> check_placeholders(const std::string& text, const Pattern& pattern,
             std::find(captures.begin(), captures.end(), name) != captures.end()
             || std::find(std::begin(k_host_placeholders), std::end(k_host_placeholders), name) != std::end(k_host_placeholders);
         if (!known) {
-            return fail(Errc::usage, at + ": {" + name + "} is neither a capture of the pattern nor a host fact");
+            throw data::SchemaError(field.path() + ": {" + name + "} is neither a capture of the pattern nor a host fact");
         }
     }
-    return {};
+    return text;
 }
 
-Result<Signature> parse_row(const nlohmann::json& row, const std::string& at)
+LogKind log_kind(const data::Field& field)
 {
-    auto text = row_text(row, at);
-    if (!text) {
-        return tl::unexpected(text.error());
+    const auto text = line_text(field);
+    if (text == "task_log") {
+        return LogKind::task_log;
     }
-    if (!lex::all_of(text->id, [](char c) { return lex::is_lower(c) || lex::is_digit(c) || c == '-'; })) {
-        return fail(Errc::usage, at + ": id must be lower-case letters, digits and '-'");
+    if (text != "kernel_log") {
+        field.fail("must be task_log or kernel_log");
     }
-    Signature sig;
-    sig.id = text->id;
-    if (text->where == "task_log") {
-        sig.where = LogKind::task_log;
-    } else if (text->where == "kernel_log") {
-        sig.where = LogKind::kernel_log;
-    } else {
-        return fail(Errc::usage, at + ": where must be task_log or kernel_log");
+    return LogKind::kernel_log;
+}
+
+// plan_option (a string, null or absent) and plan_option_when (always by default).
+void read_plan_option(const data::Field& row, Signature& sig)
+{
+    if (const auto option = row["plan_option"]; option.present() && !option.json().is_null()) {
+        if (!option.json().is_string()) {
+            option.expected("a string or null");
+        }
+        sig.plan_option = option.string();
     }
-    auto pattern = Pattern::compile(text->pattern);
-    if (!pattern) {
-        return fail(Errc::usage, at + ": " + pattern.error().what());
-    }
-    sig.pattern = std::move(*pattern);
-    for (const std::string* field : {&text->cause, &text->fix}) {
-        if (auto ok = check_placeholders(*field, sig.pattern, at); !ok) {
-            return tl::unexpected(ok.error());
+    if (const auto when = row["plan_option_when"]; when.present()) {
+        const auto text = when.string();
+        if (text == "other_devices_in_group") {
+            sig.plan_option_when = OptionWhen::other_devices_in_group;
+        } else if (text != "always") {
+            when.fail("must be always or other_devices_in_group");
         }
     }
-    sig.cause = std::move(text->cause);
-    sig.fix = std::move(text->fix);
-    sig.plan_option = std::move(text->plan_option);
-    if (text->plan_option_when == "other_devices_in_group") {
-        sig.plan_option_when = OptionWhen::other_devices_in_group;
-    } else if (!text->plan_option_when.empty() && text->plan_option_when != "always") {
-        return fail(Errc::usage, at + ": plan_option_when must be always or other_devices_in_group");
+}
+
+Signature parse_row(const data::Field& row)
+{
+    row.only_fields(k_row_fields, "a failure");
+    Signature sig;
+    sig.id = line_text(row["id"]);
+    if (!lex::all_of(sig.id, [](char c) { return lex::is_lower(c) || lex::is_digit(c) || c == '-'; })) {
+        row["id"].fail("must be lower-case letters, digits and '-'");
     }
-    sig.source = std::move(text->source);
+    sig.where = log_kind(row["where"]);
+    auto pattern = Pattern::compile(line_text(row["pattern"]));
+    if (!pattern) {
+        throw data::SchemaError(row["pattern"].path() + ": " + pattern.error().what());
+    }
+    sig.pattern = std::move(*pattern);
+    sig.cause = placeholder_text(row["cause"], sig.pattern);
+    sig.fix = placeholder_text(row["fix"], sig.pattern);
+    read_plan_option(row, sig);
+    sig.source = line_text(row["source"]);
     return sig;
+}
+
+std::vector<Signature> parse_failures(const data::Field& doc)
+{
+    doc.only_fields({"schema", "comment", "failures"}, k_failures_schema);
+    const auto rows = doc["failures"];
+    if (rows.size() == 0) {
+        rows.fail("must be a non-empty array");
+    }
+    std::vector<Signature> out;
+    std::set<std::string> ids;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        auto sig = parse_row(rows[i]);
+        if (!ids.insert(sig.id).second) {
+            throw data::SchemaError(rows[i]["id"].path() + ": " + sig.id + " is used twice");
+        }
+        out.push_back(std::move(sig));
+    }
+    return out;
 }
 
 } // namespace
 
 Result<std::vector<Signature>> parse_signatures(std::string_view json_text, const std::string& where)
 {
-    const auto parsed = util::parse_json(json_text, where, Errc::usage);
-    if (!parsed) {
-        return tl::unexpected(parsed.error());
-    }
-    const auto& doc = *parsed;
-    if (!doc.is_object() || !doc.contains("schema") || doc["schema"] != k_failures_schema) {
-        return fail(Errc::usage, where + ": schema must be \"" + std::string(k_failures_schema) + "\"");
-    }
-    for (const auto& item : doc.items()) {
-        if (item.key() != "schema" && item.key() != "comment" && item.key() != "failures") {
-            return fail(Errc::usage, where + ": " + item.key() + " is not a field of " + std::string(k_failures_schema));
-        }
-    }
-    const auto rows = doc.find("failures");
-    if (rows == doc.end() || !rows->is_array() || rows->empty()) {
-        return fail(Errc::usage, where + ": failures must be a non-empty array");
-    }
-    std::vector<Signature> out;
-    std::set<std::string> ids;
-    for (std::size_t i = 0; i < rows->size(); ++i) {
-        auto sig = parse_row((*rows)[i], where + ": failures[" + std::to_string(i) + "]");
-        if (!sig) {
-            return tl::unexpected(sig.error());
-        }
-        if (!ids.insert(sig->id).second) {
-            return fail(Errc::usage, where + ": failures[" + std::to_string(i) + "]: id " + sig->id + " is used twice");
-        }
-        out.push_back(std::move(*sig));
-    }
-    return out;
+    return data::load<std::vector<Signature>>(json_text, where, k_failures_schema, parse_failures);
 }
 
 } // namespace passthru::explain

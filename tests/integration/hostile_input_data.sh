@@ -155,6 +155,51 @@ done
 ! grep -rqs "^hookscript:" "$R/etc/pve" || fail "the profile's cpu.type became a line of the VM config"
 section_ok "a newline in a GPU profile's name or a VM profile's cpu.type: refused naming the file and field (exit 3), nothing written"
 
+# --- Data files that break their schema: one line naming the file and the field
+# A VM profile was read key by key (a wrong type was nlohmann's own message, an
+# unknown or misspelt field silently ignored) and failures.json with its own
+# phrasing; both now read through the schema helper (src/data/schema.hpp).
+section_start
+R=$T/schema
+copy_host epyc-4x2080ti "$R"
+D=$T/schema-data
+mkdir -p "$D/profiles/vm"
+# broken_data FILE WHAT PYTHON: a copy of the shipped profiles/FILE under $D with PYTHON applied to doc
+broken_data() {
+    python3 - "$SRC/profiles/$1" "$D/profiles/$1" "$2" << 'EOF2'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+exec(sys.argv[3])
+json.dump(doc, open(sys.argv[2], "w"))
+EOF2
+}
+# expect_data_error CMD WANT: CMD (words) exits 2 with WANT in its one error line
+expect_data_error() {
+    # shellcheck disable=SC2086
+    run_rc "$P" --root "$R" --data-dir "$D" $1
+    [[ $RC -eq 2 ]] || fail "'$1' with a broken data file: exit $RC, expected 2: $(head -3 "$T/err")"
+    grep -qF -- "$2" "$T/err" || fail "'$1': no '$2' in: $(head -3 "$T/err")"
+}
+before=$(tree_sum --with-journal "$R")
+vm="VM profile 'linux-ml' from $D/profiles/vm/linux-ml.json"
+broken_data vm/linux-ml.json 'doc["schema"] = "passthru.vm-profile/2"'
+expect_data_error "plan --vm 101 --gpus all" "$vm: schema must be \"passthru.vm-profile/1\""
+broken_data vm/linux-ml.json 'doc["cpu"]["hidden"] = "yes"'
+expect_data_error "plan --vm 101 --gpus all" "$vm: cpu.hidden: expected true or false"
+broken_data vm/linux-ml.json 'doc["memory"]["min_mb"] = doc["memory"].pop("min_mib")'
+expect_data_error "apply --vm 101 --gpus all --yes" "$vm: memory.min_mb is not a field of memory"
+broken_data vm/linux-ml.json 'doc["hugepage"] = "2"'
+expect_data_error "plan --vm 101 --gpus all" "$vm: hugepage is not a field of passthru.vm-profile/1"
+rm "$D/profiles/vm/linux-ml.json"
+broken_data failures.json 'doc["schema"] = "passthru.failures/2"'
+expect_data_error "explain 101" "$D/profiles/failures.json: schema must be \"passthru.failures/1\""
+broken_data failures.json 'doc["failures"][2]["fix"] = ["a", "list"]'
+expect_data_error "explain 101" "$D/profiles/failures.json: failures[2].fix: expected a non-empty string"
+broken_data failures.json 'doc["failures"][1]["severity"] = "high"'
+expect_data_error "explain 101" "$D/profiles/failures.json: failures[1].severity is not a field of a failure"
+[[ $(tree_sum --with-journal "$R") == "$before" ]] || fail "a data file that breaks its schema: the tree changed"
+section_ok "a VM profile or failures.json that breaks its schema: exit 2 naming the file and the field, nothing written"
+
 # --- A saved or pending plan that names a file twice -------------------------
 # The check that a saved plan is what passthru plans compared one entry per
 # path: a second entry for a planned file went through (dry run exit 0, apply

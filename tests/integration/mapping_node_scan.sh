@@ -126,7 +126,7 @@ write("iso", lambda d: d["gpus"][0].update(isolation="fine"))
 write("fn", lambda d: d["gpus"][1].update(functions=["0000:ee:00.0"]))
 write("group", lambda d: d["devices"][0].update(iommu_group="2"))
 PY
-usage 'scan.schema: expected "passthru.scan/1"' --mapping v100 --gpus all --node-scan "gpu2=$T/plan.json"
+usage "gpu2=$T/plan.json: schema must be \"passthru.scan/1\"" --mapping v100 --gpus all --node-scan "gpu2=$T/plan.json"
 usage "devices[2].address: expected a PCI address" --mapping v100 --gpus all --node-scan "gpu2=$T/addr.json"
 usage "gpus[0].isolation: expected clean" --mapping v100 --gpus all --node-scan "gpu2=$T/iso.json"
 usage "gpus[1].functions: 0000:ee:00.0 is not a device" --mapping v100 --gpus all --node-scan "gpu2=$T/fn.json"

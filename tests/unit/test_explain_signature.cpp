@@ -123,7 +123,7 @@ TEST_SUITE("explain::signature")
         CHECK(signatures_error_of(R"({"schema": "passthru.failures/1", "failures": []})").find("non-empty array") != std::string::npos);
         CHECK(signatures_error_of(one_row(R"({"id": "x", "where": "elsewhere", "pattern": "something failed", "cause": "c",
             "fix": "f", "source": "s"})"))
-                  .find("failures[0]: where must be")
+                  .find("failures[0].where must be task_log or kernel_log")
               != std::string::npos);
         CHECK(signatures_error_of(one_row(R"({"id": "x", "where": "task_log", "pattern": "something failed", "cause": "c {nope}",
             "fix": "f", "source": "s"})"))
@@ -135,13 +135,34 @@ TEST_SUITE("explain::signature")
               != std::string::npos);
         CHECK(signatures_error_of(one_row(R"({"id": "x", "where": "task_log", "pattern": "something failed", "cause": "c",
             "fix": "f"})"))
-                  .find("source must be")
+                  .find("f.json: failures[0].source is missing")
               != std::string::npos);
         CHECK(signatures_error_of(one_row(good_row + "," + good_row)).find("used twice") != std::string::npos);
         CHECK(signatures_error_of(one_row(R"({"id": "x", "where": "task_log", "pattern": "something failed", "cause": "c",
             "fix": "f", "plan_option": "--acs-override", "plan_option_when": "sometimes", "source": "s"})"))
                   .find("plan_option_when must be always or other_devices_in_group")
               != std::string::npos);
+    }
+
+    TEST_CASE("the schema helper's phrasing: one schema message, typed fields named by path, unknown fields by name")
+    {
+        CHECK(signatures_error_of(R"({"schema": "passthru.failures/2", "failures": []})")
+              == "f.json: schema must be \"passthru.failures/1\"");
+        CHECK(signatures_error_of(R"({"failures": []})") == "f.json: schema must be \"passthru.failures/1\"");
+        CHECK(signatures_error_of(R"({"schema": "passthru.failures/1", "failures": {}})") == "f.json: failures: expected an array");
+        const std::string rest = R"("where": "task_log", "pattern": "something failed", "cause": "c", "fix": "f", "source": "s")";
+        CHECK(signatures_error_of(one_row(R"({"id": 7, )" + rest + "}")) == "f.json: failures[0].id: expected a non-empty string");
+        CHECK(signatures_error_of(one_row(R"({"id": "x", "plan_option": 1, )" + rest + "}"))
+              == "f.json: failures[0].plan_option: expected a string or null");
+        CHECK(signatures_error_of(one_row(R"({"id": "x", "plan_option_when": true, )" + rest + "}"))
+              == "f.json: failures[0].plan_option_when: expected a string");
+        CHECK(signatures_error_of(one_row(R"({"id": "x", "extra": 1, )" + rest + "}"))
+              == "f.json: failures[0].extra is not a field of a failure");
+        CHECK(signatures_error_of(R"({"schema": "passthru.failures/1", "rows": []})")
+              == "f.json: rows is not a field of passthru.failures/1");
+        CHECK(signatures_error_of(one_row(R"({"id": "x", "where": "task_log", "pattern": "something {a:nope} failed", "cause": "c",
+            "fix": "f", "source": "s"})"))
+                  .starts_with("f.json: failures[0].pattern: '{a:nope}' in pattern"));
     }
 
     TEST_CASE("plan_option_when: always by default, other_devices_in_group when the row says so")

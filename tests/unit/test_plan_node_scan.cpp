@@ -86,13 +86,15 @@ TEST_SUITE("plan::node_scan")
         const json good = cli::scan_to_json(fixture_scan("epyc-4x2080ti"));
         CHECK(error_of(good).empty());
 
-        CHECK(error_of(json::array()).find("--node-scan n1=f: scan: expected an object") == 0);
+        CHECK(error_of(json::array()) == "--node-scan n1=f: (document) must be a JSON object");
         json doc = good;
         doc["schema"] = "passthru.plan/1";
-        CHECK(error_of(doc).find("scan.schema: expected \"passthru.scan/1\"") != std::string::npos);
+        CHECK(error_of(doc) == "--node-scan n1=f: schema must be \"passthru.scan/1\"");
+        doc.erase("schema");
+        CHECK(error_of(doc) == "--node-scan n1=f: schema must be \"passthru.scan/1\"");
         doc = good;
         doc.erase("gpus");
-        CHECK(error_of(doc).find("scan.gpus is missing") != std::string::npos);
+        CHECK(error_of(doc) == "--node-scan n1=f: gpus is missing");
         doc = good;
         doc["devices"][0]["address"] = "0000:01:00";
         CHECK(error_of(doc).find("devices[0].address: expected a PCI address") != std::string::npos);
@@ -118,6 +120,24 @@ TEST_SUITE("plan::node_scan")
         doc = good;
         doc["host"]["iommu"] = "on";
         CHECK(error_of(doc).find("host.iommu: expected an object") != std::string::npos);
+        doc = good;
+        doc["devices"][1]["sriov"]["virtfn"] = 0;
+        CHECK(error_of(doc) == "--node-scan n1=f: devices[1].sriov.virtfn: expected true or false");
+        doc = good;
+        doc["iommu_groups"][0] = 3;
+        CHECK(error_of(doc) == "--node-scan n1=f: iommu_groups[0]: expected an object");
+        doc = good;
+        doc["nvswitches"] = nullptr;
+        CHECK(error_of(doc) == "--node-scan n1=f: nvswitches: expected an array");
+    }
+
+    TEST_CASE("fields plan does not read are left alone: a scan document carries many, and newer ones more")
+    {
+        json doc = cli::scan_to_json(fixture_scan("epyc-4x2080ti"));
+        doc["added_later"] = json::object({{"x", 1}});
+        doc["devices"][0]["added_later"] = true;
+        doc["gpus"][0]["added_later"] = "text";
+        CHECK(error_of(doc).empty());
     }
 
     TEST_CASE("an NVSwitch system's scan is refused: its switches are not mapped")

@@ -263,6 +263,48 @@ TEST_SUITE("plan::vm_profile")
     }
 }
 
+TEST_SUITE("plan::vm::profile")
+{
+    TEST_CASE("a VM profile is read through the schema helper: one schema message, fields named by path")
+    {
+        const auto error_of = [](std::string_view text) {
+            const auto p = plan::parse_vm_profile("x", text, "x.json");
+            REQUIRE_FALSE(p);
+            CHECK(p.error().code() == Errc::usage);
+            return std::string(p.error().what());
+        };
+        const std::string at = "VM profile 'x' from x.json: ";
+        CHECK(error_of(R"({"schema": "passthru.vm-profile/2"})") == at + "schema must be \"passthru.vm-profile/1\"");
+        CHECK(error_of(R"({"schema": 1})") == at + "schema must be \"passthru.vm-profile/1\"");
+        CHECK(error_of("[]") == at + "(document) must be a JSON object");
+        CHECK(error_of(R"({"cpu": {"hidden": "yes"}})") == at + "cpu.hidden: expected true or false");
+        CHECK(error_of(R"({"cpu": {"flags": ["+pcid", 3]}})") == at + "cpu.flags[1]: expected a string");
+        CHECK(error_of(R"({"memory": {"min_mib": "8192"}})") == at + "memory.min_mib: expected an integer");
+        CHECK(error_of(R"({"memory": {"base_mib": -1}})") == at + "memory.base_mib must be 0 or more");
+        CHECK(error_of(R"({"create": {"cores": 4.5}})") == at + "create.cores: expected an integer");
+        CHECK(error_of(R"({"balloon": "0"})") == at + "balloon: expected an integer");
+        CHECK(error_of(R"({"hugepage": "2"})") == at + "hugepage is not a field of passthru.vm-profile/1");
+        CHECK(error_of(R"({"cpu": {"flag": []}})") == at + "cpu.flag is not a field of cpu (type, flags, hidden, hv_vendor_id)");
+        CHECK(error_of(R"({"efidisk": {"efitype": "8m"}})") == at + "efidisk.efitype must be 2m or 4m");
+        CHECK(error_of(R"({"machine": "pc-i440fx-8.1"})") == at + "machine 'pc-i440fx-8.1' is not a q35 type (pcie=1 needs q35)");
+        CHECK(error_of(R"({"cpu": {"flags": ["+pcid", "+avx512f"]}})").starts_with(at + "cpu.flags[1] '+avx512f' is not one of"));
+    }
+
+    TEST_CASE("a VM profile: null keeps the default, no balloon line for a null balloon, no schema reads as the first version")
+    {
+        const auto p = plan::parse_vm_profile("x", R"({"ostype": null, "balloon": null, "hugepages": null, "cpu": {"flags": null}})");
+        REQUIRE(p);
+        CHECK(p->ostype == "l26");
+        CHECK_FALSE(p->balloon);
+        CHECK_FALSE(p->hugepages);
+        CHECK(p->cpu_flags.empty());
+        const auto q = plan::parse_vm_profile("x", R"({"schema": "passthru.vm-profile/1", "name": "x", "comment": "c", "balloon": 512})");
+        REQUIRE(q);
+        CHECK(q->balloon == 512);
+        CHECK(q->create_cores == 4);
+    }
+}
+
 TEST_SUITE("plan::vm")
 {
     TEST_CASE("an existing VM gets one function-less hostpci per card and keeps its other lines")

@@ -2,9 +2,9 @@
 #include "plan/vm/profile.hpp"
 
 #include <algorithm>
+#include <limits>
 
-#include <nlohmann/json.hpp>
-
+#include "data/schema.hpp"
 #include "format/grammar.hpp"
 #include "format/pve_config.hpp"
 #include "util/json.hpp"
@@ -38,15 +38,6 @@ bool valid_cpu_flag(std::string_view f)
            && lex::all_of(f.substr(1), [](char c) { return lex::is_alnum(c) || c == '-' || c == '_' || c == '.'; });
 }
 
-template<typename T>
-T value_or(const nlohmann::json& j, const char* key, T fallback)
-{
-    if (j.contains(key) && !j.at(key).is_null()) {
-        return j.at(key).get<T>();
-    }
-    return fallback;
-}
-
 } // namespace
 
 const std::vector<std::string>& vm_cpu_flag_allow_list()
@@ -58,127 +49,184 @@ const std::vector<std::string>& vm_cpu_flag_allow_list()
 
 namespace {
 
-// The profile's JSON over the defaults in VmProfile; throws nlohmann's
-// exceptions on wrong types.
-void read_profile_json(const nlohmann::json& j, VmProfile& p)
+using data::Field;
+
+constexpr std::string_view k_vm_schema = "passthru.vm-profile/1";
+
+// A field that is absent or null keeps its default.
+bool given(const Field& field)
 {
-    p.description = value_or<std::string>(j, "description", "");
-    p.ostype = value_or<std::string>(j, "ostype", p.ostype);
-    p.machine = value_or<std::string>(j, "machine", p.machine);
-    p.bios = value_or<std::string>(j, "bios", p.bios);
-    if (j.contains("efidisk")) {
-        const auto& e = j.at("efidisk");
-        p.efitype = value_or<std::string>(e, "efitype", p.efitype);
-        p.pre_enrolled_keys = value_or<bool>(e, "pre_enrolled_keys", p.pre_enrolled_keys);
+    return field.present() && !field.json().is_null();
+}
+
+// A string of a profile: it lands in a line of the VM config or in a qm
+// argument, so one with a line break (or another control character), which
+// would add a line of its own, is refused.
+std::string text(const Field& field)
+{
+    auto value = field.string();
+    if (auto bad = format::invalid_value(format::Grammar::line_text, value, "")) {
+        throw data::SchemaError(field.path() + " " + bad->substr(1), true,
+                                "a profile's values go into the VM config: fix the profile and plan again");
     }
-    if (j.contains("cpu")) {
-        const auto& c = j.at("cpu");
-        p.cpu_type = value_or<std::string>(c, "type", p.cpu_type);
-        p.cpu_flags = value_or<std::vector<std::string>>(c, "flags", {});
-        p.cpu_hidden = value_or<bool>(c, "hidden", false);
-        if (c.contains("hv_vendor_id") && !c.at("hv_vendor_id").is_null()) {
-            p.hv_vendor_id = c.at("hv_vendor_id").get<std::string>();
-        }
-    }
-    p.numa = value_or<bool>(j, "numa", p.numa);
-    p.affinity = value_or<bool>(j, "affinity", p.affinity);
-    if (j.contains("balloon")) {
-        p.balloon = j.at("balloon").is_null() ? std::nullopt : std::optional<int>(j.at("balloon").get<int>());
-    }
-    if (j.contains("hugepages") && !j.at("hugepages").is_null()) {
-        p.hugepages = j.at("hugepages").get<std::string>();
-    }
-    if (j.contains("memory")) {
-        const auto& m = j.at("memory");
-        p.memory_min_mib = value_or<std::uint64_t>(m, "min_mib", p.memory_min_mib);
-        p.ram_per_vram = value_or<double>(m, "ram_per_vram", p.ram_per_vram);
-        p.memory_base_mib = value_or<std::uint64_t>(m, "base_mib", p.memory_base_mib);
-    }
-    if (j.contains("create")) {
-        const auto& c = j.at("create");
-        p.create_cores = value_or<int>(c, "cores", p.create_cores);
-        p.create_sockets = value_or<int>(c, "sockets", p.create_sockets);
-        p.create_memory_mib = value_or<std::uint64_t>(c, "memory_mib", p.create_memory_mib);
-        p.create_disk_gib = value_or<int>(c, "disk_gib", p.create_disk_gib);
-        p.create_scsihw = value_or<std::string>(c, "scsihw", p.create_scsihw);
-        p.create_disk_options = value_or<std::string>(c, "disk_options", p.create_disk_options);
-        p.create_net0 = value_or<std::string>(c, "net0", p.create_net0);
-        p.create_tpmstate = value_or<bool>(c, "tpmstate", p.create_tpmstate);
+    return value;
+}
+
+void read_text(const Field& field, std::string& out)
+{
+    if (given(field)) {
+        out = text(field);
     }
 }
 
-// Every string of a profile lands in a line of the VM config or in a qm
-// argument: one with a line break (or another control character) would add a
-// line of its own to the config, so it is refused before any rule below.
-Result<void> check_profile_text(const VmProfile& p, const std::string& where)
+void read_bool(const Field& field, bool& out)
 {
-    const std::pair<const char*, const std::string*> fields[] = {
-        {"description", &p.description},
-        {"ostype", &p.ostype},
-        {"machine", &p.machine},
-        {"bios", &p.bios},
-        {"efidisk.efitype", &p.efitype},
-        {"cpu.type", &p.cpu_type},
-        {"create.scsihw", &p.create_scsihw},
-        {"create.disk_options", &p.create_disk_options},
-        {"create.net0", &p.create_net0},
-        {"cpu.hv_vendor_id", p.hv_vendor_id ? &*p.hv_vendor_id : nullptr},
-        {"hugepages", p.hugepages ? &*p.hugepages : nullptr},
-    };
-    std::optional<std::string> bad;
-    for (const auto& [field, value] : fields) {
-        if (value != nullptr && !bad) {
-            bad = format::invalid_value(format::Grammar::line_text, *value, where + ": " + field);
+    if (given(field)) {
+        out = field.boolean();
+    }
+}
+
+void read_int(const Field& field, int& out)
+{
+    if (given(field)) {
+        const auto n = field.integer();
+        if (n < std::numeric_limits<int>::min() || n > std::numeric_limits<int>::max()) {
+            field.expected("an integer");
+        }
+        out = static_cast<int>(n);
+    }
+}
+
+void read_mib(const Field& field, std::uint64_t& out)
+{
+    if (given(field)) {
+        const auto n = field.integer();
+        if (n < 0) {
+            field.fail("must be 0 or more");
+        }
+        out = static_cast<std::uint64_t>(n);
+    }
+}
+
+// A sub-object (efidisk, cpu, memory, create): absent or null is all defaults.
+bool section(const Field& field, std::initializer_list<std::string_view> fields, std::string_view of)
+{
+    if (!given(field)) {
+        return false;
+    }
+    field.only_fields(fields, of);
+    return true;
+}
+
+void read_cpu(const Field& c, VmProfile& p)
+{
+    if (!section(c, {"type", "flags", "hidden", "hv_vendor_id"}, "cpu (type, flags, hidden, hv_vendor_id)")) {
+        return;
+    }
+    read_text(c["type"], p.cpu_type);
+    if (const auto flags = c["flags"]; given(flags)) {
+        for (std::size_t i = 0; i < flags.size(); ++i) {
+            p.cpu_flags.push_back(text(flags[i]));
         }
     }
-    for (std::size_t i = 0; i < p.cpu_flags.size() && !bad; ++i) {
-        bad = format::invalid_value(format::Grammar::line_text, p.cpu_flags[i], where + ": cpu.flags[" + std::to_string(i) + "]");
+    read_bool(c["hidden"], p.cpu_hidden);
+    if (given(c["hv_vendor_id"])) {
+        p.hv_vendor_id = text(c["hv_vendor_id"]);
     }
-    if (bad) {
-        return tl::unexpected(Error(Errc::precondition, "refused: " + *bad)
-                                  .with_hint("a profile's values go into the VM config: fix the profile and plan again"));
+}
+
+void read_sections(const Field& doc, VmProfile& p)
+{
+    if (const auto e = doc["efidisk"]; section(e, {"efitype", "pre_enrolled_keys"}, "efidisk (efitype, pre_enrolled_keys)")) {
+        read_text(e["efitype"], p.efitype);
+        read_bool(e["pre_enrolled_keys"], p.pre_enrolled_keys);
     }
-    return {};
+    read_cpu(doc["cpu"], p);
+    if (const auto m = doc["memory"]; section(m, {"min_mib", "ram_per_vram", "base_mib"}, "memory (min_mib, ram_per_vram, base_mib)")) {
+        read_mib(m["min_mib"], p.memory_min_mib);
+        if (given(m["ram_per_vram"])) {
+            p.ram_per_vram = m["ram_per_vram"].number();
+        }
+        read_mib(m["base_mib"], p.memory_base_mib);
+    }
+    const auto c = doc["create"];
+    if (section(c, {"cores", "sockets", "memory_mib", "disk_gib", "scsihw", "disk_options", "net0", "tpmstate"}, "create")) {
+        read_int(c["cores"], p.create_cores);
+        read_int(c["sockets"], p.create_sockets);
+        read_mib(c["memory_mib"], p.create_memory_mib);
+        read_int(c["disk_gib"], p.create_disk_gib);
+        read_text(c["scsihw"], p.create_scsihw);
+        read_text(c["disk_options"], p.create_disk_options);
+        read_text(c["net0"], p.create_net0);
+        read_bool(c["tpmstate"], p.create_tpmstate);
+    }
+}
+
+// The profile's fields over the defaults in VmProfile. "name" is documentation:
+// the file's name names the profile.
+void read_profile(const Field& doc, VmProfile& p)
+{
+    doc.only_fields({"schema", "comment", "name", "description", "ostype", "machine", "bios", "efidisk", "cpu", "numa", "affinity",
+                     "balloon", "hugepages", "memory", "create"},
+                    k_vm_schema);
+    if (doc.has("name")) {
+        doc["name"].string();
+    }
+    read_text(doc["description"], p.description);
+    read_text(doc["ostype"], p.ostype);
+    read_text(doc["machine"], p.machine);
+    read_text(doc["bios"], p.bios);
+    read_sections(doc, p);
+    read_bool(doc["numa"], p.numa);
+    read_bool(doc["affinity"], p.affinity);
+    if (const auto balloon = doc["balloon"]; balloon.present()) {
+        int mib = 0; // null: no balloon line
+        read_int(balloon, mib);
+        p.balloon = given(balloon) ? std::optional<int>(mib) : std::nullopt;
+    }
+    if (given(doc["hugepages"])) {
+        p.hugepages = text(doc["hugepages"]);
+    }
 }
 
 // The same rules PVE applies when it reads the config (docs/facts.md: vm-config),
 // so a profile can never produce a line PVE drops.
-Result<void> check_profile(const VmProfile& p, const std::string& where)
+void check_profile(const Field& doc, const VmProfile& p)
 {
     if (!format::pve::valid_q35_machine(p.machine)) {
-        return fail(Errc::parse, where + ": machine '" + p.machine + "' is not a q35 type (pcie=1 needs q35)");
+        doc["machine"].fail("'" + p.machine + "' is not a q35 type (pcie=1 needs q35)");
     }
     if (p.bios != "ovmf" && p.bios != "seabios") {
-        return fail(Errc::parse, where + ": bios must be ovmf or seabios, not '" + p.bios + "'");
+        doc["bios"].fail("must be ovmf or seabios, not '" + p.bios + "'");
     }
     if (p.efitype != "2m" && p.efitype != "4m") {
-        return fail(Errc::parse, where + ": efidisk efitype must be 2m or 4m");
+        doc["efidisk"]["efitype"].fail("must be 2m or 4m");
     }
     if (p.cpu_type.empty() || p.cpu_type.find_first_of(",;= ") != std::string::npos) {
-        return fail(Errc::parse, where + ": bad cpu type '" + p.cpu_type + "'");
+        doc["cpu"]["type"].fail("'" + p.cpu_type + "' is not a CPU model (no ',', ';', '=' or space)");
     }
     const auto& allowed = vm_cpu_flag_allow_list();
-    for (const auto& flag : p.cpu_flags) {
+    for (std::size_t i = 0; i < p.cpu_flags.size(); ++i) {
+        const auto& flag = p.cpu_flags[i];
         if (!valid_cpu_flag(flag) || std::find(allowed.begin(), allowed.end(), flag.substr(1)) == allowed.end()) {
-            return fail(Errc::parse, where + ": cpu flag '" + flag + "' is not one of +/-" + util::join(allowed, ", "));
+            doc["cpu"]["flags"][i].fail("'" + flag + "' is not one of +/-" + util::join(allowed, ", "));
         }
     }
     if (p.hv_vendor_id && !valid_hv_vendor_id(*p.hv_vendor_id)) {
-        return fail(Errc::parse, where + ": hv_vendor_id must be 1-12 letters or digits");
+        doc["cpu"]["hv_vendor_id"].fail("must be 1-12 letters or digits");
     }
     if (p.hugepages && *p.hugepages != "2" && *p.hugepages != "1024" && *p.hugepages != "any") {
-        return fail(Errc::parse, where + ": hugepages must be 2, 1024 or any");
+        doc["hugepages"].fail("must be 2, 1024 or any");
     }
     if (p.hugepages && !p.numa) {
-        return fail(Errc::parse, where + ": hugepages need numa (PVE refuses to start otherwise)");
+        doc["hugepages"].fail("need numa (PVE refuses to start otherwise)");
     }
     if (p.balloon && *p.balloon < 0) {
-        return fail(Errc::parse, where + ": balloon must be >= 0");
+        doc["balloon"].fail("must be >= 0");
     }
     if (p.create_cores < 1 || p.create_sockets < 1 || p.create_memory_mib < 16 || p.create_disk_gib < 1) {
-        return fail(Errc::parse, where + ": create needs cores, sockets >= 1, memory_mib >= 16 and disk_gib >= 1");
+        doc["create"].fail("needs cores, sockets >= 1, memory_mib >= 16 and disk_gib >= 1");
     }
-    return {};
 }
 
 } // namespace
@@ -186,28 +234,20 @@ Result<void> check_profile(const VmProfile& p, const std::string& where)
 Result<VmProfile> parse_vm_profile(std::string_view name, std::string_view json_text, std::string_view origin)
 {
     const std::string where = "VM profile '" + std::string(name) + "'" + (origin.empty() ? "" : " from " + std::string(origin));
-    VmProfile p;
-    p.name = std::string(name);
-    const auto parsed = util::parse_json(json_text, where, Errc::parse);
-    if (!parsed) {
-        return tl::unexpected(parsed.error());
+    auto doc = util::parse_json(json_text, where, Errc::usage);
+    if (!doc) {
+        return tl::unexpected(doc.error());
     }
-    try {
-        const auto& j = *parsed;
-        if (!j.is_object()) {
-            return fail(Errc::parse, where + " is not a JSON object");
-        }
-        read_profile_json(j, p);
-    } catch (const nlohmann::json::exception& e) {
-        return fail(Errc::parse, where + ": " + e.what());
+    if (doc->is_object() && !doc->contains("schema")) {
+        (*doc)["schema"] = k_vm_schema; // written before profiles had a schema: read as its first version
     }
-    if (auto ok = check_profile_text(p, where); !ok) {
-        return tl::unexpected(ok.error());
-    }
-    if (auto ok = check_profile(p, where); !ok) {
-        return tl::unexpected(ok.error());
-    }
-    return p;
+    return data::load_document<VmProfile>(*doc, where, k_vm_schema, [&](const Field& root) {
+        VmProfile p;
+        p.name = std::string(name);
+        read_profile(root, p);
+        check_profile(root, p);
+        return p;
+    });
 }
 
 Result<VmProfile> load_vm_profile(const DataDir& data, std::string_view name)
