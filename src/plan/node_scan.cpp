@@ -5,6 +5,7 @@
 #include <limits>
 #include <set>
 
+#include "scan/scanner.hpp"
 #include "util/json.hpp"
 #include "util/local_file.hpp"
 #include "util/strings.hpp"
@@ -260,7 +261,7 @@ void read_groups_and_cards(const json& doc, scan::Inventory& inv)
 
 } // namespace
 
-Result<scan::Inventory> inventory_from_scan_json(const json& doc, const std::string& what)
+Result<scan::Inventory> inventory_from_scan_json(const json& doc, const std::string& what, const scan::GpuVendors& vendors)
 {
     try {
         const json& schema = member(doc, "schema", k_scan_where);
@@ -280,6 +281,7 @@ Result<scan::Inventory> inventory_from_scan_json(const json& doc, const std::str
                                                                   "a cluster mapping from --node-scan does not map NVSwitches")
                                       .with_hint("map that node from its own 'passthru plan --vm VMID --gpus ... --mapping NAME'"));
         }
+        scan::assign_vendors(inv, vendors);
         return inv;
     } catch (const SchemaError& e) {
         return tl::unexpected(
@@ -287,7 +289,7 @@ Result<scan::Inventory> inventory_from_scan_json(const json& doc, const std::str
     }
 }
 
-Result<scan::Inventory> read_node_scan(const NodeScan& node_scan)
+Result<scan::Inventory> read_node_scan(const NodeScan& node_scan, const scan::GpuVendors& vendors)
 {
     const std::string what = "--node-scan " + node_scan.node + "=" + node_scan.file;
     auto text = util::read_local_file(node_scan.file, k_max_scan_file);
@@ -299,7 +301,7 @@ Result<scan::Inventory> read_node_scan(const NodeScan& node_scan)
     if (!doc) {
         return tl::unexpected(doc.error());
     }
-    return inventory_from_scan_json(*doc, what);
+    return inventory_from_scan_json(*doc, what, vendors);
 }
 
 } // namespace passthru::plan
