@@ -95,7 +95,11 @@ scan::Inventory scan_with_data(const Context& ctx, const plan::DataDir& data)
     if (!cutoffs) {
         throw cutoffs.error();
     }
-    auto inventory = scan::scan_host(ctx.fs, ctx.runner, *cutoffs);
+    auto vendors = plan::load_gpu_vendors(data);
+    if (!vendors) {
+        throw vendors.error();
+    }
+    auto inventory = scan::scan_host(ctx.fs, ctx.runner, {*cutoffs, *vendors});
     if (!inventory) {
         throw inventory.error();
     }

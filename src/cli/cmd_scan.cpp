@@ -152,7 +152,7 @@ std::string render_gpus(const scan::Inventory& inv, bool color)
         const Style verdict_style = g.isolation == scan::Isolation::clean    ? Style::green
                                     : g.isolation == scan::Isolation::shared ? Style::red
                                                                              : Style::yellow;
-        std::string extra = g.is_nvidia() ? "" : " (not NVIDIA)";
+        std::string extra = g.vendor_row != nullptr ? "" : " (not " + inv.vendors.gpus_all_names() + ")";
         if (g.boot_vga) {
             extra += " boot VGA";
         }

@@ -338,7 +338,7 @@ json gpus_json(const scan::Inventory& inv)
         jg["index"] = index++;
         jg["slot"] = g.slot;
         jg["vendor"] = util::hex(g.vendor, 4);
-        jg["nvidia"] = g.is_nvidia();
+        jg["nvidia"] = g.vendor_row != nullptr; // a card of a vendor in profiles/host/vendors.json
         jg["functions"] = addresses(g.functions);
         jg["iommu_groups"] = g.iommu_groups;
         jg["isolation"] = std::string(scan::to_string(g.isolation));

@@ -8,6 +8,7 @@
 
 #include <kainjow/mustache.hpp>
 
+#include "data/gpu_vendors.hpp"
 #include "format/grammar.hpp"
 #include "plan/planner.hpp"
 #include "util/local_file.hpp"
@@ -239,6 +240,16 @@ Result<scan::KernelCutoffs> load_kernel_cutoffs(const DataDir& data)
         return tl::unexpected(text.error());
     }
     return scan::parse_kernel_cutoffs(*text, data.origin("profiles", name).value_or("profiles/" + std::string(name)));
+}
+
+Result<scan::GpuVendors> load_gpu_vendors(const DataDir& data)
+{
+    constexpr std::string_view name = "host/vendors.json";
+    auto text = data.read("profiles", name);
+    if (!text) {
+        return tl::unexpected(text.error());
+    }
+    return passthru::data::parse_gpu_vendors(*text, data.origin("profiles", name).value_or("profiles/" + std::string(name)));
 }
 
 Result<std::string> render_template(const DataDir& data, std::string_view name, const nlohmann::json& values)

@@ -115,18 +115,21 @@ std::string switch_list(const scan::Inventory& inv)
     return util::join(out, ", ");
 }
 
-// The NVIDIA cards of the host and of the selection.
+// The cards of the switches' vendor (profiles/host/vendors.json: the row with the
+// switch class) on the host and in the selection.
 struct Count
 {
     std::size_t host = 0;
     std::size_t selected = 0;
 };
 
-Count nvidia_cards(const scan::Inventory& inv, const std::vector<const scan::GpuCard*>& cards)
+Count fabric_vendor_cards(const scan::Inventory& inv, const std::vector<const scan::GpuCard*>& cards)
 {
+    const auto* vendor = inv.nvswitches.front().vendor_row.get();
+    const auto of_vendor = [vendor](const scan::GpuCard& g) { return vendor != nullptr && g.vendor_row.get() == vendor; };
     Count c;
-    c.host = static_cast<std::size_t>(std::count_if(inv.gpus.begin(), inv.gpus.end(), [](const auto& g) { return g.is_nvidia(); }));
-    c.selected = static_cast<std::size_t>(std::count_if(cards.begin(), cards.end(), [](const auto* g) { return g->is_nvidia(); }));
+    c.host = static_cast<std::size_t>(std::count_if(inv.gpus.begin(), inv.gpus.end(), of_vendor));
+    c.selected = static_cast<std::size_t>(std::count_if(cards.begin(), cards.end(), [&](const auto* g) { return of_vendor(*g); }));
     return c;
 }
 
@@ -183,7 +186,7 @@ Result<std::vector<const scan::GpuCard*>> plan_fabric(const scan::Inventory& inv
     }
     const auto* gen = generation_of(inv, *gens);
     const std::string what = gen != nullptr ? gen->name : "NVSwitches of a generation profiles/host/nvswitch.json does not list";
-    const Count n = nvidia_cards(inv, cards);
+    const Count n = fabric_vendor_cards(inv, cards);
     const bool no_fabric = request.no_fabric == NoFabric::yes;
     if (n.selected == n.host && supports(gen, FabricShape::whole_board) && !no_fabric) {
         return whole_board(inv, what, gen, plan);

@@ -263,9 +263,10 @@ std::string class_text(std::uint16_t class16)
 std::string missing_advice(const scan::GpuCard& card, const ProfileFunction& f)
 {
     std::string out;
-    if (card.is_nvidia() && f.class16 == 0x0403) {
-        out = "Linux 5.3 and later expose an NVIDIA audio function that the firmware hid, so on this host it was "
-              "most likely removed through sysfs, or this board has none. ";
+    if (card.vendor_row != nullptr && card.vendor_row->hidden_audio && f.class16 == 0x0403) {
+        out = "Linux 5.3 and later expose an " + card.vendor_row->name
+              + " audio function that the firmware hid, so on this host it was "
+                "most likely removed through sysfs, or this board has none. ";
     } else {
         out = "This board may not have it, or it was removed through sysfs. ";
     }

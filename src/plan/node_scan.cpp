@@ -6,6 +6,7 @@
 #include <set>
 
 #include "data/schema.hpp"
+#include "scan/scanner.hpp"
 #include "util/json.hpp"
 #include "util/local_file.hpp"
 #include "util/strings.hpp"
@@ -256,7 +257,7 @@ ScanDocument parse_scan(const Field& doc)
 
 } // namespace
 
-Result<scan::Inventory> inventory_from_scan_json(const nlohmann::json& doc, const std::string& what)
+Result<scan::Inventory> inventory_from_scan_json(const nlohmann::json& doc, const std::string& what, const scan::GpuVendors& vendors)
 {
     auto read = data::load_document<ScanDocument>(doc, what, k_scan_schema, parse_scan);
     if (!read) {
@@ -268,10 +269,11 @@ Result<scan::Inventory> inventory_from_scan_json(const nlohmann::json& doc, cons
                                                               "a cluster mapping from --node-scan does not map NVSwitches")
                                   .with_hint("map that node from its own 'passthru plan --vm VMID --gpus ... --mapping NAME'"));
     }
+    scan::assign_vendors(read->inv, vendors);
     return std::move(read->inv);
 }
 
-Result<scan::Inventory> read_node_scan(const NodeScan& node_scan)
+Result<scan::Inventory> read_node_scan(const NodeScan& node_scan, const scan::GpuVendors& vendors)
 {
     const std::string what = "--node-scan " + node_scan.node + "=" + node_scan.file;
     auto text = util::read_local_file(node_scan.file, k_max_scan_file);
@@ -283,7 +285,7 @@ Result<scan::Inventory> read_node_scan(const NodeScan& node_scan)
     if (!doc) {
         return tl::unexpected(doc.error());
     }
-    return inventory_from_scan_json(*doc, what);
+    return inventory_from_scan_json(*doc, what, vendors);
 }
 
 } // namespace passthru::plan

@@ -20,9 +20,11 @@
 namespace passthru::plan {
 
 // The inventory of a scan document; WHAT names it in errors ("--node-scan gpu2=FILE").
-Result<scan::Inventory> inventory_from_scan_json(const nlohmann::json& doc, const std::string& what);
+// Its cards get their rows of `vendors` (this node's profiles/host/vendors.json), as
+// scan gives them to the cards of this host.
+Result<scan::Inventory> inventory_from_scan_json(const nlohmann::json& doc, const std::string& what, const scan::GpuVendors& vendors);
 
 // Reads and checks the file of one --node-scan (on this machine, not under --root).
-Result<scan::Inventory> read_node_scan(const NodeScan& node_scan);
+Result<scan::Inventory> read_node_scan(const NodeScan& node_scan, const scan::GpuVendors& vendors);
 
 } // namespace passthru::plan

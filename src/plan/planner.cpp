@@ -130,7 +130,7 @@ std::string card_label(const scan::Inventory& inv, const scan::GpuCard& card)
         }
     }
     const auto* first = card.functions.empty() ? nullptr : inv.find(card.functions.front());
-    const std::string kind = first != nullptr && first->is_nvswitch() ? "NVSwitch " : "GPU ";
+    const std::string kind = first != nullptr && first->is_gpu_switch(inv.vendors) ? "NVSwitch " : "GPU ";
     return kind + card.slot + (name.empty() ? "" : " (" + name + ")");
 }
 
@@ -154,12 +154,12 @@ Result<std::vector<const scan::GpuCard*>> select_cards(const scan::Inventory& in
                 return tl::unexpected(Error(Errc::usage, "--gpus all cannot be combined with other cards"));
             }
             for (const auto& card : inv.gpus) {
-                if (card.is_nvidia()) {
+                if (card.vendor_row != nullptr && card.vendor_row->gpus_all) {
                     chosen.insert(&card);
                 }
             }
             if (chosen.empty()) {
-                return tl::unexpected(Error(Errc::usage, "--gpus all: this host has no NVIDIA GPU")
+                return tl::unexpected(Error(Errc::usage, "--gpus all: this host has no " + inv.vendors.gpus_all_names() + " GPU")
                                           .with_hint("run 'passthru scan' and pass a card by its slot, e.g. --gpus 0000:04:00"));
             }
             continue;
@@ -485,7 +485,7 @@ Result<Plan> cluster_mapping_plan(const scan::Inventory& inventory, const util::
     std::vector<MappedNode> nodes;
     nodes.reserve(request.node_scans.size());
     for (const auto& ns : request.node_scans) {
-        auto inv = read_node_scan(ns);
+        auto inv = read_node_scan(ns, inventory.vendors);
         if (!inv) {
             return tl::unexpected(inv.error());
         }

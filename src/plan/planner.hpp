@@ -48,6 +48,9 @@ private:
 // (schema in docs/data.md). Errc::usage naming the file and the field when it
 // breaks the schema; callers stop before anything is written.
 Result<scan::KernelCutoffs> load_kernel_cutoffs(const DataDir& data);
+// profiles/host/vendors.json: the GPU vendors passthru handles (schema in
+// docs/data.md), loaded and refused like load_kernel_cutoffs.
+Result<scan::GpuVendors> load_gpu_vendors(const DataDir& data);
 
 // Renders a mustache template (kainjow::mustache) with JSON data.
 Result<std::string> render_template(const DataDir& data, std::string_view name, const nlohmann::json& values);

@@ -3,10 +3,12 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "data/gpu_vendors.hpp"
 #include "scan/boot_loader.hpp"
 #include "scan/kernel_cutoffs.hpp"
 #include "scan/pci_address.hpp"
@@ -22,14 +24,14 @@ inline constexpr std::uint16_t display_3d = 0x0302;
 inline constexpr std::uint16_t display_other = 0x0380;
 inline constexpr std::uint16_t bridge_pci = 0x0604;
 inline constexpr std::uint16_t bridge_host = 0x0600;
-inline constexpr std::uint16_t bridge_other = 0x0680; // an NVSwitch's management function (docs/facts.md: nvswitch)
 inline constexpr std::uint8_t base_storage = 0x01;
 inline constexpr std::uint8_t base_network = 0x02;
 inline constexpr std::uint8_t base_display = 0x03;
 inline constexpr std::uint8_t base_bridge = 0x06;
 } // namespace pci_class
 
-inline constexpr std::uint16_t k_vendor_nvidia = 0x10de;
+using data::GpuVendor;
+using data::GpuVendors;
 
 struct LinkInfo
 {
@@ -83,8 +85,9 @@ struct PciDevice
     std::optional<int> sriov_numvfs;
     std::vector<std::string> net_interfaces; // /sys/class/net names on this function
     std::vector<NetLink> net_links;          // the same interfaces with their MACs
-    // Assigned memory BARs (sysfs `resource`); read for display and NVIDIA
-    // functions only, whose 64-bit BARs the guest must place (docs/facts.md: address-space).
+    // Assigned memory BARs (sysfs `resource`); read for display functions and the
+    // functions of a GPU vendor (profiles/host/vendors.json) only, whose 64-bit BARs
+    // the guest must place (docs/facts.md: address-space).
     std::vector<MemBar> mem_bars;
 
     std::optional<std::uint16_t> class16() const
@@ -104,9 +107,10 @@ struct PciDevice
     bool is_display() const { return base_class() == pci_class::base_display; }
     bool is_storage() const { return base_class() == pci_class::base_storage; }
     bool is_network() const { return base_class() == pci_class::base_network; }
-    // An NVIDIA function of class 0680: the PCIe endpoint through which the driver and
-    // Fabric Manager manage an NVSwitch (docs/facts.md: nvswitch).
-    bool is_nvswitch() const { return vendor == k_vendor_nvidia && class16() == pci_class::bridge_other; }
+    // A function of a GPU vendor's switch class (vendors.json's switch_class): for NVIDIA
+    // the PCIe endpoint of class 0680 through which the driver and Fabric Manager
+    // manage an NVSwitch (docs/facts.md: nvswitch).
+    bool is_gpu_switch(const GpuVendors& vendors) const { return vendors.is_switch(vendor, class16()); }
     // PCIe ports and PCI bridges may share a group with a passed device;
     // host and ISA/LPC bridges are endpoints like any other.
     bool is_bridge_like() const { return is_bridge; }
@@ -142,8 +146,9 @@ struct GpuCard
     std::vector<PciAddress> host_critical;   // storage and network among other_endpoints
     bool boot_vga = false;
     std::optional<int> numa_node;
-
-    bool is_nvidia() const { return vendor == k_vendor_nvidia; }
+    // The row of the card's vendor in profiles/host/vendors.json (nullptr: a vendor
+    // passthru does not handle): what plan decides from, never the raw id.
+    std::shared_ptr<const GpuVendor> vendor_row;
 };
 
 struct IommuState
@@ -245,6 +250,7 @@ struct Inventory
     std::vector<GpuCard> nvswitches;
     std::vector<Problem> problems;
     KernelCutoffs kernel_cutoffs; // the kernel facts scan judged with (profiles/host/kernel.json); plan uses the same
+    GpuVendors vendors;           // the GPU vendors scan gave the cards their rows from (profiles/host/vendors.json)
     RuntimeState runtime;         // the running host's state that plan decides from (not in scan --json)
 
     const PciDevice* find(const PciAddress& addr) const;

@@ -144,10 +144,11 @@ void check_gpu_slot(const Inventory& inv, const GpuCard& gpu, const std::string&
 }
 
 // Name every function on a host driver: a card half on vfio-pci is the
-// "group is not viable" failure of hand-written ids= lists.
+// "group is not viable" failure of hand-written ids= lists. Only the cards of a
+// vendor passthru handles (a row in profiles/host/vendors.json).
 void check_gpu_drivers(const Inventory& inv, const GpuCard& gpu, const std::string& label, std::vector<Problem>& problems)
 {
-    if (!gpu.is_nvidia()) {
+    if (gpu.vendor_row == nullptr) {
         return;
     }
     std::vector<std::string> on_host;

@@ -92,7 +92,8 @@ private:
 std::vector<PciDevice> read_pci_devices(const util::HostFs& fs, const util::HostDir& devices_dir,
                                         const std::optional<util::HostDir>& sys_devices,
                                         const std::vector<std::pair<std::string, PciAddress>>& entries, const std::string& sysfs_path,
-                                        const util::HostDir* groups, GroupTypes* group_types, std::vector<Problem>& problems)
+                                        const GpuVendors& vendors, const util::HostDir* groups, GroupTypes* group_types,
+                                        std::vector<Problem>& problems)
 {
     std::vector<PciDevice> devices(entries.size());
     const unsigned hw = std::max(1U, std::thread::hardware_concurrency());
@@ -106,7 +107,8 @@ std::vector<PciDevice> read_pci_devices(const util::HostFs& fs, const util::Host
         // its own pci_access.
         LibPci pci(sysfs_path);
         for (std::size_t i = w; i < entries.size(); i += workers) {
-            devices[i] = read_pci_device(fs, pci, devices_dir, sys_devices, entries[i].first, entries[i].second, worker_problems[w]);
+            devices[i] =
+                read_pci_device(fs, pci, devices_dir, sys_devices, entries[i].first, entries[i].second, vendors, worker_problems[w]);
             if (const auto g = devices[i].iommu_group; groups != nullptr && g && claims.claim(*g)) {
                 worker_types[w].emplace(*g, groups->attr((std::to_string(*g) + "/type").c_str()));
             }
@@ -197,7 +199,8 @@ void attach_net_interfaces(const util::HostFs& fs, std::vector<PciDevice>& devic
 
 } // namespace
 
-Result<std::vector<PciDevice>> scan_pci_devices(const util::HostFs& fs, std::vector<Problem>& problems, GroupTypes* group_types)
+Result<std::vector<PciDevice>> scan_pci_devices(const util::HostFs& fs, const GpuVendors& vendors, std::vector<Problem>& problems,
+                                                GroupTypes* group_types)
 {
     if (!fs.is_dir(k_pci_devices)) {
         return tl::unexpected(
@@ -233,7 +236,8 @@ Result<std::vector<PciDevice>> scan_pci_devices(const util::HostFs& fs, std::vec
                 groups = std::move(*d);
             }
         }
-        devices = read_pci_devices(fs, *devices_dir, sys_devices, entries, sysfs_path, groups ? &*groups : nullptr, group_types, problems);
+        devices = read_pci_devices(fs, *devices_dir, sys_devices, entries, sysfs_path, vendors, groups ? &*groups : nullptr, group_types,
+                                   problems);
     }
     name_pci_devices(name_db, setup_warnings, devices, problems);
     std::sort(devices.begin(), devices.end(), [](const PciDevice& x, const PciDevice& y) { return x.address < y.address; });
@@ -289,13 +293,13 @@ namespace {
 // groups a GPU card's functions are in (a member missing from
 // /sys/bus/pci/devices changes the card's isolation verdict), and groups no
 // scanned function links to.
-std::function<bool(int)> groups_to_list(const std::vector<PciDevice>& devices)
+std::function<bool(int)> groups_to_list(const std::vector<PciDevice>& devices, const GpuVendors& vendors)
 {
     bool gap = false;
     std::set<std::string> gpu_slots;
     for (const auto& dev : devices) {
         gap = gap || !dev.iommu_group;
-        if ((dev.is_display() || dev.is_nvswitch()) && !dev.is_virtfn) {
+        if ((dev.is_display() || dev.is_gpu_switch(vendors)) && !dev.is_virtfn) {
             gpu_slots.insert(dev.address.slot());
         }
     }
@@ -315,17 +319,17 @@ std::function<bool(int)> groups_to_list(const std::vector<PciDevice>& devices)
 
 } // namespace
 
-Result<Inventory> scan_host(const util::HostFs& fs, const util::CommandRunner& runner, const KernelCutoffs& cutoffs)
+Result<Inventory> scan_host(const util::HostFs& fs, const util::CommandRunner& runner, const ScanData& data)
 {
     Inventory inv;
-    inv.kernel_cutoffs = cutoffs;
+    inv.kernel_cutoffs = data.cutoffs;
     GroupTypes group_types;
-    auto devices = scan_pci_devices(fs, inv.problems, &group_types);
+    auto devices = scan_pci_devices(fs, data.vendors, inv.problems, &group_types);
     if (!devices) {
         return tl::unexpected(devices.error());
     }
     inv.devices = std::move(*devices);
-    inv.groups = scan_iommu_groups(fs, groups_to_list(inv.devices), group_types);
+    inv.groups = scan_iommu_groups(fs, groups_to_list(inv.devices, data.vendors), group_types);
     // Group membership from the devices' own links fills gaps in the group
     // directory listing, and vice versa.
     std::map<PciAddress, int> group_of;
@@ -358,9 +362,10 @@ Result<Inventory> scan_host(const util::HostFs& fs, const util::CommandRunner& r
     if (!inv.host.iommu.enabled) {
         inv.host.iommu.interrupt_remapping = std::nullopt;
     }
-    inv.host.vgpu_evidence = detect_vgpu_host(fs, inv.devices);
-    inv.gpus = find_gpu_cards(inv.devices, inv.groups);
-    inv.nvswitches = find_nvswitches(inv.devices, inv.groups);
+    inv.host.vgpu_evidence = detect_vgpu_host(fs, inv.devices, data.vendors);
+    inv.gpus = find_gpu_cards(inv.devices, inv.groups, data.vendors);
+    inv.nvswitches = find_nvswitches(inv.devices, inv.groups, data.vendors);
+    inv.vendors = data.vendors;
     assess_readiness(inv);
     inv.runtime = scan_runtime_state(fs);
     return inv;

@@ -16,10 +16,16 @@ namespace passthru::scan {
 // host facts, and the problems with their fixes. Missing or garbled
 // attributes leave that field empty and add a warning; only a root without
 // sysfs is an error (Errc::usage). Runs external commands only through
-// runner.query() (live host: proxmox-boot-tool status). `cutoffs` are the
-// kernel versions from profiles/host/kernel.json (plan::load_kernel_cutoffs);
-// the inventory keeps them for plan.
-Result<Inventory> scan_host(const util::HostFs& fs, const util::CommandRunner& runner, const KernelCutoffs& cutoffs);
+// runner.query() (live host: proxmox-boot-tool status). `data` holds the
+// kernel versions from profiles/host/kernel.json (plan::load_kernel_cutoffs) and
+// the GPU vendors of profiles/host/vendors.json (plan::load_gpu_vendors); the
+// inventory keeps both for plan.
+struct ScanData
+{
+    KernelCutoffs cutoffs;
+    GpuVendors vendors;
+};
+Result<Inventory> scan_host(const util::HostFs& fs, const util::CommandRunner& runner, const ScanData& data);
 
 // The `type` of IOMMU groups read while their functions were read (group
 // number -> contents of /sys/kernel/iommu_groups/N/type, nullopt if unreadable).
@@ -27,7 +33,9 @@ using GroupTypes = std::map<int, std::optional<std::string>>;
 
 // Parts of scan_host, exposed for tests. With group_types, the type of each
 // group a function links to is read by the threads that read the functions.
-Result<std::vector<PciDevice>> scan_pci_devices(const util::HostFs& fs, std::vector<Problem>& problems, GroupTypes* group_types = nullptr);
+// The memory BARs are read of display functions and of the functions of `vendors`.
+Result<std::vector<PciDevice>> scan_pci_devices(const util::HostFs& fs, const GpuVendors& vendors, std::vector<Problem>& problems,
+                                                GroupTypes* group_types = nullptr);
 std::map<int, IommuGroup> scan_iommu_groups(const util::HostFs& fs);
 // Lists the devices/ directory only of the groups list_members() accepts;
 // the others get their type and no members (scan_host fills them in from the
@@ -38,10 +46,16 @@ HostInfo scan_host_info(const util::HostFs& fs, const util::CommandRunner& runne
 // The running host's state that plan decides from (routes, qemu-server's pid files and
 // their processes, node name, storage.cfg, .vmlist), read through HostFs.
 RuntimeState scan_runtime_state(const util::HostFs& fs);
-std::vector<GpuCard> find_gpu_cards(const std::vector<PciDevice>& devices, const std::map<int, IommuGroup>& groups);
-// The NVSwitch functions (PciDevice::is_nvswitch) as cards of their slots; the other
+// The display functions as cards of their slots, each with its vendor's row of `vendors`.
+std::vector<GpuCard> find_gpu_cards(const std::vector<PciDevice>& devices, const std::map<int, IommuGroup>& groups,
+                                    const GpuVendors& vendors);
+// The NVSwitch functions (PciDevice::is_gpu_switch) as cards of their slots; the other
 // switches and the GPU cards in their groups are shares_with, anything else other_endpoints.
-std::vector<GpuCard> find_nvswitches(const std::vector<PciDevice>& devices, const std::map<int, IommuGroup>& groups);
+std::vector<GpuCard> find_nvswitches(const std::vector<PciDevice>& devices, const std::map<int, IommuGroup>& groups,
+                                     const GpuVendors& vendors);
+// Gives every GPU card and switch of `inventory` its row of `vendors`, and keeps the table
+// (scan does it; plan does it for the inventory of another node's scan --json).
+void assign_vendors(Inventory& inventory, const GpuVendors& vendors);
 // Appends readiness problems (IOMMU, interrupt remapping, links, groups...).
 void assess_readiness(Inventory& inventory);
 

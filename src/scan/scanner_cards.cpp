@@ -25,7 +25,7 @@ const PciDevice* find_device(const std::vector<PciDevice>& devices, const PciAdd
 
 // Slots holding a function `defines` accepts (never a virtual function), with every
 // function of the slot and its groups.
-std::map<std::string, GpuCard> cards_of(const std::vector<PciDevice>& devices, const DevicePredicate& defines)
+std::map<std::string, GpuCard> cards_of(const std::vector<PciDevice>& devices, const DevicePredicate& defines, const GpuVendors& vendors)
 {
     std::map<std::string, GpuCard> cards;
     for (const auto& dev : devices) {
@@ -35,6 +35,7 @@ std::map<std::string, GpuCard> cards_of(const std::vector<PciDevice>& devices, c
         auto& card = cards[dev.address.slot()];
         card.slot = dev.address.slot();
         card.vendor = *dev.vendor;
+        card.vendor_row = vendors.find(card.vendor);
     }
     for (const auto& dev : devices) {
         auto it = cards.find(dev.address.slot());
@@ -95,9 +96,11 @@ void judge_groups(GpuCard& card, const std::vector<PciDevice>& devices, const st
 
 } // namespace
 
-std::vector<GpuCard> find_gpu_cards(const std::vector<PciDevice>& devices, const std::map<int, IommuGroup>& groups)
+std::vector<GpuCard> find_gpu_cards(const std::vector<PciDevice>& devices, const std::map<int, IommuGroup>& groups,
+                                    const GpuVendors& vendors)
 {
-    auto cards = cards_of(devices, [](const PciDevice& d) { return d.is_display(); });
+    auto cards = cards_of(
+        devices, [](const PciDevice& d) { return d.is_display(); }, vendors);
     std::vector<GpuCard> out;
     for (auto& [slot, card] : cards) {
         judge_groups(card, devices, groups, [&cards](const PciAddress& a) { return cards.contains(a.slot()); });
@@ -106,16 +109,29 @@ std::vector<GpuCard> find_gpu_cards(const std::vector<PciDevice>& devices, const
     return out;
 }
 
-std::vector<GpuCard> find_nvswitches(const std::vector<PciDevice>& devices, const std::map<int, IommuGroup>& groups)
+std::vector<GpuCard> find_nvswitches(const std::vector<PciDevice>& devices, const std::map<int, IommuGroup>& groups,
+                                     const GpuVendors& vendors)
 {
-    auto switches = cards_of(devices, [](const PciDevice& d) { return d.is_nvswitch(); });
-    const auto gpus = cards_of(devices, [](const PciDevice& d) { return d.is_display(); });
+    auto switches = cards_of(
+        devices, [&vendors](const PciDevice& d) { return d.is_gpu_switch(vendors); }, vendors);
+    const auto gpus = cards_of(
+        devices, [](const PciDevice& d) { return d.is_display(); }, vendors);
     std::vector<GpuCard> out;
     for (auto& [slot, sw] : switches) {
         judge_groups(sw, devices, groups, [&](const PciAddress& a) { return switches.contains(a.slot()) || gpus.contains(a.slot()); });
         out.push_back(std::move(sw));
     }
     return out;
+}
+
+void assign_vendors(Inventory& inventory, const GpuVendors& vendors)
+{
+    for (auto* cards : {&inventory.gpus, &inventory.nvswitches}) {
+        for (auto& card : *cards) {
+            card.vendor_row = vendors.find(card.vendor);
+        }
+    }
+    inventory.vendors = vendors;
 }
 
 } // namespace passthru::scan

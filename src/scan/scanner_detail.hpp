@@ -22,9 +22,10 @@ std::optional<PciAddress> parent_from_path(const std::string& path);
 // Reads the sysfs directory of the function `name` (its entry in
 // /sys/bus/pci/devices) into a PciDevice; `pci` decodes its config space. A
 // missing or garbled attribute leaves its field empty and adds a warning to
-// problems. Runs on worker threads: no libpci name lookups here.
+// problems. The memory BARs are read of display functions and of the functions
+// of `vendors`. Runs on worker threads: no libpci name lookups here.
 PciDevice read_pci_device(const util::HostFs& fs, LibPci& pci, const util::HostDir& devices_dir,
                           const std::optional<util::HostDir>& sys_devices, const std::string& name, const PciAddress& addr,
-                          std::vector<Problem>& problems);
+                          const GpuVendors& vendors, std::vector<Problem>& problems);
 
 } // namespace passthru::scan::detail

@@ -339,7 +339,7 @@ namespace detail {
 
 PciDevice read_pci_device(const util::HostFs& fs, LibPci& pci, const util::HostDir& devices_dir,
                           const std::optional<util::HostDir>& sys_devices, const std::string& name, const PciAddress& addr,
-                          std::vector<Problem>& problems)
+                          const GpuVendors& vendors, std::vector<Problem>& problems)
 {
     PciDevice dev;
     dev.address = addr;
@@ -364,7 +364,7 @@ PciDevice read_pci_device(const util::HostFs& fs, LibPci& pci, const util::HostD
     const auto facts = pci.parse_config(addr, config);
     read_subsystem_and_revision(*dir, ue, facts, a, dev, problems);
     read_binding_and_placement(*dir, ue, dev);
-    if (dev.is_display() || dev.vendor == k_vendor_nvidia) {
+    if (dev.is_display() || vendors.find(dev.vendor) != nullptr) {
         dev.mem_bars = parse_pci_resource(dir->attr("resource").value_or("")).value_or(std::vector<MemBar>{});
     }
     dev.link = read_link(*dir, facts, config.size());

@@ -56,10 +56,17 @@ void enabled_sriov_units(const util::HostFs& fs, std::vector<std::string>& evide
     }
 }
 
-void nvidia_vfs(const std::vector<PciDevice>& devices, std::vector<std::string>& evidence)
+// A GPU (a physical display function) of a vendor with a vGPU stack.
+bool vgpu_capable(const GpuVendors& vendors, const PciDevice& d)
+{
+    const auto row = vendors.find(d.vendor);
+    return row != nullptr && row->vgpu && d.is_display() && !d.is_virtfn;
+}
+
+void nvidia_vfs(const std::vector<PciDevice>& devices, const GpuVendors& vendors, std::vector<std::string>& evidence)
 {
     for (const auto& d : devices) {
-        if (d.vendor == k_vendor_nvidia && d.is_display() && !d.is_virtfn && d.sriov_numvfs.value_or(0) > 0) {
+        if (vgpu_capable(vendors, d) && d.sriov_numvfs.value_or(0) > 0) {
             evidence.push_back(d.address.str() + " has " + std::to_string(*d.sriov_numvfs) + " SR-IOV virtual functions enabled");
         }
     }
@@ -67,12 +74,12 @@ void nvidia_vfs(const std::vector<PciDevice>& devices, std::vector<std::string>&
 
 } // namespace
 
-std::vector<std::string> detect_vgpu_host(const util::HostFs& fs, const std::vector<PciDevice>& devices)
+std::vector<std::string> detect_vgpu_host(const util::HostFs& fs, const std::vector<PciDevice>& devices, const GpuVendors& vendors)
 {
     std::vector<std::string> evidence;
     manager_units(fs, evidence);
     enabled_sriov_units(fs, evidence);
-    nvidia_vfs(devices, evidence);
+    nvidia_vfs(devices, vendors, evidence);
     if (evidence.empty()) {
         return evidence;
     }
@@ -80,7 +87,7 @@ std::vector<std::string> detect_vgpu_host(const util::HostFs& fs, const std::vec
     // means the host uses its GPUs itself.
     std::vector<std::string> held;
     for (const auto& d : devices) {
-        if (d.vendor == k_vendor_nvidia && d.is_display() && !d.is_virtfn && d.driver == "nvidia") {
+        if (vgpu_capable(vendors, d) && d.driver == "nvidia") {
             held.push_back(d.address.str());
         }
     }

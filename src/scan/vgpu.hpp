@@ -14,7 +14,8 @@
 
 namespace passthru::scan {
 
-// The evidence for a vGPU host, one line each; empty: not a vGPU host.
-std::vector<std::string> detect_vgpu_host(const util::HostFs& fs, const std::vector<PciDevice>& devices);
+// The evidence for a vGPU host, one line each; empty: not a vGPU host. The GPUs
+// looked at are those of the vendors whose row has `vgpu` (profiles/host/vendors.json).
+std::vector<std::string> detect_vgpu_host(const util::HostFs& fs, const std::vector<PciDevice>& devices, const GpuVendors& vendors);
 
 } // namespace passthru::scan

@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (doc.is_discarded()) {
         return 0;
     }
-    const auto inv = plan::inventory_from_scan_json(doc, "fuzz");
+    const auto inv = plan::inventory_from_scan_json(doc, "fuzz", {});
     if (!inv) {
         return 0;
     }

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Hostile input, second round: the data passthru reads back (journal
 # manifests, the pending plan, saved plans, profiles, host files) each case
-# asserting the safe outcome: a refusal with exit 3 and one clear line, never
-# a signal, and nothing written.
+# asserting the safe outcome: a refusal with exit 3 (a data file that breaks
+# its schema, such as vendors.json: exit 2) and one clear line, never a
+# signal, and nothing written.
 source "$(dirname "$0")/lib.inc"
 need_binary
 need python3
@@ -199,6 +200,32 @@ broken_data failures.json 'doc["failures"][1]["severity"] = "high"'
 expect_data_error "explain 101" "$D/profiles/failures.json: failures[1].severity is not a field of a failure"
 [[ $(tree_sum --with-journal "$R") == "$before" ]] || fail "a data file that breaks its schema: the tree changed"
 section_ok "a VM profile or failures.json that breaks its schema: exit 2 naming the file and the field, nothing written"
+
+# --- A vendors.json that breaks its schema -----------------------------------
+# The GPU vendor policy is data (profiles/host/vendors.json): an override with a
+# vendor id that is no PCI id stops scan, plan and verify before the scan, with
+# one line naming the file and the field (exit 2), and nothing is written.
+section_start
+R=$T/vendors
+copy_host epyc-4x2080ti "$R"
+mkdir -p "$R/etc/passthru/profiles/host"
+python3 - "$SRC/profiles/host/vendors.json" "$R/etc/passthru/profiles/host/vendors.json" << 'EOF2'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["vendors"][0]["id"] = "0x10de"
+json.dump(doc, open(sys.argv[2], "w"))
+EOF2
+before=$(tree_sum --with-journal "$R")
+for cmd in "scan" "plan --vm 101 --gpus all" "verify --gpus all" "apply --vm 101 --gpus all --yes"; do
+    # shellcheck disable=SC2086
+    run_rc "$P" --root "$R" $cmd
+    [[ $RC -eq 2 ]] || fail "a broken vendors.json: '$cmd' exit $RC, expected 2"
+    grep -q '^passthru: error: /etc/passthru/profiles/host/vendors.json (under the root): vendors\[0\].id must be 4 lower-case hex digits$' "$T/err" ||
+        fail "a broken vendors.json: '$cmd' does not name the file and field: $(head -3 "$T/err")"
+    [[ $(grep -c '^passthru: error' "$T/err") == 1 ]] || fail "a broken vendors.json: '$cmd' printed more than one error line"
+done
+[[ $(tree_sum --with-journal "$R") == "$before" ]] || fail "a broken vendors.json: a command changed the tree"
+section_ok "a vendors.json that breaks its schema: one line naming the file and field (exit 2), nothing written"
 
 # --- A saved or pending plan that names a file twice -------------------------
 # The check that a saved plan is what passthru plans compared one entry per

@@ -17,11 +17,12 @@
 
 namespace passthru::test {
 
-// profiles/host/kernel.json as the commands load it (an override under the root first).
-inline scan::KernelCutoffs shipped_cutoffs(const util::HostFs& fs)
+// profiles/host/kernel.json and profiles/host/vendors.json as the commands load
+// them (an override under the root first).
+inline scan::ScanData shipped_scan_data(const util::HostFs& fs)
 {
     const plan::DataDir data(fs, std::nullopt);
-    return plan::load_kernel_cutoffs(data).value();
+    return {plan::load_kernel_cutoffs(data).value(), plan::load_gpu_vendors(data).value()};
 }
 
 // The request of `plan --vm VMID --gpus GPUS` (Proxmox VE), as the host-side
@@ -49,7 +50,7 @@ inline std::optional<ScannedFixture> scan_fixture(const std::string& name)
         return std::nullopt;
     }
     util::CommandRunner runner(util::RunMode::record);
-    auto inv = scan::scan_host(*fs, runner, shipped_cutoffs(*fs));
+    auto inv = scan::scan_host(*fs, runner, shipped_scan_data(*fs));
     if (!inv) {
         return std::nullopt;
     }

@@ -34,7 +34,7 @@ Verified verify(const FakeHost& host, const apply::VerifyTarget& target)
     auto fs = util::HostFs::open(host.dir.path());
     REQUIRE(fs);
     util::CommandRunner runner(util::RunMode::record);
-    auto inv = scan::scan_host(*fs, runner, test::shipped_cutoffs(*fs));
+    auto inv = scan::scan_host(*fs, runner, test::shipped_scan_data(*fs));
     REQUIRE(inv);
     return {apply::verify_host(*inv, *fs, target)};
 }

@@ -126,7 +126,7 @@ ProbeVerified verify(const FakeHost& host, FakeAnswers* answers)
     auto fs = util::HostFs::open(host.dir.path());
     REQUIRE(fs);
     util::CommandRunner runner(util::RunMode::record);
-    auto inv = scan::scan_host(*fs, runner, test::shipped_cutoffs(*fs));
+    auto inv = scan::scan_host(*fs, runner, test::shipped_scan_data(*fs));
     REQUIRE(inv);
     apply::VfioOpener opener;
     if (answers != nullptr) {

@@ -28,7 +28,7 @@ Host fixture(const std::string& name)
     auto fs = util::HostFs::open(std::filesystem::path(PASSTHRU_FIXTURES_DIR) / "hosts" / name);
     REQUIRE(fs);
     util::CommandRunner runner(util::RunMode::record);
-    auto inv = scan::scan_host(*fs, runner, test::shipped_cutoffs(*fs));
+    auto inv = scan::scan_host(*fs, runner, test::shipped_scan_data(*fs));
     REQUIRE(inv);
     return {std::move(*fs), std::move(*inv)};
 }
@@ -74,7 +74,9 @@ TEST_SUITE("plan::fabric")
             CHECK(sw.shares_with.size() == 3);
             CHECK(sw.other_endpoints.empty());
         }
-        CHECK(std::count_if(host.inv.gpus.begin(), host.inv.gpus.end(), [](const auto& g) { return g.is_nvidia(); }) == 8);
+        CHECK(std::count_if(host.inv.gpus.begin(), host.inv.gpus.end(),
+                            [](const auto& g) { return g.vendor_row != nullptr && g.vendor_row->name == "NVIDIA"; })
+              == 8);
         CHECK(host.inv.nvswitch_of(scan::PciAddress::parse("0000:05:00.0").value()) != nullptr);
         CHECK_FALSE(fixture("t180-4xv100").inv.nvswitch_system());
     }

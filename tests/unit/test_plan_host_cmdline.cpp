@@ -42,7 +42,7 @@ Planned run_cmdline(const FakeHost& host, bool boot_vga = false, const std::func
     auto fs = util::HostFs::open(host.dir.path());
     REQUIRE(fs);
     util::CommandRunner runner(util::RunMode::record);
-    auto inv = scan::scan_host(*fs, runner, test::shipped_cutoffs(*fs));
+    auto inv = scan::scan_host(*fs, runner, test::shipped_scan_data(*fs));
     REQUIRE(inv);
     Planned out{std::move(*inv), {}, {}};
     if (tweak) {

@@ -150,4 +150,28 @@ TEST_SUITE("plan::host::drivers schema")
               == file + "drivers[0].claims.class must be 4 lower-case hex digits, not '03'");
         CHECK(drivers_error(R"({"schema": "passthru.host-drivers/1", "drivers": {}})") == file + "drivers must be a list");
     }
+
+    TEST_CASE("a blacklist entry belongs to a GPU vendor: its own vendor, else claims.vendor")
+    {
+        const std::string file = "/etc/passthru/profiles/host/drivers.json (under the root): ";
+        CHECK(drivers_error(R"({"schema": "passthru.host-drivers/1", "drivers": [{"module": "fb", "why": "w", "blacklist": true}]})")
+              == file + "drivers[0].blacklist needs the GPU vendor the driver belongs to (\"vendor\" or claims.vendor)");
+        CHECK(drivers_error(
+                  R"({"schema": "passthru.host-drivers/1", "drivers": [{"module": "fb", "why": "w", "blacklist": true, "vendor": "AMD"}]})")
+              == file + "drivers[0].vendor must be 4 lower-case hex digits, not 'AMD'");
+        test::TempDir root;
+        root.write("etc/passthru/profiles/host/drivers.json", R"({"schema": "passthru.host-drivers/1", "drivers": [
+            {"module": "amdgpu", "claims": {"vendor": "1002", "kind": "display"}, "why": "w", "blacklist": true},
+            {"module": "radeonfb", "vendor": "1002", "why": "w", "blacklist": true, "framebuffer": true},
+            {"module": "snd_hda_intel", "claims": {"class": "0403"}, "why": "w"}]})");
+        auto fs = util::HostFs::open(root.path());
+        REQUIRE(fs);
+        const auto loaded = plan::detail::load_host_drivers(plan::DataDir(*fs, std::nullopt));
+        REQUIRE(loaded);
+        REQUIRE(loaded->drivers.size() == 3);
+        CHECK(loaded->drivers[0].owner == std::uint16_t{0x1002});
+        CHECK(loaded->drivers[1].owner == std::uint16_t{0x1002});
+        CHECK_FALSE(loaded->drivers[1].claims_something);
+        CHECK_FALSE(loaded->drivers[2].owner);
+    }
 }

@@ -83,7 +83,7 @@ ModprobePlanned run_modprobe(const FakeHost& host)
     auto fs = util::HostFs::open(host.dir.path());
     REQUIRE(fs);
     util::CommandRunner runner(util::RunMode::record);
-    auto inv = scan::scan_host(*fs, runner, test::shipped_cutoffs(*fs));
+    auto inv = scan::scan_host(*fs, runner, test::shipped_scan_data(*fs));
     REQUIRE(inv);
     const plan::DataDir data(*fs, std::nullopt);
     const plan::Request request = test::vm_request();

@@ -30,7 +30,7 @@ ModulesPlanned run_modules(const FakeHost& host, const std::function<void(scan::
     auto fs = util::HostFs::open(host.dir.path());
     REQUIRE(fs);
     util::CommandRunner runner(util::RunMode::record);
-    auto inv = scan::scan_host(*fs, runner, test::shipped_cutoffs(*fs));
+    auto inv = scan::scan_host(*fs, runner, test::shipped_scan_data(*fs));
     REQUIRE(inv);
     if (tweak) {
         tweak(*inv);

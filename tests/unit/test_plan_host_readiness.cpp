@@ -25,7 +25,7 @@ plan::Plan run_readiness(std::uint16_t device, const std::string& mem_kib)
     auto fs = util::HostFs::open(host.dir.path());
     REQUIRE(fs);
     util::CommandRunner runner(util::RunMode::record);
-    auto inv = scan::scan_host(*fs, runner, test::shipped_cutoffs(*fs));
+    auto inv = scan::scan_host(*fs, runner, test::shipped_scan_data(*fs));
     REQUIRE(inv);
     REQUIRE(inv->gpus.size() == 1);
     const plan::DataDir data(*fs, std::nullopt);

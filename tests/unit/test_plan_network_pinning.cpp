@@ -26,7 +26,7 @@ util::HostFs pinning_fixture_fs(const std::string& name)
 scan::Inventory inventory_of(const util::HostFs& fs)
 {
     std::vector<scan::Problem> problems;
-    auto devices = scan::scan_pci_devices(fs, problems);
+    auto devices = scan::scan_pci_devices(fs, {}, problems);
     REQUIRE(devices);
     scan::Inventory inv;
     inv.devices = std::move(*devices);

@@ -27,7 +27,7 @@ scan::Inventory fixture_scan(const std::string& name)
 // The error a document gives, or "" when it is accepted.
 std::string error_of(const json& doc)
 {
-    const auto inv = plan::inventory_from_scan_json(doc, "--node-scan n1=f");
+    const auto inv = plan::inventory_from_scan_json(doc, "--node-scan n1=f", {});
     if (inv) {
         return "";
     }
@@ -44,7 +44,7 @@ TEST_SUITE("plan::node_scan")
         for (const char* name : {"epyc-4x2080ti", "consumer-shared", "t180-4xv100", "identical-pair"}) {
             CAPTURE(name);
             const auto original = fixture_scan(name);
-            const auto read = plan::inventory_from_scan_json(cli::scan_to_json(original), "scan");
+            const auto read = plan::inventory_from_scan_json(cli::scan_to_json(original), "scan", original.vendors);
             REQUIRE_MESSAGE(read, (read ? std::string() : std::string(read.error().what())));
             REQUIRE(read->gpus.size() == original.gpus.size());
             for (std::size_t k = 0; k < original.gpus.size(); ++k) {
@@ -143,7 +143,7 @@ TEST_SUITE("plan::node_scan")
     TEST_CASE("an NVSwitch system's scan is refused: its switches are not mapped")
     {
         json doc = cli::scan_to_json(fixture_scan("hgx-h100"));
-        const auto inv = plan::inventory_from_scan_json(doc, "--node-scan n1=f");
+        const auto inv = plan::inventory_from_scan_json(doc, "--node-scan n1=f", {});
         REQUIRE_FALSE(inv);
         CHECK(inv.error().code() == Errc::precondition);
         CHECK(std::string(inv.error().what()).find("NVSwitch") != std::string::npos);

@@ -95,7 +95,7 @@ struct VmHost
     {
         auto fs = util::HostFs::open(dir.path()).value();
         util::CommandRunner runner(util::RunMode::record);
-        auto inv = scan::scan_host(fs, runner, test::shipped_cutoffs(fs)).value();
+        auto inv = scan::scan_host(fs, runner, test::shipped_scan_data(fs)).value();
         plan::DataDir data(fs, std::nullopt);
         return plan::make_plan(inv, fs, data, req);
     }

@@ -31,7 +31,7 @@ TEST_SUITE("scan::kernel_cutoffs")
         test::TempDir root;
         auto fs = util::HostFs::open(root.path());
         REQUIRE(fs);
-        const auto c = test::shipped_cutoffs(*fs);
+        const auto c = test::shipped_scan_data(*fs).cutoffs;
         CHECK(c.vfio_virqfd_in_vfio == scan::KernelVersion{6, 2});
         CHECK(c.intel_iommu_default_on == scan::KernelVersion{6, 8});
         CHECK(c.sysfb_simple_framebuffer == scan::KernelVersion{5, 15});
@@ -46,7 +46,7 @@ TEST_SUITE("scan::kernel_cutoffs")
             R"({"schema": "passthru.kernel-cutoffs/1", "vfio_virqfd_in_vfio": "6.2", "intel_iommu_default_on": "7.1", "sysfb_simple_framebuffer": "5.15"})");
         auto fs = util::HostFs::open(root.path());
         REQUIRE(fs);
-        CHECK(test::shipped_cutoffs(*fs).intel_iommu_default_on == scan::KernelVersion{7, 1});
+        CHECK(test::shipped_scan_data(*fs).cutoffs.intel_iommu_default_on == scan::KernelVersion{7, 1});
     }
 
     TEST_CASE("comparisons: unknown kernels are never 'at least'")

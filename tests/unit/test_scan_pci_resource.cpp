@@ -80,7 +80,7 @@ TEST_SUITE("scan::pci_resource")
         auto fs = util::HostFs::open(host.dir.path());
         REQUIRE(fs);
         util::CommandRunner runner(util::RunMode::record);
-        const auto inv = scan::scan_host(*fs, runner, test::shipped_cutoffs(*fs));
+        const auto inv = scan::scan_host(*fs, runner, test::shipped_scan_data(*fs));
         REQUIRE(inv);
         const auto* gpu = inv->find(*scan::PciAddress::parse("0000:01:00.0"));
         REQUIRE(gpu != nullptr);
@@ -100,7 +100,7 @@ TEST_SUITE("scan::pci_resource")
         auto fs = util::HostFs::open(host.dir.path());
         REQUIRE(fs);
         util::CommandRunner runner(util::RunMode::record);
-        const auto inv = scan::scan_host(*fs, runner, test::shipped_cutoffs(*fs));
+        const auto inv = scan::scan_host(*fs, runner, test::shipped_scan_data(*fs));
         REQUIRE(inv);
         CHECK(inv->host.pdpe1gb == false);
         CHECK_FALSE(inv->host.phys_address_bits);

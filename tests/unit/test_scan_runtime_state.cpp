@@ -108,7 +108,7 @@ TEST_SUITE("plan decides from the scan's runtime state")
         root.write("etc/pve/qemu-server/101.conf", "cores: 4\n");
         auto fs = util::HostFs::open(root.path()).value();
         util::CommandRunner runner(util::RunMode::record);
-        auto inv = scan::scan_host(fs, runner, test::shipped_cutoffs(fs)).value();
+        auto inv = scan::scan_host(fs, runner, test::shipped_scan_data(fs)).value();
         plan::DataDir data(fs, std::nullopt);
         plan::Request req;
         req.vm = "101";

@@ -18,7 +18,7 @@ scan::Inventory scan_of(const FakeHost& host)
     auto fs = util::HostFs::open(host.dir.path());
     REQUIRE(fs);
     util::CommandRunner runner(util::RunMode::record);
-    auto inv = scan::scan_host(*fs, runner, test::shipped_cutoffs(*fs));
+    auto inv = scan::scan_host(*fs, runner, test::shipped_scan_data(*fs));
     REQUIRE(inv);
     return std::move(*inv);
 }
@@ -242,7 +242,7 @@ TEST_SUITE("scan::scanner")
         auto fs = util::HostFs::open(empty.path());
         REQUIRE(fs);
         util::CommandRunner runner(util::RunMode::record);
-        auto inv = scan::scan_host(*fs, runner, test::shipped_cutoffs(*fs));
+        auto inv = scan::scan_host(*fs, runner, test::shipped_scan_data(*fs));
         REQUIRE_FALSE(inv);
         CHECK(inv.error().code() == Errc::usage);
     }

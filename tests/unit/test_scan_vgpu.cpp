@@ -19,7 +19,7 @@ std::vector<std::string> evidence(const FakeHost& host)
     auto fs = util::HostFs::open(host.dir.path());
     REQUIRE(fs);
     util::CommandRunner runner(util::RunMode::record);
-    auto inv = scan::scan_host(*fs, runner, test::shipped_cutoffs(*fs));
+    auto inv = scan::scan_host(*fs, runner, test::shipped_scan_data(*fs));
     REQUIRE(inv);
     CHECK(inv->host.vgpu_host() == !inv->host.vgpu_evidence.empty());
     return inv->host.vgpu_evidence;

@@ -55,7 +55,7 @@ HostDriver parse_driver(const data::Field& j)
     if (!j.json().is_object()) {
         j.fail("must be an object");
     }
-    j.only_fields({"module", "claims", "why", "blacklist", "framebuffer", "since_kernel", "vgpu_keep"}, "a driver");
+    j.only_fields({"module", "vendor", "claims", "why", "blacklist", "framebuffer", "since_kernel", "vgpu_keep"}, "a driver");
     HostDriver d;
     if (!j["module"].json().is_string() || !valid_module(j["module"].string())) {
         j["module"].fail("must be a kernel module name (lower-case letters, digits, '_' or '-')");
@@ -83,6 +83,10 @@ HostDriver parse_driver(const data::Field& j)
     }
     if (j.has("claims")) {
         parse_claims(j["claims"], d);
+    }
+    d.owner = j.has("vendor") ? hex16(j["vendor"], 4) : d.vendor;
+    if (d.blacklist && !d.owner) {
+        j["blacklist"].fail("needs the GPU vendor the driver belongs to (\"vendor\" or claims.vendor)");
     }
     return d;
 }

@@ -29,8 +29,11 @@ struct HostDriver
     FunctionKind kind = FunctionKind::any;
     std::optional<std::uint16_t> class16; // claims functions of this class only ("0403")
     std::string why;                      // "{function}" is replaced by the function's address
-    bool blacklist = false;               // blacklisted when no NVIDIA GPU stays on the host
-    bool framebuffer = false;             // a framebuffer driver: its blacklist elsewhere is no conflict
+    // The GPU vendor the driver belongs to ("vendor" in the data, else claims.vendor):
+    // a blacklist entry is blacklisted when a card of that vendor is passed and none stays.
+    std::optional<std::uint16_t> owner;
+    bool blacklist = false;   // blacklisted when no GPU of the owner vendor stays on the host
+    bool framebuffer = false; // a framebuffer driver: its blacklist elsewhere is no conflict
     // NVIDIA vGPU's host driver stack ("vgpu_keep"): on a vGPU host never blacklisted or softdepped
     bool vgpu_keep = false;
     // The module exists only in kernels from this version on ("since_kernel" in the data):

@@ -182,31 +182,49 @@ void choose_softdeps(ModprobeJob& job)
     }
 }
 
-// --- blacklist: the NVIDIA drivers only when no NVIDIA GPU stays on the host -
+// --- blacklist: a vendor's drivers only when no GPU of that vendor stays ----
 
-void choose_blacklist(ModprobeJob& job)
+VendorBlacklist vendor_blacklist(const ModprobeJob& job, const std::shared_ptr<const scan::GpuVendor>& vendor)
 {
     const auto& selected = job.ctx.selected;
+    VendorBlacklist out;
+    out.vendor = vendor;
     for (const auto& card : job.ctx.inventory.gpus) {
-        if (!card.is_nvidia()) {
+        if (card.vendor_row != vendor) {
             continue;
         }
         if (std::find(selected.begin(), selected.end(), &card) != selected.end()) {
-            job.nvidia_selected = true;
+            out.selected = true;
         } else {
-            job.nvidia_staying.push_back(card.slot);
+            out.staying.push_back(card.slot);
         }
     }
-    job.blacklist_nvidia = job.nvidia_selected && job.nvidia_staying.empty() && !vgpu_host(job);
-    if (vgpu_host(job)) {
-        const auto& host = job.ctx.inventory.host;
-        job.plan.notes.push_back("NVIDIA vGPU host (" + util::join(host.vgpu_evidence, "; ") + "): passthru keeps the nvidia driver"
-                                 + (job.vgpu_kept.empty() ? std::string() : " (no softdep for " + util::join(job.vgpu_kept, ", ") + ")")
-                                 + " and blacklists no NVIDIA driver, because the vGPU manager needs nvidia loaded for the GPUs that "
-                                   "serve vGPUs to other VMs; the selected cards are bound to vfio-pci by address instead");
-        if (job.nvidia_staying.empty() && job.nvidia_selected) {
-            job.plan.warnings.push_back("every NVIDIA GPU of this vGPU host goes to VM " + job.ctx.request.vm
-                                        + ": no GPU is left to serve vGPUs; stop the vGPU manager (nvidia-vgpu-mgr) if that is meant");
+    out.blacklist = out.selected && out.staying.empty() && !(vendor->vgpu && vgpu_host(job));
+    return out;
+}
+
+// The vGPU stack of a vendor that has one stays loaded on a vGPU host.
+void note_vgpu_host(ModprobeJob& job, const VendorBlacklist& vb)
+{
+    const auto& host = job.ctx.inventory.host;
+    const std::string& name = vb.vendor->name;
+    job.plan.notes.push_back(name + " vGPU host (" + util::join(host.vgpu_evidence, "; ") + "): passthru keeps the nvidia driver"
+                             + (job.vgpu_kept.empty() ? std::string() : " (no softdep for " + util::join(job.vgpu_kept, ", ") + ")")
+                             + " and blacklists no " + name
+                             + " driver, because the vGPU manager needs nvidia loaded for the GPUs that "
+                               "serve vGPUs to other VMs; the selected cards are bound to vfio-pci by address instead");
+    if (vb.staying.empty() && vb.selected) {
+        job.plan.warnings.push_back("every " + name + " GPU of this vGPU host goes to VM " + job.ctx.request.vm
+                                    + ": no GPU is left to serve vGPUs; stop the vGPU manager (nvidia-vgpu-mgr) if that is meant");
+    }
+}
+
+void choose_blacklist(ModprobeJob& job)
+{
+    for (const auto& vendor : job.ctx.inventory.vendors.rows) {
+        job.vendor_blacklists.push_back(vendor_blacklist(job, vendor));
+        if (vendor->vgpu && vgpu_host(job)) {
+            note_vgpu_host(job, job.vendor_blacklists.back());
         }
     }
 }

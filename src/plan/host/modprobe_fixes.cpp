@@ -157,7 +157,7 @@ void fix_conf_line(ModprobeJob& job, ModprobeKind kind, const format::ModprobeLi
 }
 
 // A blacklist libkmod found in another file: passthru's file need not repeat
-// it, and it is worth a warning when an NVIDIA GPU stays on the host.
+// it, and it is worth a warning when a GPU of the driver's vendor stays on the host.
 void note_blacklist(ModprobeJob& job, const std::string& path, const std::string& module)
 {
     const std::string mod = module_key(module);
@@ -166,9 +166,14 @@ void note_blacklist(ModprobeJob& job, const std::string& path, const std::string
         return;
     }
     job.blacklisted_elsewhere.insert(mod);
-    if (!job.nvidia_staying.empty() && !listed->framebuffer) {
-        job.plan.warnings.push_back(path + " blacklists " + module + " although NVIDIA GPU(s) " + util::join(job.nvidia_staying, ", ")
-                                    + " stay on the host; passthru leaves it alone");
+    if (listed->framebuffer) {
+        return;
+    }
+    for (const auto& vb : job.vendor_blacklists) {
+        if (vb.vendor->id == listed->owner && !vb.staying.empty()) {
+            job.plan.warnings.push_back(path + " blacklists " + module + " although " + vb.vendor->name + " GPU(s) "
+                                        + util::join(vb.staying, ", ") + " stay on the host; passthru leaves it alone");
+        }
     }
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,6 +22,17 @@ struct Softdep
     std::vector<std::string> pre; // after vfio-pci
     std::vector<std::string> post;
     std::string why;
+};
+
+// The blacklist decision for one GPU vendor (profiles/host/vendors.json): its
+// blacklist drivers go when a card of it is selected and none stays on the host
+// (and, for a vendor with vGPU, the host is no vGPU host).
+struct VendorBlacklist
+{
+    std::shared_ptr<const scan::GpuVendor> vendor;
+    bool selected = false;
+    std::vector<std::string> staying; // slots of its cards that stay on the host
+    bool blacklist = false;
 };
 
 // What the steps of plan_modprobe share: the request, the host's drivers,
@@ -42,9 +54,7 @@ struct ModprobeJob
     // softdeps, by module
     std::map<std::string, Softdep> softdeps;
     // blacklist
-    bool nvidia_selected = false;
-    std::vector<std::string> nvidia_staying;
-    bool blacklist_nvidia = false;
+    std::vector<VendorBlacklist> vendor_blacklists; // one per row of vendors.json, in its order
     std::set<std::string> blacklisted_elsewhere;
     bool want_unsafe_interrupts = false;
     // NVIDIA vGPU host: the drivers kept loaded for it (vgpu_keep) that would have had a softdep

@@ -59,24 +59,27 @@ nlohmann::json softdep_lines(const ModprobeJob& job, std::vector<std::string>& r
 nlohmann::json blacklist_lines(const ModprobeJob& job, std::vector<std::string>& reasons)
 {
     nlohmann::json blacklist = nlohmann::json::array();
-    if (!job.blacklist_nvidia) {
-        if (job.nvidia_selected) {
-            reasons.push_back("does not blacklist nouveau/nvidia: NVIDIA GPU(s) " + util::join(job.nvidia_staying, ", ")
-                              + " stay on the host and need them");
+    for (const auto& vb : job.vendor_blacklists) {
+        const std::string& name = vb.vendor->name;
+        if (!vb.blacklist) {
+            if (vb.selected) {
+                reasons.push_back("does not blacklist " + vb.vendor->drivers + ": " + name + " GPU(s) " + util::join(vb.staying, ", ")
+                                  + " stay on the host and need them");
+            }
+            continue;
         }
-        return blacklist;
-    }
-    std::vector<std::string> blacklisted;
-    for (const auto& driver : job.drivers.drivers) {
-        if (driver.blacklist && !job.blacklisted_elsewhere.contains(driver.module)) {
-            blacklist.push_back(driver.module);
-            blacklisted.push_back(driver.module);
+        std::vector<std::string> blacklisted;
+        for (const auto& driver : job.drivers.drivers) {
+            if (driver.blacklist && driver.owner == vb.vendor->id && !job.blacklisted_elsewhere.contains(driver.module)) {
+                blacklist.push_back(driver.module);
+                blacklisted.push_back(driver.module);
+            }
         }
-    }
-    if (!blacklisted.empty()) {
-        reasons.push_back("blacklists " + util::join(blacklisted, ", ")
-                          + ": no NVIDIA GPU stays on the host; a blacklist only stops loading by device alias, not an explicit "
-                            "modprobe or a dependency (modprobe.d(5)), so the softdeps and the vfio-pci binding do the real work");
+        if (!blacklisted.empty()) {
+            reasons.push_back("blacklists " + util::join(blacklisted, ", ") + ": no " + name
+                              + " GPU stays on the host; a blacklist only stops loading by device alias, not an explicit "
+                                "modprobe or a dependency (modprobe.d(5)), so the softdeps and the vfio-pci binding do the real work");
+        }
     }
     return blacklist;
 }

@@ -59,8 +59,8 @@ Card card_of(const scan::Inventory& inventory, const scan::GpuCard& gpu, std::st
     if (name.empty() && c.fn0 != nullptr) {
         name = c.fn0->device_name;
     }
-    c.label =
-        std::string(c.fn0 != nullptr && c.fn0->is_nvswitch() ? "NVSwitch " : "GPU ") + c.slot + (name.empty() ? "" : " (" + name + ")");
+    c.label = std::string(c.fn0 != nullptr && c.fn0->is_gpu_switch(inventory.vendors) ? "NVSwitch " : "GPU ") + c.slot
+              + (name.empty() ? "" : " (" + name + ")");
     return c;
 }
 

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// profiles/host/vendors.json: the shipped file loads with NVIDIA's row, a second
+// vendor is one more row, and each way of breaking the schema is one error
+// naming the file and the field.
+#include <doctest/doctest.h>
+
+#include "../support/shipped_data.hpp"
+#include "../support/temp_dir.hpp"
+#include "data/gpu_vendors.hpp"
+
+using namespace passthru;
+
+namespace {
+
+std::string vendors_error_of(std::string_view text)
+{
+    auto parsed = data::parse_gpu_vendors(text, "v.json");
+    REQUIRE_FALSE(parsed);
+    CHECK(parsed.error().code() == Errc::usage);
+    return parsed.error().what();
+}
+
+constexpr std::string_view k_two = R"({"schema": "passthru.gpu-vendors/1", "comment": "c", "vendors": [
+  {"id": "10de", "name": "NVIDIA", "gpus_all": true, "drivers": "nouveau/nvidia", "switch_class": "0680", "vgpu": true, "hidden_audio": true},
+  {"id": "1002", "name": "AMD", "gpus_all": true, "drivers": "amdgpu/radeon"}]})";
+
+// k_two with the second row's `field` replaced by `value` (JSON text).
+std::string second_with(const std::string& field, const std::string& value)
+{
+    return R"({"schema": "passthru.gpu-vendors/1", "vendors": [{"id": "1002", "name": "AMD", "drivers": "amdgpu", ")" + field
+           + "\": " + value + "}]}";
+}
+
+} // namespace
+
+TEST_SUITE("data::gpu_vendors")
+{
+    TEST_CASE("the shipped file has NVIDIA's row and no other")
+    {
+        test::TempDir root;
+        auto fs = util::HostFs::open(root.path());
+        REQUIRE(fs);
+        const auto vendors = test::shipped_scan_data(*fs).vendors;
+        REQUIRE(vendors.rows.size() == 1);
+        const auto nvidia = vendors.find(0x10de);
+        REQUIRE(nvidia != nullptr);
+        CHECK(nvidia->name == "NVIDIA");
+        CHECK(nvidia->gpus_all);
+        CHECK(nvidia->drivers == "nouveau/nvidia");
+        CHECK(nvidia->switch_class == std::uint16_t{0x0680});
+        CHECK(nvidia->vgpu);
+        CHECK(nvidia->hidden_audio);
+        CHECK(vendors.find(0x1002) == nullptr);
+        CHECK(vendors.find(std::nullopt) == nullptr);
+        CHECK(vendors.gpus_all_names() == "NVIDIA");
+    }
+
+    TEST_CASE("a second vendor is one more row")
+    {
+        const auto vendors = data::parse_gpu_vendors(k_two, "v.json");
+        REQUIRE(vendors);
+        REQUIRE(vendors->rows.size() == 2);
+        const auto amd = vendors->find(0x1002);
+        REQUIRE(amd != nullptr);
+        CHECK(amd->name == "AMD");
+        CHECK(amd->gpus_all);
+        CHECK_FALSE(amd->switch_class);
+        CHECK_FALSE(amd->vgpu);
+        CHECK_FALSE(amd->hidden_audio);
+        CHECK(vendors->gpus_all_names() == "NVIDIA or AMD");
+        CHECK(vendors->is_switch(0x10de, 0x0680));
+        CHECK_FALSE(vendors->is_switch(0x1002, 0x0680));
+        CHECK_FALSE(vendors->is_switch(0x10de, 0x0300));
+        CHECK_FALSE(vendors->is_switch(std::nullopt, 0x0680));
+    }
+
+    TEST_CASE("an override under the root replaces the shipped file")
+    {
+        test::TempDir root;
+        root.write("etc/passthru/profiles/host/vendors.json", std::string(k_two));
+        auto fs = util::HostFs::open(root.path());
+        REQUIRE(fs);
+        CHECK(test::shipped_scan_data(*fs).vendors.find(0x1002) != nullptr);
+    }
+
+    TEST_CASE("every break of the schema names the file and the field")
+    {
+        CHECK(vendors_error_of("{") == "v.json: not a JSON document");
+        CHECK(vendors_error_of(R"({"schema": "passthru.gpu-vendors/2", "vendors": []})")
+              == "v.json: schema must be \"passthru.gpu-vendors/1\"");
+        CHECK(vendors_error_of(R"({"schema": "passthru.gpu-vendors/1"})") == "v.json: vendors is missing");
+        CHECK(vendors_error_of(R"({"schema": "passthru.gpu-vendors/1", "vendors": [], "extra": 1})")
+              == "v.json: extra is not a field of passthru.gpu-vendors/1");
+        CHECK(vendors_error_of(second_with("colour", "\"red\"")) == "v.json: vendors[0].colour is not a field of a GPU vendor");
+        for (const char* bad : {"\"10DE\"", "\"10d\"", "\"010de\"", "\"0x10\"", "4318"}) {
+            CAPTURE(bad);
+            const std::string text =
+                R"({"schema": "passthru.gpu-vendors/1", "vendors": [{"id": )" + std::string(bad) + R"(, "name": "N", "drivers": "d"}]})";
+            CHECK(vendors_error_of(text) == "v.json: vendors[0].id must be 4 lower-case hex digits");
+        }
+        CHECK(vendors_error_of(second_with("switch_class", "\"68\"")) == "v.json: vendors[0].switch_class must be 4 lower-case hex digits");
+        CHECK(vendors_error_of(second_with("gpus_all", "1")) == "v.json: vendors[0].gpus_all: expected true or false");
+        CHECK(vendors_error_of(R"({"schema": "passthru.gpu-vendors/1", "vendors": [{"id": "1002", "drivers": "d"}]})")
+              == "v.json: vendors[0].name is missing");
+        CHECK(vendors_error_of(R"({"schema": "passthru.gpu-vendors/1", "vendors": [{"id": "1002", "name": "", "drivers": "d"}]})")
+              == "v.json: vendors[0].name: expected a non-empty string");
+        CHECK(vendors_error_of(R"({"schema": "passthru.gpu-vendors/1", "vendors": [{"id": "1002", "name": "A", "drivers": "d"},
+              {"id": "1002", "name": "B", "drivers": "d"}]})")
+              == "v.json: vendors[1].id names a vendor listed before");
+    }
+}
