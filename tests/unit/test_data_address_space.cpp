@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include "../support/usage_error.hpp"
 #include "data/address_space.hpp"
 
 using namespace passthru;
@@ -27,10 +28,7 @@ nlohmann::json address_space_document()
 
 std::string address_space_error(const nlohmann::json& doc)
 {
-    const auto parsed = data::parse_address_limits(doc.dump(), "a.json");
-    REQUIRE_FALSE(parsed);
-    CHECK(parsed.error().code() == Errc::usage);
-    return parsed.error().what();
+    return test::usage_error(data::parse_address_limits(doc.dump(), "a.json"));
 }
 
 } // namespace

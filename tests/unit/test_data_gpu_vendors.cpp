@@ -6,6 +6,7 @@
 
 #include "../support/shipped_data.hpp"
 #include "../support/temp_dir.hpp"
+#include "../support/usage_error.hpp"
 #include "data/gpu_vendors.hpp"
 
 using namespace passthru;
@@ -14,10 +15,7 @@ namespace {
 
 std::string vendors_error_of(std::string_view text)
 {
-    auto parsed = data::parse_gpu_vendors(text, "v.json");
-    REQUIRE_FALSE(parsed);
-    CHECK(parsed.error().code() == Errc::usage);
-    return parsed.error().what();
+    return test::usage_error(data::parse_gpu_vendors(text, "v.json"));
 }
 
 constexpr std::string_view k_two = R"({"schema": "passthru.gpu-vendors/1", "comment": "c", "vendors": [

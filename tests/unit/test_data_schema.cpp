@@ -3,6 +3,7 @@
 // named, and typed getters naming the field's full path.
 #include <doctest/doctest.h>
 
+#include "../support/usage_error.hpp"
 #include "data/schema.hpp"
 
 using namespace passthru;
@@ -44,10 +45,7 @@ Result<std::vector<Card>> parse(std::string_view text)
 
 std::string error_of(std::string_view text)
 {
-    const auto parsed = parse(text);
-    REQUIRE_FALSE(parsed);
-    CHECK(parsed.error().code() == Errc::usage);
-    return parsed.error().what();
+    return test::usage_error(parse(text));
 }
 
 } // namespace

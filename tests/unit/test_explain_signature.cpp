@@ -7,6 +7,7 @@
 #include <string>
 
 #include "../support/temp_dir.hpp"
+#include "../support/usage_error.hpp"
 #include "explain/signature.hpp"
 #include "plan/planner.hpp"
 
@@ -24,10 +25,7 @@ Pattern compiled(std::string_view text)
 
 std::string signatures_error_of(std::string_view text)
 {
-    auto parsed = explain::parse_signatures(text, "f.json");
-    REQUIRE_FALSE(parsed);
-    CHECK(parsed.error().code() == Errc::usage);
-    return parsed.error().what();
+    return test::usage_error(explain::parse_signatures(text, "f.json"));
 }
 
 std::string one_row(std::string_view row)

@@ -8,6 +8,7 @@
 #include "../support/fake_host.hpp"
 #include "../support/shipped_data.hpp"
 #include "../support/temp_dir.hpp"
+#include "../support/usage_error.hpp"
 #include "plan/common.hpp"
 #include "scan/scanner.hpp"
 #include "util/command_runner.hpp"
@@ -19,10 +20,7 @@ namespace {
 
 std::string error_of(std::string_view text)
 {
-    auto parsed = plan::detail::parse_gpu_profile(text, "p.json");
-    REQUIRE_FALSE(parsed);
-    CHECK(parsed.error().code() == Errc::usage);
-    return parsed.error().what();
+    return test::usage_error(plan::detail::parse_gpu_profile(text, "p.json"));
 }
 
 // A valid profile with `extra` spliced in as further top-level fields.

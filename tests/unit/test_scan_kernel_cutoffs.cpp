@@ -5,6 +5,7 @@
 
 #include "../support/shipped_data.hpp"
 #include "../support/temp_dir.hpp"
+#include "../support/usage_error.hpp"
 #include "scan/kernel_cutoffs.hpp"
 
 using namespace passthru;
@@ -13,10 +14,7 @@ namespace {
 
 std::string cutoffs_error_of(std::string_view text)
 {
-    auto parsed = scan::parse_kernel_cutoffs(text, "k.json");
-    REQUIRE_FALSE(parsed);
-    CHECK(parsed.error().code() == Errc::usage);
-    return parsed.error().what();
+    return test::usage_error(scan::parse_kernel_cutoffs(text, "k.json"));
 }
 
 constexpr std::string_view k_good = R"({"schema": "passthru.kernel-cutoffs/1", "comment": "c",
