@@ -234,22 +234,12 @@ std::optional<std::string> DataDir::origin(std::string_view kind, std::string_vi
 
 Result<scan::KernelCutoffs> load_kernel_cutoffs(const DataDir& data)
 {
-    constexpr std::string_view name = "host/kernel.json";
-    auto text = data.read("profiles", name);
-    if (!text) {
-        return tl::unexpected(text.error());
-    }
-    return scan::parse_kernel_cutoffs(*text, data.origin("profiles", name).value_or("profiles/" + std::string(name)));
+    return data.load_profile("host/kernel.json", scan::parse_kernel_cutoffs);
 }
 
 Result<scan::GpuVendors> load_gpu_vendors(const DataDir& data)
 {
-    constexpr std::string_view name = "host/vendors.json";
-    auto text = data.read("profiles", name);
-    if (!text) {
-        return tl::unexpected(text.error());
-    }
-    return passthru::data::parse_gpu_vendors(*text, data.origin("profiles", name).value_or("profiles/" + std::string(name)));
+    return data.load_profile("host/vendors.json", passthru::data::parse_gpu_vendors);
 }
 
 Result<std::string> render_template(const DataDir& data, std::string_view name, const nlohmann::json& values)

@@ -176,11 +176,7 @@ Result<std::vector<const scan::GpuCard*>> plan_fabric(const scan::Inventory& inv
     if (!inv.nvswitch_system()) {
         return std::vector<const scan::GpuCard*>{};
     }
-    auto text = data.read("profiles", k_file);
-    if (!text) {
-        return tl::unexpected(text.error());
-    }
-    const auto gens = parse_nvswitch_generations(*text, data.origin("profiles", k_file).value_or("profiles/" + std::string(k_file)));
+    const auto gens = data.load_profile(k_file, parse_nvswitch_generations);
     if (!gens) {
         return tl::unexpected(gens.error());
     }

@@ -32,6 +32,18 @@ public:
     std::vector<std::string> list(std::string_view kind, std::string_view subdir) const;
     // Where a name was found (for messages).
     std::optional<std::string> origin(std::string_view kind, std::string_view name) const;
+    // The one way a loader reads a data file: profiles/NAME's text and where it
+    // was found ("profiles/NAME" when no layer says) go to PARSE(text, where),
+    // whose Result is returned; a file that cannot be read is read()'s error.
+    template<class Parse>
+    auto load_profile(std::string_view name, Parse&& parse) const -> decltype(parse(std::string_view(), std::string()))
+    {
+        auto text = read("profiles", name);
+        if (!text) {
+            return tl::unexpected(text.error());
+        }
+        return std::forward<Parse>(parse)(*text, origin("profiles", name).value_or("profiles/" + std::string(name)));
+    }
 
 private:
     Result<std::string> read_uncached(std::string_view kind, std::string_view name) const;

@@ -185,12 +185,9 @@ std::string HostDriver::reason(const std::string& function) const
 
 Result<HostDriverData> load_host_drivers(const DataDir& data)
 {
-    auto text = data.read("profiles", k_drivers_file);
-    if (!text) {
-        return tl::unexpected(text.error());
-    }
-    const std::string where = data.origin("profiles", k_drivers_file).value_or("profiles/" + std::string(k_drivers_file));
-    return passthru::data::load<HostDriverData>(*text, where, k_drivers_schema, parse_drivers_document);
+    return data.load_profile(k_drivers_file, [](std::string_view text, const std::string& where) {
+        return passthru::data::load<HostDriverData>(text, where, k_drivers_schema, parse_drivers_document);
+    });
 }
 
 } // namespace passthru::plan::detail

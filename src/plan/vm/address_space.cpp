@@ -97,12 +97,7 @@ bool trusted_width(const AddressLimits& limits, const scan::HostInfo& host, int 
 
 Result<AddressLimits> load_address_limits(const DataDir& data)
 {
-    constexpr std::string_view name = "host/address-space.json";
-    auto text = data.read("profiles", name);
-    if (!text) {
-        return tl::unexpected(text.error());
-    }
-    return parse_address_limits(*text, data.origin("profiles", name).value_or("profiles/" + std::string(name)));
+    return data.load_profile("host/address-space.json", parse_address_limits);
 }
 
 std::uint64_t mmio64_needed(const scan::Inventory& inventory, const std::vector<const scan::GpuCard*>& cards)
