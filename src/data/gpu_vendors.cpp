@@ -32,9 +32,9 @@ GpuVendor parse_vendor_row(const Field& row)
     row.only_fields({"id", "name", "gpus_all", "drivers", "switch_class", "vgpu", "hidden_audio"}, "a GPU vendor");
     GpuVendor v;
     v.id = vendor_hex(row["id"]);
-    v.name = row["name"].nonempty_string();
+    v.name = row["name"].one_line();
     v.gpus_all = vendor_flag(row, "gpus_all");
-    v.drivers = row["drivers"].nonempty_string();
+    v.drivers = row["drivers"].one_line();
     if (row.has("switch_class")) {
         v.switch_class = vendor_hex(row["switch_class"]);
     }

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "util/strings.hpp"
+
 namespace passthru::data {
 
 namespace {
@@ -76,6 +78,16 @@ std::string Field::nonempty_string() const
     auto text = value_ != nullptr && value_->is_string() ? value_->get<std::string>() : std::string();
     if (text.empty()) {
         expected("a non-empty string");
+    }
+    return text;
+}
+
+std::string Field::one_line() const
+{
+    auto text = nonempty_string();
+    if (!util::one_line(text)) {
+        throw SchemaError(path() + " must be one line of text: no line break or other control character", true,
+                          "fix the data file (or remove the override under /etc/passthru) and run again");
     }
     return text;
 }

@@ -60,6 +60,10 @@ public:
     // integer, a number).
     std::string string() const;
     std::string nonempty_string() const; // "PATH: expected a non-empty string"
+    // A non-empty string of one line (util::one_line): a value that ends up in a
+    // message or a generated file. A line break or another control character is a
+    // refusal (Errc::precondition, exit 3) naming the field, as for GPU and VM profiles.
+    std::string one_line() const;
     bool boolean() const;
     std::int64_t integer() const;
     double number() const;

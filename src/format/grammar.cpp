@@ -4,6 +4,7 @@
 #include <array>
 
 #include "util/lex.hpp"
+#include "util/strings.hpp"
 #include "util/term.hpp"
 
 namespace passthru::format {
@@ -91,16 +92,9 @@ bool kernel_arg(std::string_view s)
 
 bool line_text(std::string_view s)
 {
-    // Bytes from 0x80 are UTF-8 and stay; every line-based format passthru
-    // writes (modprobe.d, VM configs, systemd units, GRUB and loader entries)
-    // ends a line at '\n', and the other control characters have no business
-    // in a value either. An empty value is one line too.
-    return lex::span(s, 0,
-                     [](char c) {
-                         const auto u = static_cast<unsigned char>(c);
-                         return u >= 0x20 && u != 0x7f;
-                     })
-           == s.size();
+    // An empty value is one line too (util::one_line: the rule every line-based
+    // format passthru writes needs).
+    return util::one_line(s);
 }
 
 struct Entry

@@ -119,6 +119,14 @@ std::optional<long long> parse_int(std::string_view s)
     return value;
 }
 
+bool one_line(std::string_view s)
+{
+    return std::all_of(s.begin(), s.end(), [](char c) {
+        const auto u = static_cast<unsigned char>(c);
+        return u >= 0x20 && u != 0x7f;
+    });
+}
+
 std::string hex(std::uint64_t value, int width)
 {
     static constexpr char k_digits[] = "0123456789abcdef";

@@ -41,5 +41,9 @@ bool version_at_least(std::string_view version, std::string_view minimum);
 std::string module_key(std::string_view name);
 // Formats a number as lower-case hex with at least `width` digits.
 std::string hex(std::uint64_t value, int width);
+// One line of text: no line break and no other control character (bytes from
+// 0x80, UTF-8, stay). Every line-based file passthru writes ends a line at '\n',
+// so a value from data or the host that goes into one must pass this.
+bool one_line(std::string_view s);
 
 } // namespace passthru::util

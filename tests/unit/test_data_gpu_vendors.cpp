@@ -106,4 +106,20 @@ TEST_SUITE("data::gpu_vendors")
               {"id": "1002", "name": "B", "drivers": "d"}]})")
               == "v.json: vendors[1].id names a vendor listed before");
     }
+
+    TEST_CASE("a name or driver word with a line break is refused: it goes into messages and plan reasons")
+    {
+        for (const char* field : {"name", "drivers"}) {
+            CAPTURE(field);
+            std::string row = R"({"id": "1002", "name": "AMD", "drivers": "amdgpu"})";
+            const std::string key = std::string("\"") + field + "\": \"";
+            row.insert(row.find(key) + key.size(), "x\\ninstall vfio-pci /bin/sh\\n");
+            const auto parsed = data::parse_gpu_vendors(R"({"schema": "passthru.gpu-vendors/1", "vendors": [)" + row + "]}", "v.json");
+            REQUIRE_FALSE(parsed);
+            CHECK(parsed.error().code() == Errc::precondition);
+            CHECK(std::string(parsed.error().what())
+                  == "refused: v.json: vendors[0]." + std::string(field)
+                         + " must be one line of text: no line break or other control character");
+        }
+    }
 }
