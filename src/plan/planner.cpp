@@ -363,7 +363,7 @@ bool check_groups(const scan::Inventory& inv, const Request& req, const std::vec
 }
 
 // What the plan says about one selected card: slot, functions, ids, name.
-SelectedGpu selected_gpu(const scan::Inventory& inventory, const scan::GpuCard& card, const std::vector<detail::GpuProfile>& profiles)
+SelectedGpu selected_gpu(const scan::Inventory& inventory, const scan::GpuCard& card, const std::vector<data::GpuProfile>& profiles)
 {
     SelectedGpu gpu;
     gpu.slot = card.slot;
@@ -376,7 +376,7 @@ SelectedGpu selected_gpu(const scan::Inventory& inventory, const scan::GpuCard& 
     }
     const auto* first = card.functions.empty() ? nullptr : inventory.find(card.functions.front());
     if (first != nullptr) {
-        if (const auto* profile = detail::find_profile(profiles, first->vendor_device())) {
+        if (const auto* profile = data::find_profile(profiles, first->vendor_device())) {
             gpu.name = profile->name;
         } else {
             gpu.name = first->device_name.empty() ? first->vendor_device() : first->device_name;
@@ -386,7 +386,7 @@ SelectedGpu selected_gpu(const scan::Inventory& inventory, const scan::GpuCard& 
 }
 
 // Only the bond/bridge: a host provisioned in steps plans the network alone.
-Plan network_only_plan(const scan::Inventory& inventory, const util::HostFs& fs, const DataDir& data, const Request& request)
+Plan network_only_plan(const scan::Inventory& inventory, const util::HostFs& fs, const data::DataDir& data, const Request& request)
 {
     Plan plan;
     plan.request = request;
@@ -478,7 +478,8 @@ Result<bool> select_node_cards(const Request& request, MappedNode& node, Plan& p
 // --mapping NAME --gpus SPEC --node-scan NODE=FILE...: the cluster mapping alone,
 // from the nodes' scans; the cards each node's VM plan selects, in the same order,
 // under the same ids (docs/facts.md: pci-mapping).
-Result<Plan> cluster_mapping_plan(const scan::Inventory& inventory, const util::HostFs& fs, const DataDir& data, const Request& request)
+Result<Plan> cluster_mapping_plan(const scan::Inventory& inventory, const util::HostFs& fs, const data::DataDir& data,
+                                  const Request& request)
 {
     Plan plan;
     plan.request = request;
@@ -510,7 +511,7 @@ Result<Plan> cluster_mapping_plan(const scan::Inventory& inventory, const util::
 
 } // namespace
 
-Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs, const DataDir& data, const Request& request)
+Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs, const data::DataDir& data, const Request& request)
 {
     if (request.vm.empty() && request.gpus.empty() && request.network) {
         return network_only_plan(inventory, fs, data, request);
@@ -530,7 +531,7 @@ Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs,
     }
     Plan plan;
     plan.request = request;
-    const auto loaded = detail::load_gpu_profiles(data);
+    const auto loaded = data::load_gpu_profiles(data);
     if (!loaded) {
         return tl::unexpected(loaded.error());
     }

@@ -370,7 +370,7 @@ void plan_trial(const PlanContext& ctx, Plan& plan)
                   [](const std::string& n) { return n.starts_with("a reboot is needed") || n.starts_with("after the reboot"); });
 }
 
-Result<Plan> make_confirm_plan(const scan::Inventory& inventory, const util::HostFs& fs, const DataDir& data, Request request)
+Result<Plan> make_confirm_plan(const scan::Inventory& inventory, const util::HostFs& fs, const data::DataDir& data, Request request)
 {
     request.trial_minutes.reset();
     auto made = make_plan(inventory, fs, data, request);
