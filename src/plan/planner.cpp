@@ -390,7 +390,7 @@ Plan network_only_plan(const scan::Inventory& inventory, const util::HostFs& fs,
 {
     Plan plan;
     plan.request = request;
-    PlanContext ctx{inventory, fs, data, request, {}, nullptr};
+    PlanContext ctx{.inventory = inventory, .fs = fs, .data = data, .request = request};
     plan_network(ctx, plan);
     if (plan.refused()) {
         plan.files.clear();
@@ -497,7 +497,7 @@ Result<Plan> cluster_mapping_plan(const scan::Inventory& inventory, const util::
         }
     }
     if (!plan.refused()) {
-        const PlanContext ctx{inventory, fs, data, request, {}, nullptr};
+        const PlanContext ctx{.inventory = inventory, .fs = fs, .data = data, .request = request};
         plan_cluster_mapping(ctx, nodes, plan);
     }
     dedupe(plan.warnings);
@@ -560,7 +560,7 @@ Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs,
     if (plan.refused()) {
         return plan;
     }
-    PlanContext ctx{inventory, fs, data, request, passed, &profiles};
+    PlanContext ctx{.inventory = inventory, .fs = fs, .data = data, .request = request, .selected = passed, .gpu_profiles = &profiles};
     if (need_acs) {
         plan.warnings.push_back("pcie_acs_override=downstream,multifunction weakens isolation: the kernel stops trusting the PCIe "
                                 "ACS capability, so devices it puts in separate groups may still talk to each other directly. "
