@@ -52,6 +52,14 @@ bool stage_file(const PlanContext& ctx, Plan& plan, std::string_view path, std::
 
 using util::module_key;
 
+// "GPU 0000:01:00 (TU102 [GeForce RTX 2080 Ti])", "NVSwitch ...": a card as plan's messages name it.
+std::string card_label(const scan::Inventory& inv, const scan::GpuCard& card);
+// Group safety (selection.cpp): refusals for cards that share an IOMMU group with
+// an endpoint not passed along, or have none; true when --acs-override is needed.
+bool check_groups(const scan::Inventory& inv, const Request& req, const std::vector<const scan::GpuCard*>& cards, Plan& plan);
+// Refuses a selected card whose functions serve SR-IOV virtual functions (docs/facts.md: vgpu).
+void refuse_cards_serving_vfs(const scan::Inventory& inv, const std::vector<const scan::GpuCard*>& cards, Plan& plan);
+
 // "0000:01:00.0 (Audio device: TU102 High Definition Audio Controller)"
 std::string describe_device(const scan::Inventory& inv, const scan::PciAddress& addr);
 
