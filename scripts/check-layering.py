@@ -19,6 +19,11 @@
    request), no "/proc/..." path literal (scan reads the running host into the
    Inventory) and no HostFs::is_live() (plan asks scan::RuntimeState::live).
    Comments do not count, nor messages that merely name a /proc file.
+5. Data files are read in the data room: under src/plan/ and src/scan/ no file
+   reads a data file itself (DataDir's read, list or origin of "profiles", or
+   load_profile); it calls a loader of src/data/, which parses it through
+   data::Field. Templates stay plan's (read("templates", ...) is allowed).
+   DATA_READ_PENDING lists the loaders still to move, each with its file.
 
 Usage: check-layering.py [SRC_DIR]   (default: src/ beside this script)
 Exit 0 when the tree follows these rules, 1 with one line per violation.
@@ -87,7 +92,7 @@ EXCEPTIONS = [
      "libxml2 parses XML already held in memory, with XML_PARSE_NONET and no entity loading; its file "
      "readers (xmlReadFile, xmlParseFile, xmlSaveFile ...) are not allowed anywhere"),
     ("shipped data", r"\bstd::ifstream\b|\bstd::filesystem::(?:is_regular_file|directory_iterator)\b",
-     ["plan/data_dir.cpp"],
+     ["data/data_dir.cpp"],
      "templates and profiles ship with the binary (the install or source data directory, or --data-dir) "
      "and are not part of the host under --root; only /etc/passthru overrides come through HostFs"),
 ]
@@ -260,6 +265,25 @@ def check_plan_reads_nothing_live(rel, code, with_strings, problems):
                             "the Inventory (scan::RuntimeState)")
 
 
+# Rule 5: a data file read outside src/data/ (the literal "profiles" is read with the strings kept).
+DATA_READ = re.compile(r'\bload_profile\s*\(|\b(?:read|list|origin)\s*\(\s*"profiles"')
+# The loaders that still read their data file in their room: (file, why).
+DATA_READ_PENDING = {
+    "plan/vm/profile.cpp": "profiles/vm/*.json: the VM profile's checks use format/ and plan's request",
+}
+
+
+def check_data_room(rel, with_strings, problems):
+    """with_strings has only the comments blanked."""
+    if layer_of(rel) not in ("plan", "scan") or rel in DATA_READ_PENDING:
+        return
+    for lineno, line in enumerate(with_strings.splitlines(), 1):
+        m = DATA_READ.search(line)
+        if m:
+            problems.append(f"{rel}:{lineno}: {m.group(0).strip()}: plan and scan read no data file themselves; "
+                            "load it in src/data/ (data::DataDir, data::Field) and call that loader")
+
+
 def main():
     src = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent / "src"
     files = sorted(p for p in src.rglob("*") if p.suffix in (".cpp", ".hpp"))
@@ -274,8 +298,10 @@ def main():
         stripped = strip_comments_and_strings(raw)
         check_host_access(rel, stripped, problems)
         check_no_regex(rel, raw, stripped, problems)
+        with_strings = strip_comments_and_strings(raw, keep_strings=True)
         if layer_of(rel) == "plan":
-            check_plan_reads_nothing_live(rel, stripped, strip_comments_and_strings(raw, keep_strings=True), problems)
+            check_plan_reads_nothing_live(rel, stripped, with_strings, problems)
+        check_data_room(rel, with_strings, problems)
     for p in problems:
         print(f"layering: {p}")
     print(f"layering: {len(files)} files, {len(problems)} violation(s)")

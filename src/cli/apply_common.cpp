@@ -89,13 +89,13 @@ void notice_interrupted(const Context& ctx, std::string_view command)
     }
 }
 
-scan::Inventory scan_with_data(const Context& ctx, const plan::DataDir& data)
+scan::Inventory scan_with_data(const Context& ctx, const data::DataDir& data)
 {
-    auto cutoffs = plan::load_kernel_cutoffs(data);
+    auto cutoffs = data::load_kernel_cutoffs(data);
     if (!cutoffs) {
         throw cutoffs.error();
     }
-    auto vendors = plan::load_gpu_vendors(data);
+    auto vendors = data::load_gpu_vendors(data);
     if (!vendors) {
         throw vendors.error();
     }

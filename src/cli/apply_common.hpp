@@ -30,7 +30,7 @@ void notice_interrupted(const Context& ctx, std::string_view command);
 
 // scan_host with the kernel cut-offs of the data directory (profiles/host/kernel.json,
 // read once through `data`); throws the error of a broken data file (exit 2) or of the scan.
-scan::Inventory scan_with_data(const Context& ctx, const plan::DataDir& data);
+scan::Inventory scan_with_data(const Context& ctx, const data::DataDir& data);
 
 // The request with this command's session filled in (Context::ssh_connection):
 // what every plan the CLI makes is made from, fresh, saved or pending.

@@ -111,7 +111,7 @@ void check_not_stale(const Context& ctx, const plan::Plan& p, const std::string&
 // file is trusted beyond what passthru itself would write and run.
 void check_rederived(Context& ctx, const plan::Plan& saved, const std::string& what, const std::string& replan_hint)
 {
-    const plan::DataDir data(ctx.fs, ctx.global.data_dir);
+    const data::DataDir data(ctx.fs, ctx.global.data_dir);
     const scan::Inventory inventory = scan_with_data(ctx, data);
     auto derived = plan::make_plan(inventory, ctx.fs, data, in_session(ctx, saved.request));
     if (!derived) {
@@ -227,7 +227,7 @@ PlanToApply fresh_plan(Context& ctx, const po::variables_map& vm, const Result<s
         print_note(ctx, "the pending plan (passthru plan " + request_to_options((*pending)->plan.request)
                             + ") differs from this request: applying the request given here");
     }
-    const plan::DataDir data(ctx.fs, ctx.global.data_dir);
+    const data::DataDir data(ctx.fs, ctx.global.data_dir);
     const scan::Inventory inventory = scan_with_data(ctx, data);
     auto made = plan::make_plan(inventory, ctx.fs, data, in_session(ctx, request));
     if (!made) {

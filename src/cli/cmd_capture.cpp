@@ -20,7 +20,7 @@ namespace {
 // Plans for one VM and the GPUs `gpus`, for what the plan reads: a refused
 // plan, or one that stops, has read what it needed to refuse, and that is
 // packed too.
-void plan_for_reads(const Context& ctx, const scan::Inventory& inventory, const plan::DataDir& data, std::uint64_t vmid,
+void plan_for_reads(const Context& ctx, const scan::Inventory& inventory, const data::DataDir& data, std::uint64_t vmid,
                     const std::string& gpus)
 {
     plan::Request request;
@@ -41,7 +41,7 @@ void record_host(Context& ctx, const std::shared_ptr<util::ReadLog>& log)
 {
     ctx.fs.record_reads(log);
     capture::read_vm_history(ctx.fs);
-    const plan::DataDir data(ctx.fs, ctx.global.data_dir);
+    const data::DataDir data(ctx.fs, ctx.global.data_dir);
     const scan::Inventory inventory = scan_with_data(ctx, data);
     std::vector<std::uint64_t> ids = capture::vm_ids(ctx.fs);
     if (ids.empty()) {

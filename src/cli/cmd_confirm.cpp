@@ -26,7 +26,7 @@ namespace {
 
 int confirm_trial(Context& ctx, const apply::Journal& journal, const apply::Manifest& m)
 {
-    const plan::DataDir data(ctx.fs, ctx.global.data_dir);
+    const data::DataDir data(ctx.fs, ctx.global.data_dir);
     const scan::Inventory inventory = scan_with_data(ctx, data);
     const std::string gen = "generation " + std::to_string(m.id);
     if (!inventory.host.cmdline || !scan::is_trial_boot(*inventory.host.cmdline)) {

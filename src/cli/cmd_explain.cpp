@@ -41,7 +41,7 @@ std::uint64_t parse_vmid(const po::variables_map& vm)
     return std::stoull(word);
 }
 
-std::vector<explain::Signature> load_signatures(const plan::DataDir& data)
+std::vector<explain::Signature> load_signatures(const data::DataDir& data)
 {
     constexpr std::string_view name = "failures.json";
     auto text = data.read("profiles", name);
@@ -145,7 +145,7 @@ void print_human(const Context& ctx, const explain::Report& r)
 int run_explain(Context& ctx, const po::variables_map& vm)
 {
     const std::uint64_t vmid = parse_vmid(vm);
-    const plan::DataDir data(ctx.fs, ctx.global.data_dir);
+    const data::DataDir data(ctx.fs, ctx.global.data_dir);
     const auto signatures = load_signatures(data);
     auto kernel = kernel_log(ctx, vm);
     const scan::Inventory inventory = scan_with_data(ctx, data);

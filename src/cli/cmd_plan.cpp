@@ -93,7 +93,7 @@ int run_plan(Context& ctx, const po::variables_map& vm)
     // make_plan checks what the request must contain (--vm and --gpus, or a
     // network-only request).
     const plan::Request request = parse_request(vm);
-    const plan::DataDir data(ctx.fs, ctx.global.data_dir);
+    const data::DataDir data(ctx.fs, ctx.global.data_dir);
     const scan::Inventory inventory = scan_with_data(ctx, data);
     auto result = plan::make_plan(inventory, ctx.fs, data, in_session(ctx, request));
     if (!result) {

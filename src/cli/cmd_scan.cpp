@@ -226,7 +226,7 @@ void scan_options(po::options_description& options)
 
 int run_scan(Context& ctx, const po::variables_map& vm)
 {
-    const plan::DataDir data(ctx.fs, ctx.global.data_dir);
+    const data::DataDir data(ctx.fs, ctx.global.data_dir);
     const scan::Inventory inv = scan_with_data(ctx, data);
     if (vm.count("json") != 0U) {
         write_scan_json(stdout, inv);

@@ -86,7 +86,7 @@ apply::VerifyTarget verify_target(Context& ctx, const po::variables_map& vm, con
 
 int run_verify(Context& ctx, const po::variables_map& vm)
 {
-    const plan::DataDir data(ctx.fs, ctx.global.data_dir);
+    const data::DataDir data(ctx.fs, ctx.global.data_dir);
     const scan::Inventory inventory = scan_with_data(ctx, data);
     const apply::VerifyTarget target = verify_target(ctx, vm, inventory);
     const auto report = apply::verify_host(inventory, ctx.fs, target);

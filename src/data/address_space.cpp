@@ -106,4 +106,9 @@ Result<AddressLimits> parse_address_limits(std::string_view text, const std::str
     return load<AddressLimits>(text, origin, k_address_schema, parse_limits);
 }
 
+Result<AddressLimits> load_address_limits(const DataDir& data)
+{
+    return data.load_profile("host/address-space.json", parse_address_limits);
+}
+
 } // namespace passthru::data

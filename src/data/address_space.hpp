@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "data/data_dir.hpp"
 #include "util/error.hpp"
 
 namespace passthru::data {
@@ -34,5 +35,8 @@ struct AddressLimits
 // Parses the limits; Errc::usage naming ORIGIN and the field when the text
 // breaks the schema.
 Result<AddressLimits> parse_address_limits(std::string_view text, const std::string& origin);
+
+// profiles/host/address-space.json read through DATA and parsed as above.
+Result<AddressLimits> load_address_limits(const DataDir& data);
 
 } // namespace passthru::data

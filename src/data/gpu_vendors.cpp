@@ -93,4 +93,9 @@ Result<GpuVendors> parse_gpu_vendors(std::string_view json_text, const std::stri
     return load<GpuVendors>(json_text, where, k_vendors_schema, parse_vendors_document);
 }
 
+Result<GpuVendors> load_gpu_vendors(const DataDir& data)
+{
+    return data.load_profile("host/vendors.json", parse_gpu_vendors);
+}
+
 } // namespace passthru::data

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "data/data_dir.hpp"
 #include "util/error.hpp"
 
 namespace passthru::data {
@@ -52,5 +53,9 @@ struct GpuVendors
 // Parses the JSON text of profiles/host/vendors.json; `where` names the file in
 // errors. Errc::usage with one line naming the file and the field.
 Result<GpuVendors> parse_gpu_vendors(std::string_view json_text, const std::string& where);
+
+// profiles/host/vendors.json read through DATA and parsed as above: the CLI loads it once per
+// command and hands it to scan, which keeps it in the Inventory for plan.
+Result<GpuVendors> load_gpu_vendors(const DataDir& data);
 
 } // namespace passthru::data

@@ -63,4 +63,9 @@ Result<KernelCutoffs> parse_kernel_cutoffs(std::string_view json_text, const std
     return load<KernelCutoffs>(json_text, where, k_cutoffs_schema, parse_cutoffs);
 }
 
+Result<KernelCutoffs> load_kernel_cutoffs(const DataDir& data)
+{
+    return data.load_profile("host/kernel.json", parse_kernel_cutoffs);
+}
+
 } // namespace passthru::data

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <utility>
 
+#include "data/data_dir.hpp"
 #include "util/error.hpp"
 
 namespace passthru::data {
@@ -31,5 +32,9 @@ struct KernelCutoffs
 // Parses the JSON text of profiles/host/kernel.json; `where` names the file in
 // errors. Errc::usage with one line naming the file and the field.
 Result<KernelCutoffs> parse_kernel_cutoffs(std::string_view json_text, const std::string& where);
+
+// profiles/host/kernel.json read through DATA and parsed as above: the CLI loads it once per
+// command and hands it to scan, which keeps it in the Inventory for plan.
+Result<KernelCutoffs> load_kernel_cutoffs(const DataDir& data);
 
 } // namespace passthru::data

@@ -142,6 +142,12 @@ void Field::only_fields(std::span<const std::string_view> allowed, std::string_v
     }
 }
 
+bool vendor_device_id(std::string_view text)
+{
+    const auto hex4 = [&](std::size_t at) { return text.substr(at, 4).find_first_not_of("0123456789abcdef") == std::string_view::npos; };
+    return text.size() == 9 && text[4] == ':' && hex4(0) && hex4(5);
+}
+
 void check_schema(const Field& doc, std::string_view schema)
 {
     if (!doc.json().is_object()) {

@@ -95,6 +95,10 @@ private:
     std::string path_;
 };
 
+// "10de:1e07": a PCI vendor:device id, two groups of 4 lower-case hex digits
+// (format/grammar.hpp's pci_id, for loaders that cannot reach format/).
+bool vendor_device_id(std::string_view text);
+
 // The document is an object ("(document) must be a JSON object") whose "schema"
 // is `schema`; otherwise SchemaError "schema must be \"SCHEMA\"", the one
 // message for every data file.

@@ -144,14 +144,7 @@ std::optional<std::string> invalid_value(Grammar grammar, std::string_view value
     if (matches(grammar, value)) {
         return std::nullopt;
     }
-    std::string shown = util::terminal_safe(value, false);
-    for (std::size_t at = shown.find('\n'); at != std::string::npos; at = shown.find('\n', at)) {
-        shown.replace(at, 1, "\\n");
-    }
-    for (std::size_t at = shown.find('\t'); at != std::string::npos; at = shown.find('\t', at)) {
-        shown.replace(at, 1, "\\t");
-    }
-    return std::string(what) + " '" + shown + "' is not " + std::string(describe(grammar));
+    return std::string(what) + " '" + util::shown_value(value) + "' is not " + std::string(describe(grammar));
 }
 
 } // namespace passthru::format

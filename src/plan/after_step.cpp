@@ -83,94 +83,105 @@ std::string refresh_why(scan::Bootloader loader)
 
 StepRow update_initramfs_row()
 {
-    return {StepKind::update_initramfs, "update-initramfs", true, any_args, [](const Argv& a) { return a == update_initramfs_argv(); },
-            [](const Argv&) { return regenerates("rebuilds the initramfs images in /boot from /etc"); },
+    return {.kind = StepKind::update_initramfs,
+            .program = "update-initramfs",
+            .boot_refresh = true,
+            .is = any_args,
+            .shape = [](const Argv& a) { return a == update_initramfs_argv(); },
+            .effects = [](const Argv&) { return regenerates("rebuilds the initramfs images in /boot from /etc"); },
             // mkinitramfs copies /etc/modprobe.d and reads the module list;
             // modules-load.d and /etc/modules are systemd-modules-load's.
-            [](std::string_view path, scan::Bootloader) { return path == k_initramfs_modules || k_modprobe_d.contains(path); },
-            [](scan::Bootloader) {
-                return std::string("mkinitramfs copies /etc/modprobe.d and the /etc/initramfs-tools/modules list into every "
-                                   "initramfs: the early binding only works once they are rebuilt");
-            }};
+            .needed_by = [](std::string_view path, scan::Bootloader) { return path == k_initramfs_modules || k_modprobe_d.contains(path); },
+            .argv = [](scan::Bootloader) { return update_initramfs_argv(); },
+            .why =
+                [](scan::Bootloader) {
+                    return std::string("mkinitramfs copies /etc/modprobe.d and the /etc/initramfs-tools/modules list into every "
+                                       "initramfs: the early binding only works once they are rebuilt");
+                }};
 }
 
 // update-grub, proxmox-boot-tool refresh: the boot loaders' refresh commands
-// (scan/boot_loader's table holds them, with why they run).
+// (scan/boot_loader's table holds them, with why they run). A command-line file
+// calls for the row whose argv is its boot loader's refresh, and the step runs
+// that refresh.
 StepRow update_grub_row()
 {
-    return {StepKind::update_grub,
-            scan::k_update_grub,
-            true,
-            any_args,
-            [](const Argv& a) { return a == update_grub_argv(); },
-            [](const Argv&) { return regenerates("regenerates the boot loader's files from /etc"); },
-            [](std::string_view path, scan::Bootloader loader) {
-                return refreshes_with(loader, update_grub_argv()) && is_cmdline_file(path, loader);
-            },
-            refresh_why};
+    return {
+        .kind = StepKind::update_grub,
+        .program = scan::k_update_grub,
+        .boot_refresh = true,
+        .is = any_args,
+        .shape = [](const Argv& a) { return a == update_grub_argv(); },
+        .effects = [](const Argv&) { return regenerates("regenerates the boot loader's files from /etc"); },
+        .needed_by = [](std::string_view path,
+                        scan::Bootloader loader) { return refreshes_with(loader, update_grub_argv()) && is_cmdline_file(path, loader); },
+        .argv = boot_refresh_argv,
+        .why = refresh_why};
 }
 
 StepRow proxmox_boot_refresh_row()
 {
-    return {StepKind::proxmox_boot_refresh,
-            scan::k_proxmox_boot_tool,
-            true,
-            any_args,
-            [](const Argv& a) { return a == proxmox_boot_refresh_argv(); },
-            [](const Argv&) { return regenerates("regenerates the boot loader's files from /etc"); },
-            [](std::string_view path, scan::Bootloader loader) {
-                return refreshes_with(loader, proxmox_boot_refresh_argv()) && is_cmdline_file(path, loader);
-            },
-            refresh_why};
+    return {.kind = StepKind::proxmox_boot_refresh,
+            .program = scan::k_proxmox_boot_tool,
+            .boot_refresh = true,
+            .is = any_args,
+            .shape = [](const Argv& a) { return a == proxmox_boot_refresh_argv(); },
+            .effects = [](const Argv&) { return regenerates("regenerates the boot loader's files from /etc"); },
+            .needed_by =
+                [](std::string_view path, scan::Bootloader loader) {
+                    return refreshes_with(loader, proxmox_boot_refresh_argv()) && is_cmdline_file(path, loader);
+                },
+            .argv = boot_refresh_argv,
+            .why = refresh_why};
 }
 
 // Only --apply-network writes /etc/network/interfaces itself (otherwise
 // interfaces.new, which PVE applies).
 StepRow ifreload_row()
 {
-    return {StepKind::ifreload,
-            "ifreload",
-            false,
-            any_args,
-            [](const Argv& a) { return a == ifreload_argv(); },
-            [](const Argv&) { return regenerates("brings the running network in line with /etc/network/interfaces"); },
-            [](std::string_view path, scan::Bootloader) { return path == k_interfaces; },
-            [](scan::Bootloader) { return std::string("apply the new network configuration now (--apply-network)"); }};
+    return {.kind = StepKind::ifreload,
+            .program = "ifreload",
+            .is = any_args,
+            .shape = [](const Argv& a) { return a == ifreload_argv(); },
+            .effects = [](const Argv&) { return regenerates("brings the running network in line with /etc/network/interfaces"); },
+            .needed_by = [](std::string_view path, scan::Bootloader) { return path == k_interfaces; },
+            .argv = [](scan::Bootloader) { return ifreload_argv(); },
+            .why = [](scan::Bootloader) { return std::string("apply the new network configuration now (--apply-network)"); }};
 }
 
 // qm set VMID --efidisk0 STORAGE:1,...: allocates a volume and writes
 // efidisk0 into the VM config (docs/facts.md: after-steps, qm).
 StepRow qm_set_efidisk_row()
 {
-    return {StepKind::qm_set_efidisk,
-            "qm",
-            false,
-            [](const Argv& a) { return arg(a, 1) == "set" && has(a, "--efidisk0"); },
-            [](const Argv& a) { return a.size() == 5 && a[0] == "qm" && a[1] == "set" && is_vm_id(a[2]) && a[3] == "--efidisk0"; },
-            [](const Argv& a) {
-                StepEffects e = undone_by_files("allocates an EFI vars volume and adds efidisk0 to VM " + arg(a, 2) + "'s config");
-                e.edits = {qm_config_path(arg(a, 2))};
-                e.creates = {StepCreates{"volume", arg(a, 2), "efidisk0", qm_config_path(arg(a, 2))}};
-                return e;
-            }};
+    return {.kind = StepKind::qm_set_efidisk,
+            .program = "qm",
+            .is = [](const Argv& a) { return arg(a, 1) == "set" && has(a, "--efidisk0"); },
+            .shape = [](const Argv& a) { return a.size() == 5 && a[0] == "qm" && a[1] == "set" && is_vm_id(a[2]) && a[3] == "--efidisk0"; },
+            .effects =
+                [](const Argv& a) {
+                    StepEffects e = undone_by_files("allocates an EFI vars volume and adds efidisk0 to VM " + arg(a, 2) + "'s config");
+                    e.edits = {qm_config_path(arg(a, 2))};
+                    e.creates = {StepCreates{"volume", arg(a, 2), "efidisk0", qm_config_path(arg(a, 2))}};
+                    return e;
+                }};
 }
 
 // qm create VMID ...: a new VM with its disks. Destroying a VM is not
 // something to do behind the user's back; it is never run again either.
 StepRow qm_create_row()
 {
-    return {StepKind::qm_create,
-            "qm",
-            false,
-            [](const Argv& a) { return arg(a, 1) == "create"; },
-            [](const Argv& a) { return a.size() >= 3 && a[0] == "qm" && a[1] == "create" && is_vm_id(a[2]); },
-            [](const Argv& a) {
-                StepEffects e;
-                e.undo = StepUndo::manual;
-                e.manual = {"qm destroy " + arg(a, 2) + "   # removes VM " + arg(a, 2) + " and the disks it owns"};
-                e.what = "creates VM " + arg(a, 2) + " and its disks";
-                return e;
-            }};
+    return {.kind = StepKind::qm_create,
+            .program = "qm",
+            .is = [](const Argv& a) { return arg(a, 1) == "create"; },
+            .shape = [](const Argv& a) { return a.size() >= 3 && a[0] == "qm" && a[1] == "create" && is_vm_id(a[2]); },
+            .effects =
+                [](const Argv& a) {
+                    StepEffects e;
+                    e.undo = StepUndo::manual;
+                    e.manual = {"qm destroy " + arg(a, 2) + "   # removes VM " + arg(a, 2) + " and the disks it owns"};
+                    e.what = "creates VM " + arg(a, 2) + " and its disks";
+                    return e;
+                }};
 }
 
 // grub-reboot ENTRY (apply --trial): sets next_entry in GRUB's environment
@@ -179,28 +190,27 @@ StepRow qm_create_row()
 // used it up.
 StepRow grub_reboot_row()
 {
-    return {StepKind::grub_reboot,
-            "grub-reboot",
-            false,
-            any_args,
-            [](const Argv& a) { return a == grub_reboot_argv(); },
-            [](const Argv& a) {
-                StepEffects e;
-                e.undo = StepUndo::command;
-                e.undo_argv = grub_editenv_unset_argv();
-                e.what = "selects GRUB menu entry " + arg(a, 1) + " for the next boot only";
-                return e;
-            }};
+    return {.kind = StepKind::grub_reboot,
+            .program = "grub-reboot",
+            .is = any_args,
+            .shape = [](const Argv& a) { return a == grub_reboot_argv(); },
+            .effects =
+                [](const Argv& a) {
+                    StepEffects e;
+                    e.undo = StepUndo::command;
+                    e.undo_argv = grub_editenv_unset_argv();
+                    e.what = "selects GRUB menu entry " + arg(a, 1) + " for the next boot only";
+                    return e;
+                }};
 }
 
 StepRow grub_editenv_unset_row()
 {
-    return {StepKind::grub_editenv_unset,
-            "grub-editenv",
-            false,
-            [](const Argv& a) { return has(a, "unset") && has(a, "next_entry"); },
-            [](const Argv& a) { return a == grub_editenv_unset_argv(); },
-            [](const Argv&) { return undone_by_files("clears GRUB's one-time boot selection (the default entry boots next)"); }};
+    return {.kind = StepKind::grub_editenv_unset,
+            .program = "grub-editenv",
+            .is = [](const Argv& a) { return has(a, "unset") && has(a, "next_entry"); },
+            .shape = [](const Argv& a) { return a == grub_editenv_unset_argv(); },
+            .effects = [](const Argv&) { return undone_by_files("clears GRUB's one-time boot selection (the default entry boots next)"); }};
 }
 
 // trial-loader-entry install FILE (apply --trial on systemd-boot): the trial
@@ -209,19 +219,19 @@ StepRow grub_editenv_unset_row()
 // shape names the helper by the path this build installs it to.
 StepRow trial_loader_install_row()
 {
-    return {StepKind::trial_loader_install,
-            k_trial_loader_helper_name,
-            false,
-            [](const Argv& a) { return arg(a, 1) == "install"; },
-            [](const Argv& a) { return a == trial_loader_install_argv(); },
-            [](const Argv& a) {
-                StepEffects e;
-                e.undo = StepUndo::command;
-                e.undo_argv = {a.front(), "remove"};
-                e.what = "copies the trial entry " + std::string(k_trial_loader_entry_id)
-                         + " to every ESP and selects it for the next boot only (LoaderEntryOneShot)";
-                return e;
-            }};
+    return {.kind = StepKind::trial_loader_install,
+            .program = k_trial_loader_helper_name,
+            .is = [](const Argv& a) { return arg(a, 1) == "install"; },
+            .shape = [](const Argv& a) { return a == trial_loader_install_argv(); },
+            .effects =
+                [](const Argv& a) {
+                    StepEffects e;
+                    e.undo = StepUndo::command;
+                    e.undo_argv = {a.front(), "remove"};
+                    e.what = "copies the trial entry " + std::string(k_trial_loader_entry_id)
+                             + " to every ESP and selects it for the next boot only (LoaderEntryOneShot)";
+                    return e;
+                }};
 }
 
 // trial-loader-entry remove (confirm on systemd-boot): what it removes is
@@ -229,32 +239,32 @@ StepRow trial_loader_install_row()
 // /etc, and the helper's install puts it on the ESPs again when wanted.
 StepRow trial_loader_remove_row()
 {
-    return {StepKind::trial_loader_remove,
-            k_trial_loader_helper_name,
-            false,
-            [](const Argv& a) { return arg(a, 1) == "remove"; },
-            [](const Argv& a) { return a == trial_loader_remove_argv(); },
-            [](const Argv&) {
-                return undone_by_files("removes the trial entry " + std::string(k_trial_loader_entry_id)
-                                       + " from every ESP, and its one-time selection (the default entry boots next)");
-            }};
+    return {.kind = StepKind::trial_loader_remove,
+            .program = k_trial_loader_helper_name,
+            .is = [](const Argv& a) { return arg(a, 1) == "remove"; },
+            .shape = [](const Argv& a) { return a == trial_loader_remove_argv(); },
+            .effects =
+                [](const Argv&) {
+                    return undone_by_files("removes the trial entry " + std::string(k_trial_loader_entry_id)
+                                           + " from every ESP, and its one-time selection (the default entry boots next)");
+                }};
 }
 
 // pvesm free VOLID (rollback --remove-volumes): the data is gone.
 StepRow pvesm_free_row()
 {
-    return {StepKind::pvesm_free,
-            "pvesm",
-            false,
-            [](const Argv& a) { return arg(a, 1) == "free"; },
-            [](const Argv& a) { return a.size() == 3 && a[0] == "pvesm" && a[1] == "free" && is_volume_id(a[2]); },
-            [](const Argv& a) {
-                StepEffects e;
-                e.undo = StepUndo::manual;
-                e.manual = {"# " + arg(a, 2) + " was deleted; it cannot be brought back"};
-                e.what = "deletes volume " + arg(a, 2);
-                return e;
-            }};
+    return {.kind = StepKind::pvesm_free,
+            .program = "pvesm",
+            .is = [](const Argv& a) { return arg(a, 1) == "free"; },
+            .shape = [](const Argv& a) { return a.size() == 3 && a[0] == "pvesm" && a[1] == "free" && is_volume_id(a[2]); },
+            .effects =
+                [](const Argv& a) {
+                    StepEffects e;
+                    e.undo = StepUndo::manual;
+                    e.manual = {"# " + arg(a, 2) + " was deleted; it cannot be brought back"};
+                    e.what = "deletes volume " + arg(a, 2);
+                    return e;
+                }};
 }
 
 std::vector<StepRow> make_steps()
@@ -359,19 +369,8 @@ void add_file_steps(Plan& plan, scan::Bootloader loader)
         if (planned) {
             continue;
         }
-        std::vector<std::string> argv;
-        switch (kind) {
-        case StepKind::update_initramfs:
-            argv = update_initramfs_argv();
-            break;
-        case StepKind::ifreload:
-            argv = ifreload_argv();
-            break;
-        default:
-            argv = boot_refresh_argv(loader);
-            break;
-        }
-        plan.commands.push_back({std::move(argv), after_step(kind).why(loader)});
+        const StepRow& row = after_step(kind);
+        plan.commands.push_back({row.argv(loader), row.why(loader)});
     }
 }
 

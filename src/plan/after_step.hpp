@@ -83,6 +83,9 @@ struct StepRow
     // Whether writing PATH calls for this step on a host that boots with
     // LOADER; null: no file does (the step is planned for its own reasons).
     bool (*needed_by)(std::string_view path, scan::Bootloader loader) = nullptr;
+    // The argv the step runs with when files called for it (needed_by is set);
+    // the boot refreshes take their boot loader's from scan's boot-loader table.
+    std::vector<std::string> (*argv)(scan::Bootloader loader) = nullptr;
     // Why it runs when files called for it (the planned command's reason).
     std::string (*why)(scan::Bootloader loader) = nullptr;
 };

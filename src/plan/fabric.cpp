@@ -5,77 +5,12 @@
 // without NVLink; any other selection is refused unless --no-fabric gives NVLink up.
 #include <algorithm>
 
-#include "data/schema.hpp"
-#include "format/grammar.hpp"
+#include "data/nvswitch.hpp"
 #include "plan/common.hpp"
 
 namespace passthru::plan::detail {
 
 namespace {
-
-constexpr std::string_view k_file = "host/nvswitch.json";
-
-constexpr std::string_view k_nvswitch_schema = "passthru.nvswitch/1";
-
-FabricShape shape_from(const data::Field& f)
-{
-    const auto word = f.string();
-    if (word == "whole-board") {
-        return FabricShape::whole_board;
-    }
-    if (word == "single-gpu") {
-        return FabricShape::single_gpu;
-    }
-    f.fail("must be whole-board or single-gpu, not '" + word + "'");
-}
-
-std::vector<std::string> strings_of(const data::Field& f)
-{
-    std::vector<std::string> out;
-    out.reserve(f.size());
-    for (std::size_t i = 0; i < f.size(); ++i) {
-        out.push_back(f[i].string());
-    }
-    return out;
-}
-
-NvswitchGeneration generation_from(const data::Field& g)
-{
-    g.only_fields({"name", "ids", "full_passthrough", "guest_needs"}, "a generation");
-    NvswitchGeneration gen;
-    gen.name = g["name"].nonempty_string();
-    const auto ids = g["ids"];
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-        gen.ids.push_back(util::to_lower(ids[i].string()));
-        if (!format::matches(format::Grammar::pci_id, gen.ids.back())) {
-            ids[i].fail("'" + gen.ids.back() + "' is not vendor:device");
-        }
-    }
-    const auto shapes = g["full_passthrough"];
-    for (std::size_t i = 0; i < shapes.size(); ++i) {
-        gen.shapes.push_back(shape_from(shapes[i]));
-    }
-    gen.guest_needs = strings_of(g["guest_needs"]);
-    if (gen.ids.empty()) {
-        ids.fail("must not be empty");
-    }
-    if (gen.shapes.empty()) {
-        shapes.fail("must not be empty");
-    }
-    return gen;
-}
-
-std::vector<NvswitchGeneration> generations_from(const data::Field& doc)
-{
-    doc.only_fields({"schema", "comment", "generations"}, k_nvswitch_schema);
-    std::vector<NvswitchGeneration> out;
-    const auto gens = doc["generations"];
-    out.reserve(gens.size());
-    for (std::size_t i = 0; i < gens.size(); ++i) {
-        out.push_back(generation_from(gens[i]));
-    }
-    return out;
-}
 
 const NvswitchGeneration* generation_of(const scan::Inventory& inv, const std::vector<NvswitchGeneration>& gens)
 {
@@ -165,18 +100,13 @@ std::string no_nvlink_consequence()
 
 } // namespace
 
-Result<std::vector<NvswitchGeneration>> parse_nvswitch_generations(std::string_view text, const std::string& origin)
-{
-    return data::load<std::vector<NvswitchGeneration>>(text, origin, k_nvswitch_schema, generations_from);
-}
-
-Result<std::vector<const scan::GpuCard*>> plan_fabric(const scan::Inventory& inv, const DataDir& data, const Request& request,
+Result<std::vector<const scan::GpuCard*>> plan_fabric(const scan::Inventory& inv, const data::DataDir& data, const Request& request,
                                                       const std::vector<const scan::GpuCard*>& cards, Plan& plan)
 {
     if (!inv.nvswitch_system()) {
         return std::vector<const scan::GpuCard*>{};
     }
-    const auto gens = data.load_profile(k_file, parse_nvswitch_generations);
+    const auto gens = data::load_nvswitch_generations(data);
     if (!gens) {
         return tl::unexpected(gens.error());
     }

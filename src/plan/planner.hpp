@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data/data_dir.hpp"
+#include "data/gpu_profile.hpp"
 #include "plan/plan.hpp"
 #include "scan/inventory.hpp"
 #include "util/error.hpp"
@@ -17,70 +19,19 @@
 
 namespace passthru::plan {
 
-// passthru's own data: templates/ and profiles/. Lookup order for a name:
-// <root>/etc/passthru/<kind>/<name> (the admin's override, read through
-// HostFs), then --data-dir, then the installed /usr/share/passthru, then the
-// source tree (for running from a build directory).
-class DataDir
-{
-public:
-    DataDir(const util::HostFs& fs, std::optional<std::filesystem::path> data_dir);
-
-    // kind is "templates" or "profiles"; name may contain '/' ("gpus/tu102.json").
-    Result<std::string> read(std::string_view kind, std::string_view name) const;
-    // Names (relative to kind/subdir) of the files in every layer, overrides first, de-duplicated.
-    std::vector<std::string> list(std::string_view kind, std::string_view subdir) const;
-    // Where a name was found (for messages).
-    std::optional<std::string> origin(std::string_view kind, std::string_view name) const;
-    // The one way a loader reads a data file: profiles/NAME's text and where it
-    // was found ("profiles/NAME" when no layer says) go to PARSE(text, where),
-    // whose Result is returned; a file that cannot be read is read()'s error.
-    template<class Parse>
-    auto load_profile(std::string_view name, Parse&& parse) const -> decltype(parse(std::string_view(), std::string()))
-    {
-        auto text = read("profiles", name);
-        if (!text) {
-            return tl::unexpected(text.error());
-        }
-        return std::forward<Parse>(parse)(*text, origin("profiles", name).value_or("profiles/" + std::string(name)));
-    }
-
-private:
-    Result<std::string> read_uncached(std::string_view kind, std::string_view name) const;
-
-    const util::HostFs& m_fs;
-    // Shipped layers, after the override: --data-dir, the installed data,
-    // and the repository's only for a binary run from its build tree.
-    std::vector<std::filesystem::path> m_dirs;
-    // Every file is read once per command, however many planners ask for it.
-    mutable std::map<std::string, Result<std::string>> m_read_cache;
-};
-
-// profiles/host/kernel.json: the kernel releases scan and plan judge by
-// (schema in docs/data.md). Errc::usage naming the file and the field when it
-// breaks the schema; callers stop before anything is written.
-Result<scan::KernelCutoffs> load_kernel_cutoffs(const DataDir& data);
-// profiles/host/vendors.json: the GPU vendors passthru handles (schema in
-// docs/data.md), loaded and refused like load_kernel_cutoffs.
-Result<scan::GpuVendors> load_gpu_vendors(const DataDir& data);
-
 // Renders a mustache template (kainjow::mustache) with JSON data.
-Result<std::string> render_template(const DataDir& data, std::string_view name, const nlohmann::json& values);
-
-namespace detail {
-struct GpuProfile;
-}
+Result<std::string> render_template(const data::DataDir& data, std::string_view name, const nlohmann::json& values);
 
 // Everything a planning step needs.
 struct PlanContext
 {
     const scan::Inventory& inventory;
     const util::HostFs& fs;
-    const DataDir& data;
+    const data::DataDir& data;
     const Request& request;
-    std::vector<const scan::GpuCard*> selected; // the cards to pass, after selection and group safety
+    std::vector<const scan::GpuCard*> selected{}; // the cards to pass, after selection and group safety
     // profiles/gpus, loaded once per command by make_plan; nullptr: none (the rooms then know no model)
-    const std::vector<detail::GpuProfile>* gpu_profiles;
+    const std::vector<data::GpuProfile>* gpu_profiles = nullptr;
 };
 
 // render_template, or nullopt with the plan refused (the template's error and its hints):
@@ -95,7 +46,7 @@ Result<std::vector<const scan::GpuCard*>> select_cards(const scan::Inventory& in
 // The whole plan: selection and group safety (refusals), then the host side,
 // the VM side and the network side. A refused plan has refusals and no
 // changes. Errors are for bad input (Errc::usage) and unreadable hosts.
-Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs, const DataDir& data, const Request& request);
+Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs, const data::DataDir& data, const Request& request);
 
 // The parts, each appending to the plan.
 // One node of a cluster mapping built from --node-scan: its name, the inventory

@@ -234,14 +234,25 @@ void systemd_boot_confirm_commands(Plan& plan)
 const std::vector<TrialLoader>& trial_loaders()
 {
     static const std::vector<TrialLoader> rows{
-        {scan::Bootloader::grub, k_trial_grub_script, true,
-         "GRUB boots the trial entry '" + std::string(k_trial_entry_id) + "' once; the default entry is unchanged",
-         "grub-reboot " + std::string(k_trial_entry_id), "regenerates /boot/grub/grub.cfg without the trial entry", stage_grub_script,
-         grub_commands, grub_confirm_commands},
-        {scan::Bootloader::systemd_boot, k_trial_loader_entry, false,
-         "systemd-boot boots the trial entry '" + std::string(k_trial_loader_entry_id) + "' once; the default entries are unchanged",
-         trial_loader_helper() + " install " + std::string(k_trial_loader_entry), "copies the kernels and initrds to every ESP",
-         stage_loader_entry, systemd_boot_commands, systemd_boot_confirm_commands},
+        {.id = scan::Bootloader::grub,
+         .staged = k_trial_grub_script,
+         .grub = true,
+         .reboot_step = "GRUB boots the trial entry '" + std::string(k_trial_entry_id) + "' once; the default entry is unchanged",
+         .boot_again = "grub-reboot " + std::string(k_trial_entry_id),
+         .refresh_why = "regenerates /boot/grub/grub.cfg without the trial entry",
+         .stage_entry = stage_grub_script,
+         .commands = grub_commands,
+         .confirm_commands = grub_confirm_commands},
+        {.id = scan::Bootloader::systemd_boot,
+         .staged = k_trial_loader_entry,
+         .grub = false,
+         .reboot_step =
+             "systemd-boot boots the trial entry '" + std::string(k_trial_loader_entry_id) + "' once; the default entries are unchanged",
+         .boot_again = trial_loader_helper() + " install " + std::string(k_trial_loader_entry),
+         .refresh_why = "copies the kernels and initrds to every ESP",
+         .stage_entry = stage_loader_entry,
+         .commands = systemd_boot_commands,
+         .confirm_commands = systemd_boot_confirm_commands},
     };
     return rows;
 }
@@ -370,7 +381,7 @@ void plan_trial(const PlanContext& ctx, Plan& plan)
                   [](const std::string& n) { return n.starts_with("a reboot is needed") || n.starts_with("after the reboot"); });
 }
 
-Result<Plan> make_confirm_plan(const scan::Inventory& inventory, const util::HostFs& fs, const DataDir& data, Request request)
+Result<Plan> make_confirm_plan(const scan::Inventory& inventory, const util::HostFs& fs, const data::DataDir& data, Request request)
 {
     request.trial_minutes.reset();
     auto made = make_plan(inventory, fs, data, request);
@@ -382,7 +393,7 @@ Result<Plan> make_confirm_plan(const scan::Inventory& inventory, const util::Hos
     if (loader == nullptr) {
         return made; // no trial is possible here, so there is none to confirm
     }
-    const PlanContext ctx{inventory, fs, data, plan.request, {}, nullptr};
+    const PlanContext ctx{.inventory = inventory, .fs = fs, .data = data, .request = plan.request};
     bool removed = false;
     for (const auto path : trial_files()) {
         removed = detail::stage_file(ctx, plan, path, std::nullopt,

@@ -68,6 +68,6 @@ void plan_trial(const PlanContext& ctx, Plan& plan);
 // trial's request (the binding in files every boot reads, the arguments on
 // the default entry), and the trial's files removed, which also disarms the
 // watchdog (its service needs the trial entry's script).
-Result<Plan> make_confirm_plan(const scan::Inventory& inventory, const util::HostFs& fs, const DataDir& data, Request request);
+Result<Plan> make_confirm_plan(const scan::Inventory& inventory, const util::HostFs& fs, const data::DataDir& data, Request request);
 
 } // namespace passthru::plan

@@ -67,50 +67,39 @@ constexpr std::string_view k_pbt_reason = "copies the new kernel command line to
 std::vector<BootLoaderSpec> make_table()
 {
     std::vector<BootLoaderSpec> t;
-    t.push_back({Bootloader::grub,
-                 "grub",
-                 detect_grub,
-                 CmdlineEdit::grub_default,
-                 "/etc/default/grub",
-                 k_grub_where,
-                 "GRUB needs /etc/default/grub",
-                 {std::string(k_update_grub)},
-                 "regenerates /boot/grub/grub.cfg with the new kernel command line",
-                 "/boot/grub/grub.cfg",
-                 "linux"});
-    t.push_back({Bootloader::grub_proxmox_boot,
-                 "grub",
-                 detect_grub_proxmox_boot,
-                 CmdlineEdit::grub_default,
-                 "/etc/default/grub",
-                 k_grub_where,
-                 "",
-                 {std::string(k_proxmox_boot_tool), "refresh"},
-                 k_pbt_reason,
-                 "",
-                 ""});
-    t.push_back({Bootloader::systemd_boot,
-                 "systemd-boot",
-                 detect_systemd_boot,
-                 CmdlineEdit::first_line,
-                 "/etc/kernel/cmdline",
-                 "in /etc/kernel/cmdline (one line, keep root=)",
-                 "systemd-boot needs /etc/kernel/proxmox-boot-uuids and /etc/kernel/cmdline",
-                 {std::string(k_proxmox_boot_tool), "refresh"},
-                 k_pbt_reason,
-                 "",
-                 ""});
-    t.push_back({Bootloader::unknown,
-                 "unknown",
-                 detect_unknown,
-                 CmdlineEdit::none,
-                 "",
-                 "on the kernel command line of your boot loader",
-                 "",
-                 {},
-                 "",
-                 "",
-                 ""});
+    t.push_back({.id = Bootloader::grub,
+                 .name = "grub",
+                 .detect = detect_grub,
+                 .edit = CmdlineEdit::grub_default,
+                 .cmdline_file = "/etc/default/grub",
+                 .cmdline_where = k_grub_where,
+                 .needs = "GRUB needs /etc/default/grub",
+                 .refresh = {std::string(k_update_grub)},
+                 .refresh_reason = "regenerates /boot/grub/grub.cfg with the new kernel command line",
+                 .generated = "/boot/grub/grub.cfg",
+                 .generated_kernel_line = "linux"});
+    t.push_back({.id = Bootloader::grub_proxmox_boot,
+                 .name = "grub",
+                 .detect = detect_grub_proxmox_boot,
+                 .edit = CmdlineEdit::grub_default,
+                 .cmdline_file = "/etc/default/grub",
+                 .cmdline_where = k_grub_where,
+                 .refresh = {std::string(k_proxmox_boot_tool), "refresh"},
+                 .refresh_reason = k_pbt_reason});
+    t.push_back({.id = Bootloader::systemd_boot,
+                 .name = "systemd-boot",
+                 .detect = detect_systemd_boot,
+                 .edit = CmdlineEdit::first_line,
+                 .cmdline_file = "/etc/kernel/cmdline",
+                 .cmdline_where = "in /etc/kernel/cmdline (one line, keep root=)",
+                 .needs = "systemd-boot needs /etc/kernel/proxmox-boot-uuids and /etc/kernel/cmdline",
+                 .refresh = {std::string(k_proxmox_boot_tool), "refresh"},
+                 .refresh_reason = k_pbt_reason});
+    t.push_back({.id = Bootloader::unknown,
+                 .name = "unknown",
+                 .detect = detect_unknown,
+                 .edit = CmdlineEdit::none,
+                 .cmdline_where = "on the kernel command line of your boot loader"});
     return t;
 }
 
@@ -159,12 +148,6 @@ bool is_trial_boot(std::string_view cmdline)
 {
     const auto words = util::split(cmdline, " \t\n");
     return std::any_of(words.begin(), words.end(), [](const std::string& w) { return w == k_trial_marker; });
-}
-
-bool is_boot_refresh(std::string_view tool)
-{
-    const auto& t = boot_loaders();
-    return std::any_of(t.begin(), t.end(), [&](const BootLoaderSpec& s) { return !s.refresh.empty() && s.refresh.front() == tool; });
 }
 
 std::string cmdline_howto(const BootLoaderSpec& spec, const std::string& what)

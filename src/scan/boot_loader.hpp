@@ -73,20 +73,20 @@ inline constexpr std::string_view k_proxmox_boot_tool = "proxmox-boot-tool";
 struct BootLoaderSpec
 {
     Bootloader id = Bootloader::unknown;
-    std::string_view name; // as scan prints it
+    std::string_view name{}; // as scan prints it
     // The evidence text when the files (or the live probe) show this boot loader; entries
     // exclude each other, and the last one (unknown) matches anything.
     std::optional<std::string> (*detect)(const BootEvidence&) = nullptr;
     CmdlineEdit edit = CmdlineEdit::none;
-    std::string_view cmdline_file;    // the file plan edits (GRUB: the main file; drop-ins are found beside it)
-    std::string_view cmdline_where;   // "in /etc/kernel/cmdline (one line, keep root=)"
-    std::string_view needs;           // what detection needs, for the "cannot tell" hint; empty for variants
-    std::vector<std::string> refresh; // argv of the refresh after a command-line change; empty: none
-    std::string_view refresh_reason;
+    std::string_view cmdline_file{};    // the file plan edits (GRUB: the main file; drop-ins are found beside it)
+    std::string_view cmdline_where{};   // "in /etc/kernel/cmdline (one line, keep root=)"
+    std::string_view needs{};           // what detection needs, for the "cannot tell" hint; empty for variants
+    std::vector<std::string> refresh{}; // argv of the refresh after a command-line change; empty: none
+    std::string_view refresh_reason{};
     // The file the refresh regenerates and verify can read under the root, with the
     // line prefix of a boot entry's kernel line; empty when it lives on unmounted ESPs.
-    std::string_view generated;
-    std::string_view generated_kernel_line;
+    std::string_view generated{};
+    std::string_view generated_kernel_line{};
 };
 
 // The trial boot ('passthru apply --trial', plan/trial.hpp): this word is on the kernel command
@@ -100,8 +100,6 @@ const std::vector<BootLoaderSpec>& boot_loaders();
 const BootLoaderSpec& boot_loader(Bootloader id);
 // The first entry whose detect() matches, with its evidence text.
 std::pair<const BootLoaderSpec*, std::string> detect_boot_loader(const BootEvidence& evidence);
-// True when argv[0] names the refresh command of some boot loader (apply re-runs those after a restore).
-bool is_boot_refresh(std::string_view tool);
 // "<what> in <where>, then run '<refresh>' and reboot".
 std::string cmdline_howto(const BootLoaderSpec& spec, const std::string& what);
 // Why `missing` (arguments the plan added) are not on the running command line.

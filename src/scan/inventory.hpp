@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "data/gpu_vendors.hpp"
+#include "data/kernel_cutoffs.hpp"
 #include "scan/boot_loader.hpp"
-#include "scan/kernel_cutoffs.hpp"
 #include "scan/pci_address.hpp"
 #include "scan/pci_resource.hpp"
 
@@ -249,9 +249,9 @@ struct Inventory
     // empty on any other host. docs/facts.md: nvswitch.
     std::vector<GpuCard> nvswitches;
     std::vector<Problem> problems;
-    KernelCutoffs kernel_cutoffs; // the kernel facts scan judged with (profiles/host/kernel.json); plan uses the same
-    GpuVendors vendors;           // the GPU vendors scan gave the cards their rows from (profiles/host/vendors.json)
-    RuntimeState runtime;         // the running host's state that plan decides from (not in scan --json)
+    data::KernelCutoffs kernel_cutoffs; // the kernel facts scan judged with (profiles/host/kernel.json); plan uses the same
+    GpuVendors vendors;                 // the GPU vendors scan gave the cards their rows from (profiles/host/vendors.json)
+    RuntimeState runtime;               // the running host's state that plan decides from (not in scan --json)
 
     const PciDevice* find(const PciAddress& addr) const;
     const GpuCard* find_gpu(std::string_view slot) const;

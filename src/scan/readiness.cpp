@@ -42,8 +42,8 @@ IntelIommuDefault intel_iommu_default(const Inventory& inv)
                              + (*config ? "has CONFIG_INTEL_IOMMU_DEFAULT_ON=y" : "has CONFIG_INTEL_IOMMU_DEFAULT_ON unset")};
     }
     const auto version = inv.host.kernel ? util::major_minor(*inv.host.kernel) : std::nullopt;
-    const std::string cut = KernelCutoffs::text(inv.kernel_cutoffs.intel_iommu_default_on);
-    if (KernelCutoffs::at_least(version, inv.kernel_cutoffs.intel_iommu_default_on)) {
+    const std::string cut = data::KernelCutoffs::text(inv.kernel_cutoffs.intel_iommu_default_on);
+    if (data::KernelCutoffs::at_least(version, inv.kernel_cutoffs.intel_iommu_default_on)) {
         return {true, "kernel " + kernel + " enables the Intel IOMMU by default"};
     }
     return {false, "kernels before " + cut + " leave the Intel IOMMU off by default"};

@@ -17,12 +17,12 @@ namespace passthru::scan {
 // attributes leave that field empty and add a warning; only a root without
 // sysfs is an error (Errc::usage). Runs external commands only through
 // runner.query() (live host: proxmox-boot-tool status). `data` holds the
-// kernel versions from profiles/host/kernel.json (plan::load_kernel_cutoffs) and
-// the GPU vendors of profiles/host/vendors.json (plan::load_gpu_vendors); the
+// kernel versions from profiles/host/kernel.json (data::load_kernel_cutoffs) and
+// the GPU vendors of profiles/host/vendors.json (data::load_gpu_vendors); the
 // inventory keeps both for plan.
 struct ScanData
 {
-    KernelCutoffs cutoffs;
+    data::KernelCutoffs cutoffs;
     GpuVendors vendors;
 };
 Result<Inventory> scan_host(const util::HostFs& fs, const util::CommandRunner& runner, const ScanData& data);

@@ -206,6 +206,18 @@ std::string styled(std::string_view text, Style style, bool color)
     return out;
 }
 
+std::string shown_value(std::string_view value)
+{
+    std::string shown = terminal_safe(value, false);
+    for (std::size_t at = shown.find('\n'); at != std::string::npos; at = shown.find('\n', at)) {
+        shown.replace(at, 1, "\\n");
+    }
+    for (std::size_t at = shown.find('\t'); at != std::string::npos; at = shown.find('\t', at)) {
+        shown.replace(at, 1, "\\t");
+    }
+    return shown;
+}
+
 std::string terminal_safe(std::string_view text, bool keep_color)
 {
     std::string out;

@@ -54,6 +54,9 @@ std::string terminal_safe(std::string_view text, bool keep_color);
 // character cut in two), so a stream can hold them back until the next
 // chunk (at most 23).
 std::size_t terminal_safe_pending(std::string_view text);
+// A value as a one-line message shows it: terminal_safe() without colour, and
+// newlines and tabs as \n and \t ("a\nb" for a value with a line break).
+std::string shown_value(std::string_view value);
 
 // A plain-text table: columns padded to their widest cell.
 class TextTable

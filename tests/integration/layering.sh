@@ -4,7 +4,8 @@
 # on a copy of src/ with one planted violation at a time: an include pointing
 # up (data/ including anything but util/ among them), a plan room including another room, a host path opened outside HostFs,
 # a program run outside CommandRunner, a std::regex, and plan reading
-# something live (getenv, a /proc path, HostFs::is_live()); and that a listed
+# something live (getenv, a /proc path, HostFs::is_live()), plan or scan reading a
+# data file itself instead of through src/data/; and that a listed
 # exception (EXCEPTIONS in the script) is allowed in its own file only.
 source "$(dirname "$0")/lib.inc"
 check=$SRC/scripts/check-layering.py
@@ -55,6 +56,9 @@ plant "getenv in plan" plan/network/plan.cpp 'static const char* ssh = std::gete
 plant "secure_getenv in plan" plan/vm/proxmox.cpp 'static const char* e = secure_getenv("KMOD_LOG");'
 plant "/proc path in plan" plan/network/routes.cpp 'static const char* route = "/proc/net/route";'
 plant "/proc/PID path in plan" plan/vm/proxmox.cpp 'static std::string cmdline(int pid) { return "/proc/" + std::to_string(pid) + "/cmdline"; }'
+# Data files are read in src/data/ only.
+plant "a data file read in plan" plan/vm/proxmox.cpp 'static auto t(const data::DataDir& d) { return d.read("profiles", "host/x.json"); }'
+plant "load_profile in scan" scan/inventory.cpp 'static auto l(const data::DataDir& d) { return d.load_profile("host/x.json", nullptr); }'
 plant "is_live in plan" plan/vm/libvirt.cpp 'static bool live(const util::HostFs& fs) { return fs.is_live(); }'
 
 allow() {  # allow NAME FILE LINE: LINE appended to FILE is a listed exception there: the check passes
@@ -62,7 +66,8 @@ allow() {  # allow NAME FILE LINE: LINE appended to FILE is a listed exception t
     [[ $rc -eq 0 ]] || { cat "$T/out"; fail "$1: a listed exception was refused"; return; }
     ok "$1 allowed"
 }
-allow "shipped data read in plan/data_dir.cpp" plan/data_dir.cpp 'static std::ifstream shipped("/usr/share/passthru/profiles/x.json");'
+allow "shipped data read in data/data_dir.cpp" data/data_dir.cpp 'static std::ifstream shipped("/usr/share/passthru/profiles/x.json");'
+allow "a template read in plan" plan/templates.cpp 'static auto t(const data::DataDir& d) { return d.read("templates", "x.mustache"); }'
 allow "libkmod in scan/" scan/inventory.cpp 'static kmod_ctx* k = kmod_new("/lib/modules", nullptr);'
 allow "a comment naming /proc and getenv in plan" plan/network/routes.cpp '// read from /proc/net/route by scan, never getenv("X") here'
 allow "a message naming a /proc file in plan" plan/trial.cpp 'static const char* why = "/proc/cmdline cannot be read";'

@@ -9,8 +9,10 @@
 #include <string>
 #include <utility>
 
+#include "data/data_dir.hpp"
+#include "data/gpu_vendors.hpp"
+#include "data/kernel_cutoffs.hpp"
 #include "plan/planner.hpp"
-#include "scan/kernel_cutoffs.hpp"
 #include "scan/scanner.hpp"
 #include "util/command_runner.hpp"
 #include "util/host_fs.hpp"
@@ -21,8 +23,8 @@ namespace passthru::test {
 // them (an override under the root first).
 inline scan::ScanData shipped_scan_data(const util::HostFs& fs)
 {
-    const plan::DataDir data(fs, std::nullopt);
-    return {plan::load_kernel_cutoffs(data).value(), plan::load_gpu_vendors(data).value()};
+    const data::DataDir data(fs, std::nullopt);
+    return {data::load_kernel_cutoffs(data).value(), data::load_gpu_vendors(data).value()};
 }
 
 // The request of `plan --vm VMID --gpus GPUS` (Proxmox VE), as the host-side

@@ -135,7 +135,7 @@ TEST_SUITE("apply::manifest_check")
             CAPTURE(host);
             auto f = test::scan_fixture(host);
             REQUIRE(f);
-            const plan::DataDir data(f->fs, std::nullopt);
+            const data::DataDir data(f->fs, std::nullopt);
             for (const auto& request : fixture_requests(f->inventory)) {
                 auto made = plan::make_plan(f->inventory, f->fs, data, request);
                 auto confirm = plan::make_confirm_plan(f->inventory, f->fs, data, request);

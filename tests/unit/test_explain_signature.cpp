@@ -103,7 +103,7 @@ TEST_SUITE("explain::signature")
     {
         const test::TempDir root;
         const auto fs = util::HostFs::open(root.path()).value();
-        const plan::DataDir data(fs, std::nullopt);
+        const data::DataDir data(fs, std::nullopt);
         auto sigs = explain::parse_signatures(data.read("profiles", "failures.json").value(), "failures.json");
         REQUIRE(sigs);
         CHECK(sigs->size() >= 19);

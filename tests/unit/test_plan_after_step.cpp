@@ -120,6 +120,7 @@ TEST_SUITE("plan/after_step")
             CHECK(step_kind(argv) == row.kind);
             CHECK(recorded_step_kind(argv) == row.kind);
             CHECK(is_boot_refresh_step(argv) == row.boot_refresh);
+            CHECK((row.needed_by == nullptr) == (row.argv == nullptr)); // a file-derived step builds its own argv
             const auto e = after_step_effects(argv);
             CHECK_FALSE(e.what.empty());
             CHECK(e.what != after_step_effects({"frobnicate"}).what);

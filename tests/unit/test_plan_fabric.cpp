@@ -35,7 +35,7 @@ Host fixture(const std::string& name)
 
 plan::Plan make(const Host& host, const std::string& gpus, plan::NoFabric no_fabric = plan::NoFabric::no)
 {
-    const plan::DataDir data(host.fs, std::nullopt);
+    const data::DataDir data(host.fs, std::nullopt);
     auto request = test::vm_request(101, gpus);
     request.no_fabric = no_fabric;
     auto p = plan::make_plan(host.inv, host.fs, data, request);
@@ -148,13 +148,13 @@ TEST_SUITE("plan::fabric")
     {
         const std::string good = R"({"schema": "passthru.nvswitch/1", "generations": [
             {"name": "g", "ids": ["10DE:22A3"], "full_passthrough": ["whole-board", "single-gpu"], "guest_needs": ["fm"]}]})";
-        const auto gens = plan::detail::parse_nvswitch_generations(good, "nv.json");
+        const auto gens = data::parse_nvswitch_generations(good, "nv.json");
         REQUIRE(gens);
         REQUIRE(gens->size() == 1);
         CHECK(gens->front().ids == std::vector<std::string>{"10de:22a3"});
         CHECK(gens->front().shapes.size() == 2);
 
-        const auto bad_shape = plan::detail::parse_nvswitch_generations(
+        const auto bad_shape = data::parse_nvswitch_generations(
             R"({"schema": "passthru.nvswitch/1", "generations": [{"name": "g", "ids": ["10de:22a3"], "full_passthrough": ["half"], "guest_needs": []}]})",
             "nv.json");
         REQUIRE_FALSE(bad_shape);
@@ -162,11 +162,11 @@ TEST_SUITE("plan::fabric")
         CHECK(std::string(bad_shape.error().what()).find("nv.json") != std::string::npos);
         CHECK(std::string(bad_shape.error().what()).find("half") != std::string::npos);
 
-        const auto bad_id = plan::detail::parse_nvswitch_generations(
+        const auto bad_id = data::parse_nvswitch_generations(
             R"({"schema": "passthru.nvswitch/1", "generations": [{"name": "g", "ids": ["nvswitch"], "full_passthrough": ["whole-board"], "guest_needs": []}]})",
             "nv.json");
         CHECK_FALSE(bad_id);
-        CHECK_FALSE(plan::detail::parse_nvswitch_generations(R"({"schema": "other/1"})", "nv.json"));
+        CHECK_FALSE(data::parse_nvswitch_generations(R"({"schema": "other/1"})", "nv.json"));
     }
 }
 
@@ -174,17 +174,17 @@ TEST_SUITE("plan::fabric schema")
 {
     TEST_CASE("nvswitch.json: a field the schema does not have, or a mistyped one, is named by its path")
     {
-        const auto extra = plan::detail::parse_nvswitch_generations(
+        const auto extra = data::parse_nvswitch_generations(
             R"({"schema": "passthru.nvswitch/1", "generations": [{"name": "g", "ids": ["10de:22a3"], "full_passthrough": ["whole-board"], "guest_needs": [], "nvlink": 4}]})",
             "nv.json");
         REQUIRE_FALSE(extra);
         CHECK(std::string(extra.error().what()) == "nv.json: generations[0].nvlink is not a field of a generation");
-        const auto typed = plan::detail::parse_nvswitch_generations(
+        const auto typed = data::parse_nvswitch_generations(
             R"({"schema": "passthru.nvswitch/1", "generations": [{"name": "g", "ids": ["10de:22a3", 7], "full_passthrough": ["whole-board"], "guest_needs": []}]})",
             "nv.json");
         REQUIRE_FALSE(typed);
         CHECK(std::string(typed.error().what()) == "nv.json: generations[0].ids[1]: expected a string");
-        const auto schema = plan::detail::parse_nvswitch_generations(R"({"schema": "passthru.nvswitch/2", "generations": []})", "nv.json");
+        const auto schema = data::parse_nvswitch_generations(R"({"schema": "passthru.nvswitch/2", "generations": []})", "nv.json");
         REQUIRE_FALSE(schema);
         CHECK(std::string(schema.error().what()) == "nv.json: schema must be \"passthru.nvswitch/1\"");
     }

@@ -20,7 +20,7 @@ namespace {
 
 std::string error_of(std::string_view text)
 {
-    return test::usage_error(plan::detail::parse_gpu_profile(text, "p.json"));
+    return test::usage_error(data::parse_gpu_profile(text, "p.json"));
 }
 
 // A valid profile with `extra` spliced in as further top-level fields.
@@ -41,8 +41,8 @@ TEST_SUITE("plan::gpu_profiles")
         test::TempDir root;
         auto fs = util::HostFs::open(root.path());
         REQUIRE(fs);
-        const plan::DataDir data(*fs, std::nullopt);
-        const auto profiles = plan::detail::load_gpu_profiles(data);
+        const data::DataDir data(*fs, std::nullopt);
+        const auto profiles = data::load_gpu_profiles(data);
         REQUIRE(profiles);
         CHECK(profiles->size() == data.list("profiles", "gpus").size());
         for (const auto& p : *profiles) {
@@ -51,12 +51,12 @@ TEST_SUITE("plan::gpu_profiles")
             REQUIRE_FALSE(p.functions.empty());
             CHECK(p.functions.front().function == 0);
         }
-        const auto* turing = plan::detail::find_profile(*profiles, "10de:1e07");
+        const auto* turing = data::find_profile(*profiles, "10de:1e07");
         REQUIRE(turing != nullptr);
         REQUIRE(turing->functions.size() == 4);
         CHECK(turing->functions[1].class16 == 0x0403);
         CHECK(turing->functions[3].class16 == 0x0c80);
-        const auto* v100 = plan::detail::find_profile(*profiles, "10de:1db1");
+        const auto* v100 = data::find_profile(*profiles, "10de:1db1");
         REQUIRE(v100 != nullptr);
         REQUIRE(v100->functions.size() == 1);
         CHECK(v100->functions[0].class16 == 0x0302);
@@ -64,7 +64,7 @@ TEST_SUITE("plan::gpu_profiles")
 
     TEST_CASE("a valid profile: functions sorted by number, class as a number")
     {
-        const auto p = plan::detail::parse_gpu_profile(profile(), "p.json");
+        const auto p = data::parse_gpu_profile(profile(), "p.json");
         REQUIRE(p);
         CHECK(p->name == "Card");
         CHECK(p->ids == std::vector<std::string>{"10de:1e07"});
@@ -77,9 +77,9 @@ TEST_SUITE("plan::gpu_profiles")
 
     TEST_CASE("fields of earlier releases are accepted and ignored, so old copies under /etc/passthru keep loading")
     {
-        CHECK(plan::detail::parse_gpu_profile(
-            profile(R"J(, "vendor": "10de", "architecture": "Turing", "chip": "TU102", "tdp_watts": 250)J"), "p.json"));
-        CHECK(plan::detail::parse_gpu_profile(
+        CHECK(data::parse_gpu_profile(profile(R"J(, "vendor": "10de", "architecture": "Turing", "chip": "TU102", "tdp_watts": 250)J"),
+                                      "p.json"));
+        CHECK(data::parse_gpu_profile(
             R"J({"schema": "passthru.gpu-profile/1", "name": "C", "ids": ["10de:1e07"],
                 "functions": [{"function": 0, "class": "0300", "id": "10de:1e07", "role": "display (VGA)"}]})J",
             "p.json"));
@@ -114,8 +114,8 @@ TEST_SUITE("plan::gpu_profiles")
 
     TEST_CASE("known issues: issue, advice and at least one source each; other fields refused")
     {
-        const auto p = plan::detail::parse_gpu_profile(
-            profile(R"J(, "known_issues": [{"issue": "i", "advice": "a", "sources": ["r1", "r2"]}])J"), "p.json");
+        const auto p =
+            data::parse_gpu_profile(profile(R"J(, "known_issues": [{"issue": "i", "advice": "a", "sources": ["r1", "r2"]}])J"), "p.json");
         REQUIRE(p);
         REQUIRE(p->known_issues.size() == 1);
         CHECK(p->known_issues[0].issue == "i");
@@ -136,8 +136,8 @@ TEST_SUITE("plan::gpu_profiles")
         test::TempDir root;
         auto fs = util::HostFs::open(root.path());
         REQUIRE(fs);
-        const plan::DataDir data(*fs, std::nullopt);
-        const auto profiles = plan::detail::load_gpu_profiles(data);
+        const data::DataDir data(*fs, std::nullopt);
+        const auto profiles = data::load_gpu_profiles(data);
         REQUIRE(profiles);
         struct Want
         {
@@ -164,7 +164,7 @@ TEST_SUITE("plan::gpu_profiles")
         };
         for (const auto& w : wants) {
             CAPTURE(w.id);
-            const auto* p = plan::detail::find_profile(*profiles, w.id);
+            const auto* p = data::find_profile(*profiles, w.id);
             REQUIRE(p != nullptr);
             CHECK(p->name == w.name);
             CHECK(p->vram_gib == w.vram);
@@ -195,8 +195,8 @@ TEST_SUITE("plan::gpu_profiles")
         test::TempDir root;
         auto fs = util::HostFs::open(root.path());
         REQUIRE(fs);
-        // A fresh DataDir per load, as each command has its own.
-        auto load = [&] { return plan::detail::load_gpu_profiles(plan::DataDir(*fs, std::nullopt)); };
+        // A fresh data::DataDir per load, as each command has its own.
+        auto load = [&] { return data::load_gpu_profiles(data::DataDir(*fs, std::nullopt)); };
         root.write("etc/passthru/profiles/gpus/rtx-2080-ti.json", profile(R"J(, "vram_gb": 22)J"));
         auto loaded = load();
         REQUIRE_FALSE(loaded);
@@ -240,8 +240,8 @@ plan::Plan run_layout(const std::vector<Fn>& fns)
     auto inv = scan::scan_host(*fs, runner, test::shipped_scan_data(*fs));
     REQUIRE(inv);
     REQUIRE(inv->gpus.size() == 1);
-    const plan::DataDir data(*fs, std::nullopt);
-    const auto profiles = plan::detail::load_gpu_profiles(data);
+    const data::DataDir data(*fs, std::nullopt);
+    const auto profiles = data::load_gpu_profiles(data);
     REQUIRE(profiles);
     plan::Plan p;
     plan::detail::check_function_layout(*inv, inv->gpus[0], *profiles, "GPU 0000:01:00", p);

@@ -48,7 +48,7 @@ Planned run_cmdline(const FakeHost& host, bool boot_vga = false, const std::func
     if (tweak) {
         tweak(out.inventory);
     }
-    const plan::DataDir data(*fs, std::nullopt);
+    const data::DataDir data(*fs, std::nullopt);
     const plan::Request request = test::vm_request();
     plan::PlanContext ctx{out.inventory, *fs, data, request, {}, nullptr};
     out.in.kernel_release = out.inventory.host.kernel;

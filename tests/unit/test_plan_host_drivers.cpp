@@ -122,8 +122,8 @@ std::string drivers_error(const std::string& text)
     root.write("etc/passthru/profiles/host/drivers.json", text);
     auto fs = util::HostFs::open(root.path());
     REQUIRE(fs);
-    const plan::DataDir data(*fs, std::nullopt);
-    const auto loaded = plan::detail::load_host_drivers(data);
+    const data::DataDir data(*fs, std::nullopt);
+    const auto loaded = data::load_host_drivers(data);
     REQUIRE_FALSE(loaded);
     CHECK(loaded.error().code() == Errc::usage);
     return loaded.error().what();
@@ -166,7 +166,7 @@ TEST_SUITE("plan::host::drivers schema")
             {"module": "snd_hda_intel", "claims": {"class": "0403"}, "why": "w"}]})");
         auto fs = util::HostFs::open(root.path());
         REQUIRE(fs);
-        const auto loaded = plan::detail::load_host_drivers(plan::DataDir(*fs, std::nullopt));
+        const auto loaded = data::load_host_drivers(data::DataDir(*fs, std::nullopt));
         REQUIRE(loaded);
         REQUIRE(loaded->drivers.size() == 3);
         CHECK(loaded->drivers[0].owner == std::uint16_t{0x1002});

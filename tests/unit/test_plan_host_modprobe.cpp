@@ -85,7 +85,7 @@ ModprobePlanned run_modprobe(const FakeHost& host)
     util::CommandRunner runner(util::RunMode::record);
     auto inv = scan::scan_host(*fs, runner, test::shipped_scan_data(*fs));
     REQUIRE(inv);
-    const plan::DataDir data(*fs, std::nullopt);
+    const data::DataDir data(*fs, std::nullopt);
     const plan::Request request = test::vm_request();
     plan::PlanContext ctx{*inv, *fs, data, request, {}, nullptr};
     plan::detail::HostInputs in;

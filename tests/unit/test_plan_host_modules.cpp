@@ -35,7 +35,7 @@ ModulesPlanned run_modules(const FakeHost& host, const std::function<void(scan::
     if (tweak) {
         tweak(*inv);
     }
-    const plan::DataDir data(*fs, std::nullopt);
+    const data::DataDir data(*fs, std::nullopt);
     const plan::Request request = test::vm_request();
     plan::PlanContext ctx{*inv, *fs, data, request, {}, nullptr};
     ModulesPlanned out;

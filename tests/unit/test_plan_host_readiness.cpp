@@ -28,10 +28,10 @@ plan::Plan run_readiness(std::uint16_t device, const std::string& mem_kib)
     auto inv = scan::scan_host(*fs, runner, test::shipped_scan_data(*fs));
     REQUIRE(inv);
     REQUIRE(inv->gpus.size() == 1);
-    const plan::DataDir data(*fs, std::nullopt);
+    const data::DataDir data(*fs, std::nullopt);
     plan::Request request;
     request.vm = "101";
-    const auto profiles = plan::detail::load_gpu_profiles(data);
+    const auto profiles = data::load_gpu_profiles(data);
     REQUIRE(profiles);
     plan::PlanContext ctx{*inv, *fs, data, request, {&inv->gpus[0]}, &*profiles};
     plan::Plan p;

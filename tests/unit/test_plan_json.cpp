@@ -104,7 +104,7 @@ TEST_CASE("a tampered or foreign document is rejected with the field")
 
 TEST_SUITE_END();
 
-TEST_SUITE_BEGIN("plan::DataDir");
+TEST_SUITE_BEGIN("data::DataDir");
 
 TEST_CASE("/etc/passthru under the root overrides the shipped templates, and values go in unescaped")
 {
@@ -113,16 +113,16 @@ TEST_CASE("/etc/passthru under the root overrides the shipped templates, and val
     shipped.write("templates/t.mustache", "a={{a}}\n{{#list}}- {{.}}\n{{/list}}\n\n\n{{#no}}x{{/no}}\n");
     auto fs = util::HostFs::open(root.path());
     REQUIRE(fs);
-    plan::DataDir data(*fs, shipped.path());
+    data::DataDir data(*fs, shipped.path());
     auto out = plan::render_template(data, "t.mustache", {{"a", "<&\">"}, {"list", {"x", "y"}}, {"no", false}});
     REQUIRE(out);
     CHECK(*out == "a=<&\">\n- x\n- y\n");
     root.write("etc/passthru/templates/t.mustache", "override {{a}}\n");
-    // A DataDir reads each file once: one command sees one version of it.
+    // A data::DataDir reads each file once: one command sees one version of it.
     out = plan::render_template(data, "t.mustache", {{"a", "1"}});
     REQUIRE(out);
     CHECK(*out == "a=1\n");
-    plan::DataDir next(*fs, shipped.path());
+    data::DataDir next(*fs, shipped.path());
     out = plan::render_template(next, "t.mustache", {{"a", "1"}});
     REQUIRE(out);
     CHECK(*out == "override 1\n");
@@ -136,7 +136,7 @@ TEST_CASE("the data directory lists and reads every shipped GPU profile as JSON"
     test::TempDir root;
     auto fs = util::HostFs::open(root.path());
     REQUIRE(fs);
-    plan::DataDir data(*fs, std::nullopt);
+    data::DataDir data(*fs, std::nullopt);
     const auto profiles = data.list("profiles", "gpus");
     CHECK(profiles.size() >= 12);
     for (const auto& name : profiles) {

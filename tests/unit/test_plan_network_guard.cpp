@@ -72,7 +72,7 @@ plan::Request seed_request()
 plan::Plan run(const GuardHost& host, const plan::Request& req)
 {
     const auto fs = host.fs();
-    plan::DataDir data(fs, std::nullopt);
+    data::DataDir data(fs, std::nullopt);
     // The routes the test wrote under the root, as scan reads them.
     scan::Inventory inventory = host.inventory;
     inventory.runtime = scan::scan_runtime_state(fs);

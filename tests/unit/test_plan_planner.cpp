@@ -82,15 +82,15 @@ TEST_SUITE("plan::planner")
         auto fs = util::HostFs::open(root);
         REQUIRE(fs);
         const auto inv = planner_fixture("epyc-4x2080ti");
-        const plan::DataDir data(*fs, std::nullopt);
+        const data::DataDir data(*fs, std::nullopt);
         plan::Request request;
         request.vm = "101";
         request.vmid = 101;
         request.gpus = "all";
-        const auto before = plan::detail::gpu_profile_loads();
+        const auto before = data::gpu_profile_loads();
         const auto p = plan::make_plan(inv, *fs, data, request);
         REQUIRE(p);
-        CHECK(plan::detail::gpu_profile_loads() - before == 1);
+        CHECK(data::gpu_profile_loads() - before == 1);
         const bool noted =
             std::any_of(p->notes.begin(), p->notes.end(), [](const std::string& n) { return n.find("RTX 2080 Ti") != std::string::npos; });
         CHECK(noted);
@@ -104,7 +104,7 @@ TEST_SUITE("plan::planner")
         const auto inv = planner_fixture("vgpu-epyc");
         REQUIRE(inv.host.vgpu_host());
         CHECK(slots(inv, "all") == std::vector<std::string>{"0000:01:00", "0000:41:00"}); // VFs are no cards
-        const plan::DataDir data(*fs, std::nullopt);
+        const data::DataDir data(*fs, std::nullopt);
         plan::Request request;
         request.vm = "101";
         request.vmid = 101;

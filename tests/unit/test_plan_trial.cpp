@@ -60,7 +60,7 @@ TEST_SUITE("plan/trial")
     TEST_CASE("by id: the binding goes on the trial entry, the default entry's files stay, grub-reboot selects it once")
     {
         auto f = trial_fixture("epyc-4x2080ti");
-        const plan::DataDir data(f.fs, std::nullopt);
+        const data::DataDir data(f.fs, std::nullopt);
         const auto p = plan::make_plan(f.inventory, f.fs, data, trial_request("all", 7));
         REQUIRE(p);
         REQUIRE_FALSE(p->refused());
@@ -98,7 +98,7 @@ TEST_SUITE("plan/trial")
     TEST_CASE("the fallback: a revert unit that every boot starts and that acts only without the marker")
     {
         auto f = trial_fixture("epyc-4x2080ti");
-        const plan::DataDir data(f.fs, std::nullopt);
+        const data::DataDir data(f.fs, std::nullopt);
         const auto p = plan::make_plan(f.inventory, f.fs, data, trial_request("all"));
         REQUIRE(p);
         REQUIRE_FALSE(p->refused());
@@ -119,7 +119,7 @@ TEST_SUITE("plan/trial")
     TEST_CASE("by address: the install hook binds only with the marker on /proc/cmdline")
     {
         auto f = trial_fixture("qemu-intel");
-        const plan::DataDir data(f.fs, std::nullopt);
+        const data::DataDir data(f.fs, std::nullopt);
         const auto p = plan::make_plan(f.inventory, f.fs, data, trial_request("0000:04:00"));
         REQUIRE(p);
         REQUIRE_FALSE(p->refused());
@@ -135,7 +135,7 @@ TEST_SUITE("plan/trial")
     TEST_CASE("systemd-boot: an own loader entry staged under /etc, /etc/kernel/cmdline untouched, the helper selects it once")
     {
         auto zfs = trial_fixture("epyc-4x2080ti-zfs");
-        const plan::DataDir data(zfs.fs, std::nullopt);
+        const data::DataDir data(zfs.fs, std::nullopt);
         const auto p = plan::make_plan(zfs.inventory, zfs.fs, data, trial_request("all", 7));
         REQUIRE(p);
         REQUIRE_FALSE(p->refused());
@@ -179,7 +179,7 @@ TEST_SUITE("plan/trial")
     TEST_CASE("GRUB: the watchdog names the GRUB script and clears next_entry")
     {
         auto f = trial_fixture("epyc-4x2080ti");
-        const plan::DataDir data(f.fs, std::nullopt);
+        const data::DataDir data(f.fs, std::nullopt);
         const auto p = plan::make_plan(f.inventory, f.fs, data, trial_request("all"));
         REQUIRE(p);
         REQUIRE_FALSE(p->refused());
@@ -193,7 +193,7 @@ TEST_SUITE("plan/trial")
     TEST_CASE("refused: network changes")
     {
         auto grub = trial_fixture("epyc-4x2080ti");
-        const plan::DataDir data2(grub.fs, std::nullopt);
+        const data::DataDir data2(grub.fs, std::nullopt);
         auto r = trial_request("all");
         r.network = plan::NetworkRequest{};
         r.network->bond_slaves = {"enp66s0f0", "enp66s0f1"};
@@ -207,7 +207,7 @@ TEST_SUITE("plan/trial")
     TEST_CASE("a plan without --trial is the normal plan")
     {
         auto f = trial_fixture("epyc-4x2080ti");
-        const plan::DataDir data(f.fs, std::nullopt);
+        const data::DataDir data(f.fs, std::nullopt);
         const auto p = plan::make_plan(f.inventory, f.fs, data, trial_request("all", std::nullopt));
         REQUIRE(p);
         CHECK(trial_file(*p, plan::k_trial_grub_script) == nullptr);
@@ -222,7 +222,7 @@ TEST_SUITE("plan/trial")
     TEST_CASE("confirm plans the normal configuration for the trial's request")
     {
         auto f = trial_fixture("epyc-4x2080ti");
-        const plan::DataDir data(f.fs, std::nullopt);
+        const data::DataDir data(f.fs, std::nullopt);
         const auto p = plan::make_confirm_plan(f.inventory, f.fs, data, trial_request("all"));
         REQUIRE(p);
         REQUIRE_FALSE(p->refused());
@@ -236,7 +236,7 @@ TEST_SUITE("plan/trial")
     TEST_CASE("confirm on systemd-boot: the arguments go into /etc/kernel/cmdline and the refresh runs")
     {
         auto zfs = trial_fixture("epyc-4x2080ti-zfs");
-        const plan::DataDir data(zfs.fs, std::nullopt);
+        const data::DataDir data(zfs.fs, std::nullopt);
         const auto p = plan::make_confirm_plan(zfs.inventory, zfs.fs, data, trial_request("all"));
         REQUIRE(p);
         REQUIRE_FALSE(p->refused());

@@ -96,7 +96,7 @@ struct VmHost
         auto fs = util::HostFs::open(dir.path()).value();
         util::CommandRunner runner(util::RunMode::record);
         auto inv = scan::scan_host(fs, runner, test::shipped_scan_data(fs)).value();
-        plan::DataDir data(fs, std::nullopt);
+        data::DataDir data(fs, std::nullopt);
         return plan::make_plan(inv, fs, data, req);
     }
 };
@@ -242,7 +242,7 @@ TEST_SUITE("plan::vm_profile")
     {
         test::TempDir root;
         auto fs = util::HostFs::open(root.path()).value();
-        plan::DataDir data(fs, std::nullopt);
+        data::DataDir data(fs, std::nullopt);
         const auto linux = plan::load_vm_profile(data, "linux-ml");
         REQUIRE(linux);
         CHECK_FALSE(linux->cpu_hidden);

@@ -26,7 +26,7 @@ detail::AddressLimits shipped_limits()
     REQUIRE(in.good());
     std::ostringstream s;
     s << in.rdbuf();
-    auto limits = detail::parse_address_limits(s.str(), path.string());
+    auto limits = data::parse_address_limits(s.str(), path.string());
     REQUIRE(limits);
     return *limits;
 }
@@ -263,10 +263,10 @@ TEST_SUITE("plan::vm::address_space")
 
     TEST_CASE("a broken limits file names itself and the field")
     {
-        CHECK_FALSE(detail::parse_address_limits("{}", "f.json"));
-        const auto bad = detail::parse_address_limits(R"({"schema": "passthru.address-space/1", "qemu_default_phys_bits": 7})", "f.json");
+        CHECK_FALSE(data::parse_address_limits("{}", "f.json"));
+        const auto bad = data::parse_address_limits(R"({"schema": "passthru.address-space/1", "qemu_default_phys_bits": 7})", "f.json");
         REQUIRE_FALSE(bad);
         CHECK(std::string(bad.error().what()).find("f.json: qemu_default_phys_bits must be 32-64") != std::string::npos);
-        CHECK_FALSE(detail::parse_address_limits("not json", "f.json"));
+        CHECK_FALSE(data::parse_address_limits("not json", "f.json"));
     }
 }

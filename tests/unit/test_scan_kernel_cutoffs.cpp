@@ -6,7 +6,7 @@
 #include "../support/shipped_data.hpp"
 #include "../support/temp_dir.hpp"
 #include "../support/usage_error.hpp"
-#include "scan/kernel_cutoffs.hpp"
+#include "data/kernel_cutoffs.hpp"
 
 using namespace passthru;
 
@@ -14,7 +14,7 @@ namespace {
 
 std::string cutoffs_error_of(std::string_view text)
 {
-    return test::usage_error(scan::parse_kernel_cutoffs(text, "k.json"));
+    return test::usage_error(data::parse_kernel_cutoffs(text, "k.json"));
 }
 
 constexpr std::string_view k_good = R"({"schema": "passthru.kernel-cutoffs/1", "comment": "c",
@@ -30,10 +30,10 @@ TEST_SUITE("scan::kernel_cutoffs")
         auto fs = util::HostFs::open(root.path());
         REQUIRE(fs);
         const auto c = test::shipped_scan_data(*fs).cutoffs;
-        CHECK(c.vfio_virqfd_in_vfio == scan::KernelVersion{6, 2});
-        CHECK(c.intel_iommu_default_on == scan::KernelVersion{6, 8});
-        CHECK(c.sysfb_simple_framebuffer == scan::KernelVersion{5, 15});
-        CHECK(scan::KernelCutoffs::text(c.sysfb_simple_framebuffer) == "5.15");
+        CHECK(c.vfio_virqfd_in_vfio == data::KernelVersion{6, 2});
+        CHECK(c.intel_iommu_default_on == data::KernelVersion{6, 8});
+        CHECK(c.sysfb_simple_framebuffer == data::KernelVersion{5, 15});
+        CHECK(data::KernelCutoffs::text(c.sysfb_simple_framebuffer) == "5.15");
     }
 
     TEST_CASE("an override under the root replaces the shipped file")
@@ -44,20 +44,20 @@ TEST_SUITE("scan::kernel_cutoffs")
             R"({"schema": "passthru.kernel-cutoffs/1", "vfio_virqfd_in_vfio": "6.2", "intel_iommu_default_on": "7.1", "sysfb_simple_framebuffer": "5.15"})");
         auto fs = util::HostFs::open(root.path());
         REQUIRE(fs);
-        CHECK(test::shipped_scan_data(*fs).cutoffs.intel_iommu_default_on == scan::KernelVersion{7, 1});
+        CHECK(test::shipped_scan_data(*fs).cutoffs.intel_iommu_default_on == data::KernelVersion{7, 1});
     }
 
     TEST_CASE("comparisons: unknown kernels are never 'at least'")
     {
-        CHECK(scan::KernelCutoffs::at_least(scan::KernelVersion{6, 8}, {6, 8}));
-        CHECK(scan::KernelCutoffs::at_least(scan::KernelVersion{7, 0}, {6, 8}));
-        CHECK_FALSE(scan::KernelCutoffs::at_least(scan::KernelVersion{6, 5}, {6, 8}));
-        CHECK_FALSE(scan::KernelCutoffs::at_least(std::nullopt, {6, 8}));
+        CHECK(data::KernelCutoffs::at_least(data::KernelVersion{6, 8}, {6, 8}));
+        CHECK(data::KernelCutoffs::at_least(data::KernelVersion{7, 0}, {6, 8}));
+        CHECK_FALSE(data::KernelCutoffs::at_least(data::KernelVersion{6, 5}, {6, 8}));
+        CHECK_FALSE(data::KernelCutoffs::at_least(std::nullopt, {6, 8}));
     }
 
     TEST_CASE("every break of the schema names the file and the field")
     {
-        CHECK(scan::parse_kernel_cutoffs(k_good, "k.json"));
+        CHECK(data::parse_kernel_cutoffs(k_good, "k.json"));
         CHECK(cutoffs_error_of("{") == "k.json: not a JSON document");
         CHECK(cutoffs_error_of(R"({"schema": "passthru.kernel-cutoffs/2"})").find("k.json: schema must be") == 0);
         CHECK(cutoffs_error_of(R"({"schema": "passthru.kernel-cutoffs/1", "vfio_virqfd_in_vfio": "6.2", "intel_iommu_default_on": "6.8"})")

@@ -109,7 +109,7 @@ TEST_SUITE("plan decides from the scan's runtime state")
         auto fs = util::HostFs::open(root.path()).value();
         util::CommandRunner runner(util::RunMode::record);
         auto inv = scan::scan_host(fs, runner, test::shipped_scan_data(fs)).value();
-        plan::DataDir data(fs, std::nullopt);
+        data::DataDir data(fs, std::nullopt);
         plan::Request req;
         req.vm = "101";
         req.vmid = 101;

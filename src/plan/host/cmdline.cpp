@@ -66,8 +66,8 @@ void compute_wanted(const PlanContext& ctx, Plan& plan, const HostInputs& in, st
 {
     const auto& host = ctx.inventory.host;
     // The kernel releases are data (profiles/host/kernel.json; docs/facts.md: iommu).
-    const scan::KernelCutoffs& cut = ctx.inventory.kernel_cutoffs;
-    using scan::KernelCutoffs;
+    const data::KernelCutoffs& cut = ctx.inventory.kernel_cutoffs;
+    using data::KernelCutoffs;
     if (host.is_intel()) {
         const auto& config = host.intel_iommu_default_on_config;
         if (config) {

@@ -11,44 +11,17 @@
 #include <utility>
 #include <vector>
 
+#include "data/host_drivers.hpp"
 #include "plan/common.hpp"
 
 namespace passthru::plan::detail {
 
-enum class FunctionKind
-{
-    any,
-    display, // PCI base class 03 (VGA or 3D controller)
-};
+using data::FunctionKind;
+using data::HostDriver;
+using data::HostDriverData;
 
-struct HostDriver
-{
-    std::string module;                  // as modprobe.d names it ("snd_hda_intel")
-    bool claims_something = false;       // false: only blacklisted, never softdepped
-    std::optional<std::uint16_t> vendor; // claims functions of this vendor only
-    FunctionKind kind = FunctionKind::any;
-    std::optional<std::uint16_t> class16; // claims functions of this class only ("0403")
-    std::string why;                      // "{function}" is replaced by the function's address
-    // The GPU vendor the driver belongs to ("vendor" in the data, else claims.vendor):
-    // a blacklist entry is blacklisted when a card of that vendor is passed and none stays.
-    std::optional<std::uint16_t> owner;
-    bool blacklist = false;   // blacklisted when no GPU of the owner vendor stays on the host
-    bool framebuffer = false; // a framebuffer driver: its blacklist elsewhere is no conflict
-    // NVIDIA vGPU's host driver stack ("vgpu_keep"): on a vGPU host never blacklisted or softdepped
-    bool vgpu_keep = false;
-    // The module exists only in kernels from this version on ("since_kernel" in the data):
-    // such an entry counts only when the target's module tree has the module.
-    std::optional<std::pair<int, int>> since_kernel;
-
-    bool claims(const scan::PciDevice& device) const;
-    std::string reason(const std::string& function) const;
-};
-
-struct HostDriverData
-{
-    std::vector<HostDriver> drivers;                   // in file order
-    std::map<std::string, std::string> driver_modules; // sysfs driver name -> module
-};
+// Whether DRIVER claims DEVICE (its vendor, kind and class match).
+bool driver_claims(const HostDriver& driver, const scan::PciDevice& device);
 
 // The drivers of the data that exist for the target kernel. An entry with since_kernel
 // is kept when the target's module tree has its module (asked through libkmod) or, when
@@ -57,9 +30,5 @@ struct HostDriverData
 HostDriverData drivers_for_kernel(const util::HostFs& fs, const std::optional<std::string>& kernel_release,
                                   const std::optional<std::pair<int, int>>& kernel_version, HostDriverData data,
                                   std::vector<std::string>& why);
-
-// Loads profiles/host/drivers.json (an /etc/passthru override first).
-// Errc::usage naming the file and the field when it does not follow the schema.
-Result<HostDriverData> load_host_drivers(const DataDir& data);
 
 } // namespace passthru::plan::detail

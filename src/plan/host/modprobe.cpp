@@ -152,7 +152,7 @@ void choose_softdeps(ModprobeJob& job)
             continue;
         }
         for (const auto& driver : job.drivers.drivers) {
-            if (driver.claims(*d)) {
+            if (driver_claims(driver, *d)) {
                 want_softdep(driver.module, driver.reason(fn.str()));
             }
         }
@@ -233,7 +233,7 @@ void choose_blacklist(ModprobeJob& job)
 
 void plan_modprobe(const PlanContext& ctx, Plan& plan, const HostInputs& in)
 {
-    const auto loaded = load_host_drivers(ctx.data);
+    const auto loaded = data::load_host_drivers(ctx.data);
     if (!loaded) {
         throw loaded.error();
     }

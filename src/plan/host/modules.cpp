@@ -34,13 +34,13 @@ struct VirqfdDecision
 // only when libkmod cannot tell from the target kernel's module tree.
 bool before_virqfd_fold(const PlanContext& ctx, const HostInputs& in)
 {
-    return in.kernel_version && !scan::KernelCutoffs::at_least(in.kernel_version, ctx.inventory.kernel_cutoffs.vfio_virqfd_in_vfio);
+    return in.kernel_version && !data::KernelCutoffs::at_least(in.kernel_version, ctx.inventory.kernel_cutoffs.vfio_virqfd_in_vfio);
 }
 
 VirqfdDecision decide_virqfd(const PlanContext& ctx, const HostInputs& in)
 {
     const std::string kver = in.kernel_release.value_or("");
-    const std::string fold = scan::KernelCutoffs::text(ctx.inventory.kernel_cutoffs.vfio_virqfd_in_vfio);
+    const std::string fold = data::KernelCutoffs::text(ctx.inventory.kernel_cutoffs.vfio_virqfd_in_vfio);
     if (const auto has = target_has_module(ctx.fs, kver, "vfio_virqfd")) {
         if (*has) {
             return {true, "the module tree of kernel " + kver + " still has vfio_virqfd (asked through libkmod)"};
@@ -184,7 +184,7 @@ void plan_modules(const PlanContext& ctx, Plan& plan, const HostInputs& in)
     }
     if (virqfd.needed && before_virqfd_fold(ctx, in)) {
         plan.notes.push_back("vfio_virqfd is listed for kernel " + in.kernel_release.value_or("?") + "; after an upgrade to a "
-                             + scan::KernelCutoffs::text(ctx.inventory.kernel_cutoffs.vfio_virqfd_in_vfio)
+                             + data::KernelCutoffs::text(ctx.inventory.kernel_cutoffs.vfio_virqfd_in_vfio)
                              + "+ kernel, plan again: passthru then removes it");
     }
 }

@@ -95,11 +95,6 @@ bool trusted_width(const AddressLimits& limits, const scan::HostInfo& host, int 
 
 } // namespace
 
-Result<AddressLimits> load_address_limits(const DataDir& data)
-{
-    return data.load_profile("host/address-space.json", parse_address_limits);
-}
-
 std::uint64_t mmio64_needed(const scan::Inventory& inventory, const std::vector<const scan::GpuCard*>& cards)
 {
     std::uint64_t total = 0;

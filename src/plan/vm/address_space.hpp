@@ -20,10 +20,6 @@ namespace passthru::plan::detail {
 
 // The limits of profiles/host/address-space.json, loaded by data/address_space.*.
 using data::AddressLimits;
-using data::parse_address_limits;
-
-// profiles/host/address-space.json through the data directory.
-Result<AddressLimits> load_address_limits(const DataDir& data);
 
 // What the guest gets from a cpu line.
 struct GuestAddressing

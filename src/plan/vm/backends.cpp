@@ -23,8 +23,18 @@ void plan_proxmox_backend(const PlanContext& ctx, Plan& plan)
 }
 
 constexpr std::array<BackendRow, 2> k_backend_rows = {{
-    {Backend::proxmox, "proxmox", true, true, false, plan_proxmox_backend},
-    {Backend::libvirt, "libvirt", false, false, true, detail::plan_libvirt_domain},
+    {.backend = Backend::proxmox,
+     .name = "proxmox",
+     .numeric_vmid = true,
+     .cluster_mapping = true,
+     .connect_uri = false,
+     .plan_vm = plan_proxmox_backend},
+    {.backend = Backend::libvirt,
+     .name = "libvirt",
+     .numeric_vmid = false,
+     .cluster_mapping = false,
+     .connect_uri = true,
+     .plan_vm = detail::plan_libvirt_domain},
 }};
 
 } // namespace

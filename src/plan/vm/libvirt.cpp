@@ -42,7 +42,7 @@ void check_domain_address_space(const PlanContext& ctx, Plan& plan, std::string&
     if (mmio64 == 0 || !cpu) {
         return;
     }
-    auto limits = load_address_limits(ctx.data);
+    auto limits = data::load_address_limits(ctx.data);
     if (!limits) {
         throw limits.error();
     }

@@ -250,7 +250,7 @@ Result<VmProfile> parse_vm_profile(std::string_view name, std::string_view json_
     });
 }
 
-Result<VmProfile> load_vm_profile(const DataDir& data, std::string_view name)
+Result<VmProfile> load_vm_profile(const data::DataDir& data, std::string_view name)
 {
     const std::string n(name);
     if (!valid_profile_name(n)) {

@@ -58,6 +58,6 @@ const std::vector<std::string>& vm_cpu_flag_allow_list();
 Result<VmProfile> parse_vm_profile(std::string_view name, std::string_view json_text, std::string_view origin = {});
 // Reads profiles/vm/<name>.json through the data directory. Errc::usage
 // when no such profile exists (with the available names as a hint).
-Result<VmProfile> load_vm_profile(const DataDir& data, std::string_view name);
+Result<VmProfile> load_vm_profile(const data::DataDir& data, std::string_view name);
 
 } // namespace passthru::plan

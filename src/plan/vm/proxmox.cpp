@@ -264,7 +264,7 @@ void refuse_busy_vm(VmJob& job)
 void plan_proxmox_vm(const PlanContext& ctx, const VmProfile& profile, Plan& plan)
 {
     VmJob job(ctx, profile, plan);
-    auto limits = load_address_limits(ctx.data);
+    auto limits = data::load_address_limits(ctx.data);
     if (!limits) {
         throw std::move(limits.error());
     }

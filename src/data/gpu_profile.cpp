@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// GPU profiles (profiles/gpus/*.json): loading, schema checks and lookup by
+// vendor:device. The schema is in docs/data.md.
+#include "data/gpu_profile.hpp"
+
+#include <algorithm>
+#include <array>
+#include <map>
+
+#include "data/schema.hpp"
+#include "util/strings.hpp"
+#include "util/term.hpp"
+
+namespace passthru::data {
+
+namespace {
+
+constexpr std::string_view k_gpu_schema = "passthru.gpu-profile/1";
+
+std::size_t g_gpu_profile_loads = 0;
+
+// Fields earlier releases shipped and never used: accepted and ignored, so a
+// copy of an old profile under /etc/passthru keeps loading.
+constexpr std::array<std::string_view, 4> k_retired = {"architecture", "chip", "tdp_watts", "vendor"};
+constexpr std::array<std::string_view, 9> k_profile_fields = {"schema",    "name",   "ids",          "vram_gib", "vram_note",
+                                                              "functions", "quirks", "known_issues", "sources"};
+
+bool lower_hex(std::string_view text, std::size_t digits)
+{
+    return text.size() == digits && text.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
+std::string profile_text(const Field& f)
+{
+    if (!f.json().is_string() || f.json().get_ref<const std::string&>().empty()) {
+        f.fail("must be a non-empty string");
+    }
+    // Every string of a profile may reach a generated file (the name goes into
+    // passthru-vfio.conf and the VM config), and those files are line-based.
+    auto text = f.json().get<std::string>();
+    if (!util::one_line(text)) {
+        // A value that would break a generated file (format/grammar.hpp: line_text) is a refusal, not a typo.
+        throw SchemaError(f.path() + " '" + util::shown_value(text) + "' is not one line of text: no line break or other control character",
+                          true, "a profile's values go into configuration files: fix the profile and plan again");
+    }
+    return text;
+}
+
+std::vector<std::string> profile_texts(const Field& f)
+{
+    if (!f.json().is_array()) {
+        f.fail("must be a list of strings");
+    }
+    std::vector<std::string> out;
+    out.reserve(f.json().size());
+    for (std::size_t i = 0; i < f.json().size(); ++i) {
+        out.push_back(profile_text(f[i]));
+    }
+    return out;
+}
+
+// "10de:1e07": the vendor:device of function 0, lower-case hex.
+std::vector<std::string> profile_ids(const Field& f)
+{
+    if (!f.json().is_array() || f.json().empty()) {
+        f.fail("must be a non-empty list of vendor:device ids (\"10de:1e07\")");
+    }
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < f.json().size(); ++i) {
+        const Field at = f[i];
+        const std::string id = at.json().is_string() ? at.json().get<std::string>() : std::string();
+        if (!vendor_device_id(id)) {
+            at.fail("must be a vendor:device id in lower-case hex (\"10de:1e07\")");
+        }
+        if (std::find(out.begin(), out.end(), id) != out.end()) {
+            at.fail(id + " is listed twice");
+        }
+        out.push_back(id);
+    }
+    return out;
+}
+
+ProfileFunction profile_function(const Field& f)
+{
+    if (!f.json().is_object()) {
+        f.fail("must be an object with function, class and role");
+    }
+    // "id" was documentation in earlier releases: accepted and ignored.
+    for (const auto& item : f.json().items()) {
+        if (item.key() != "function" && item.key() != "class" && item.key() != "role" && item.key() != "id") {
+            f[item.key()].fail("is not a field of a function (function, class, role)");
+        }
+    }
+    ProfileFunction out;
+    const nlohmann::json& number = f["function"].json();
+    if (!number.is_number_integer() || number.get<int>() < 0 || number.get<int>() > 7) {
+        f["function"].fail("must be the PCI function number, 0 to 7");
+    }
+    out.function = number.get<int>();
+    const nlohmann::json& cls = f["class"].json();
+    const std::string cls_text = cls.is_string() ? cls.get<std::string>() : std::string();
+    if (!lower_hex(cls_text, 4)) {
+        f["class"].fail("must be the PCI class and subclass, 4 lower-case hex digits (\"0403\")");
+    }
+    out.class16 = static_cast<std::uint16_t>(std::stoul(cls_text, nullptr, 16));
+    out.role = profile_text(f["role"]);
+    return out;
+}
+
+std::vector<ProfileFunction> profile_functions(const Field& f)
+{
+    if (!f.json().is_array() || f.json().empty()) {
+        f.fail("must be a non-empty list of the card's PCI functions");
+    }
+    std::vector<ProfileFunction> out;
+    for (std::size_t i = 0; i < f.json().size(); ++i) {
+        auto fn = profile_function(f[i]);
+        if (std::any_of(out.begin(), out.end(), [&](const ProfileFunction& o) { return o.function == fn.function; })) {
+            f[i]["function"].fail("function " + std::to_string(fn.function) + " is listed twice");
+        }
+        out.push_back(std::move(fn));
+    }
+    if (std::none_of(out.begin(), out.end(), [](const ProfileFunction& fn) { return fn.function == 0; })) {
+        f.fail("must list function 0 (the function the ids name)");
+    }
+    std::sort(out.begin(), out.end(), [](const ProfileFunction& a, const ProfileFunction& b) { return a.function < b.function; });
+    return out;
+}
+
+KnownIssue known_issue(const Field& f)
+{
+    if (!f.json().is_object()) {
+        f.fail("must be an object with issue, advice and sources");
+    }
+    for (const auto& item : f.json().items()) {
+        if (item.key() != "issue" && item.key() != "advice" && item.key() != "sources") {
+            f[item.key()].fail("is not a field of a known issue (issue, advice, sources)");
+        }
+    }
+    KnownIssue k;
+    k.issue = profile_text(f["issue"]);
+    k.advice = profile_text(f["advice"]);
+    k.sources = profile_texts(f["sources"]);
+    if (k.sources.empty()) {
+        f["sources"].fail("must name at least one public report");
+    }
+    return k;
+}
+
+std::vector<KnownIssue> known_issues(const Field& f)
+{
+    if (!f.json().is_array()) {
+        f.fail("must be a list of {issue, advice, sources}");
+    }
+    std::vector<KnownIssue> out;
+    out.reserve(f.json().size());
+    for (std::size_t i = 0; i < f.json().size(); ++i) {
+        out.push_back(known_issue(f[i]));
+    }
+    return out;
+}
+
+GpuProfile gpu_profile_document(const Field& root)
+{
+    root.only_fields(k_profile_fields, k_gpu_schema, k_retired);
+    GpuProfile p;
+    p.name = profile_text(root["name"]);
+    p.ids = profile_ids(root["ids"]);
+    if (root.has("vram_gib")) {
+        const nlohmann::json& vram = root["vram_gib"].json();
+        if (!vram.is_number() || vram.get<double>() <= 0) {
+            root["vram_gib"].fail("must be a positive number (GiB)");
+        }
+        p.vram_gib = vram.get<double>();
+    }
+    if (root.has("vram_note")) {
+        p.vram_note = profile_text(root["vram_note"]);
+    }
+    if (root.has("functions")) {
+        p.functions = profile_functions(root["functions"]);
+    }
+    if (root.has("quirks")) {
+        p.quirks = profile_texts(root["quirks"]);
+    }
+    if (root.has("known_issues")) {
+        p.known_issues = known_issues(root["known_issues"]);
+    }
+    if (root.has("sources")) {
+        profile_texts(root["sources"]); // documentation only: checked, not kept
+    }
+    return p;
+}
+
+} // namespace
+
+std::size_t gpu_profile_loads() noexcept
+{
+    return g_gpu_profile_loads;
+}
+
+Result<GpuProfile> parse_gpu_profile(std::string_view json_text, const std::string& where)
+{
+    return load<GpuProfile>(json_text, where, k_gpu_schema, gpu_profile_document);
+}
+
+Result<std::vector<GpuProfile>> load_gpu_profiles(const DataDir& data)
+{
+    ++g_gpu_profile_loads;
+    std::vector<GpuProfile> out;
+    std::map<std::string, std::string> claimed; // id -> file
+    for (const auto& name : data.list("profiles", "gpus")) {
+        if (!name.ends_with(".json")) {
+            continue;
+        }
+        const auto where = data.origin("profiles", "gpus/" + name).value_or("profiles/gpus/" + name);
+        auto text = data.read("profiles", "gpus/" + name);
+        if (!text) {
+            return fail(Errc::usage, where + ": " + text.error().what());
+        }
+        auto profile = parse_gpu_profile(*text, where);
+        if (!profile) {
+            return tl::unexpected(profile.error());
+        }
+        profile->file = name;
+        for (const auto& id : profile->ids) {
+            if (const auto [it, fresh] = claimed.emplace(id, name); !fresh) {
+                return fail(Errc::usage, where + ": ids " + id + " is also claimed by " + it->second + " (one profile per card model)");
+            }
+        }
+        out.push_back(std::move(*profile));
+    }
+    return out;
+}
+
+const GpuProfile* find_profile(const std::vector<GpuProfile>& profiles, std::string_view vendor_device)
+{
+    for (const auto& p : profiles) {
+        if (std::find(p.ids.begin(), p.ids.end(), vendor_device) != p.ids.end()) {
+            return &p;
+        }
+    }
+    return nullptr;
+}
+
+} // namespace passthru::data
