@@ -216,6 +216,10 @@ PlanToApply fresh_plan(Context& ctx, const po::variables_map& vm, const Result<s
     }
     PlanToApply out;
     out.plan = std::move(*made);
+    // The request of the pending plan: its next step is `apply` alone, as plan printed.
+    if (pending && *pending && plan::request_to_json((*pending)->plan.request) == plan::request_to_json(request)) {
+        out.source = PlanSource::pending;
+    }
     return out;
 }
 

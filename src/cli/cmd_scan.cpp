@@ -213,9 +213,11 @@ std::string render_problems(const std::vector<scan::Problem>& problems, bool col
     return out;
 }
 
+// The GPU cards first, after the host facts: what a user looks for. The full
+// PCI list by IOMMU group follows for reference, the problems come last.
 std::string render_human(const scan::Inventory& inv, bool color)
 {
-    return render_host(inv.host, color) + render_devices(inv, color) + render_gpus(inv, color) + render_nvswitches(inv, color)
+    return render_host(inv.host, color) + render_gpus(inv, color) + render_nvswitches(inv, color) + render_devices(inv, color)
            + render_problems(inv.problems, color);
 }
 

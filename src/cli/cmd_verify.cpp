@@ -23,6 +23,7 @@
 #include "cli/global_words.hpp"
 #include "plan/planner.hpp"
 #include "scan/scanner.hpp"
+#include "util/command_runner.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::cli {
@@ -180,9 +181,12 @@ int run_verify(Context& ctx, const po::variables_map& vm)
     if (failed != 0) {
         std::fprintf(stderr, "passthru: error: %zu check(s) failed; see the fixes above\n", failed);
         if (not_booted) {
-            std::fprintf(stderr, "hint: reboot with generation %llu first%s, then run 'passthru%s verify' again\n",
+            // The same verify again: with the --vm and --gpus given.
+            const std::string again = (vm.count("vm") != 0U ? " --vm " + std::to_string(vm["vm"].as<std::uint64_t>()) : std::string())
+                                      + (vm.count("gpus") != 0U ? " --gpus " + util::shell_quote({vm["gpus"].as<std::string>()}) : "");
+            std::fprintf(stderr, "hint: reboot with generation %llu first%s, then run 'passthru%s verify%s' again\n",
                          static_cast<unsigned long long>(newest->id), ctx.fs.is_live() ? "" : " (this is a tree, not a booted host)",
-                         global_words().c_str());
+                         global_words().c_str(), again.c_str());
         }
         if (trial) {
             std::fprintf(stderr,

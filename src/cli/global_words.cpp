@@ -14,14 +14,20 @@ std::string& words_storage()
     return words;
 }
 
-bool starts_command(std::string_view rest)
+// Whether REST starts with a command's name that reads as a command to run:
+// quoted (`quoted`: after a quote or a bracket), or followed by an option,
+// the end or punctuation; "another passthru apply or rollback" is prose.
+bool starts_command(std::string_view rest, bool quoted)
 {
-    return std::any_of(commands().begin(), commands().end(), [rest](const Command& c) {
+    return std::any_of(commands().begin(), commands().end(), [rest, quoted](const Command& c) {
         if (rest.substr(0, c.name.size()) != c.name) {
             return false;
         }
         const std::string_view after = rest.substr(c.name.size());
-        return after.empty() || std::string_view(" '`\").,;:\n").find(after.front()) != std::string_view::npos;
+        if (after.empty() || std::string_view("'`\").,;:\n").find(after.front()) != std::string_view::npos) {
+            return true;
+        }
+        return after.front() == ' ' && (quoted || after.substr(0, 2) == " -");
     });
 }
 
@@ -47,9 +53,10 @@ std::string with_global_words(std::string_view text)
     std::string out;
     std::size_t from = 0;
     for (std::size_t at = text.find(k_name); at != std::string_view::npos; at = text.find(k_name, at + 1)) {
-        const bool word_start = at == 0 || std::string_view(" '`\"(").find(text[at - 1]) != std::string_view::npos;
+        const bool quoted = at > 0 && std::string_view("'`\"(").find(text[at - 1]) != std::string_view::npos;
+        const bool word_start = at == 0 || quoted || text[at - 1] == ' ';
         const std::size_t rest = at + k_name.size();
-        if (word_start && starts_command(text.substr(rest))) {
+        if (word_start && starts_command(text.substr(rest), quoted)) {
             out.append(text.substr(from, rest - 1 - from));
             out.append(words);
             from = rest - 1;

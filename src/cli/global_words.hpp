@@ -16,9 +16,12 @@ namespace passthru::cli {
 void set_global_words(std::string words);
 const std::string& global_words();
 
-// TEXT with the global words put after every "passthru COMMAND" in it (a
-// command name from the table, after a space, a quote, a bracket or the
-// start); unchanged when there are none, or when the words follow already.
+// TEXT with the global words put after every "passthru COMMAND" in it that
+// is a command to run: a command name from the table, quoted ('passthru
+// scan', "(passthru plan ...)"), or followed by an option, the end or
+// punctuation ("e.g. passthru apply --vm 101"); prose such as "another
+// passthru apply or rollback is running" stays. Unchanged when there are no
+// words, or when they follow already.
 std::string with_global_words(std::string_view text);
 
 } // namespace passthru::cli
