@@ -541,7 +541,12 @@ VerifyReport verify_host(const scan::Inventory& inventory, const util::HostFs& f
     c.add(true, "the IOMMU is on (" + std::to_string(inventory.host.iommu.groups) + " groups)");
     check_kernel_args(inventory, fs, target, c);
     if (target.functions.empty()) {
-        c.add(false, "no PCI function to check (" + target.source + ")", "give --vm VMID or --gpus, or apply a plan first");
+        c.add(false, "no PCI function to check (" + target.source + ")",
+              target.vmid ? "VM " + std::to_string(*target.vmid)
+                                + "'s config passes no PCI device yet: apply a plan for it first "
+                                  "(passthru plan --vm "
+                                + std::to_string(*target.vmid) + " --gpus SEL), or give --gpus"
+                          : std::string("give --vm VMID or --gpus, or apply a plan first"));
         return rep;
     }
     const std::set<scan::PciAddress> selected(target.functions.begin(), target.functions.end());

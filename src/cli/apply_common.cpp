@@ -4,9 +4,13 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <iostream>
+#include <string>
 
 #include "apply/libvirt_apply.hpp"
 #include "apply/rollback.hpp"
+#include "cli/global_words.hpp"
+#include "cli/root_guard.hpp"
 #include "scan/scanner.hpp"
 #include "util/command_runner.hpp"
 
@@ -18,6 +22,7 @@ void require_root(const Context& ctx, std::string_view command)
         throw Error(Errc::usage, "'passthru " + std::string(command) + "' changes the host and must run as root")
             .with_hint("run it with sudo, or give --root DIR to work on a copy of a host tree");
     }
+    require_writable_root(ctx, command);
 }
 
 plan::Request in_session(const Context& ctx, plan::Request request)
@@ -26,9 +31,26 @@ plan::Request in_session(const Context& ctx, plan::Request request)
     return request;
 }
 
-std::string root_option(const Context& ctx)
+std::string root_option(const Context& /*ctx*/)
 {
-    return ctx.fs.is_live() ? std::string() : " --root " + util::shell_quote({ctx.fs.root().string()});
+    return global_words();
+}
+
+bool ask_confirmation(const Context& ctx, std::string_view command, std::string_view question)
+{
+    if (::isatty(STDIN_FILENO) == 0) {
+        throw Error(Errc::usage, "refusing to " + std::string(command) + " without confirmation: standard input is not a terminal")
+            .with_hint("review what is shown above, then run again with --yes");
+    }
+    std::fflush(stdout);
+    std::fprintf(stderr, "%.*s %s? [y/N] ", static_cast<int>(question.size()), question.data(),
+                 ctx.fs.is_live() ? "this host" : ctx.fs.root().c_str());
+    std::fflush(stderr);
+    std::string line;
+    if (!std::getline(std::cin, line)) {
+        return false;
+    }
+    return line == "y" || line == "Y" || line == "yes";
 }
 
 std::optional<apply::Manifest> active_trial(const apply::Journal& journal)
@@ -79,13 +101,13 @@ void notice_interrupted(const Context& ctx, std::string_view command)
     if (m->state == apply::GenerationState::pending) {
         print_warning(ctx, "generation " + id + " (" + std::string(apply::to_string(m->kind)) + ", started " + m->created
                                + ") was interrupted and may have left the host half-changed");
-        std::fputs("hint: run 'passthru rollback' to restore every file it touched\n", stderr);
+        std::fprintf(stderr, "hint: run 'passthru%s rollback' to restore every file it touched\n", global_words().c_str());
     } else {
         print_warning(ctx, "generation " + id + " could not be restored automatically: the host needs attention");
         for (const auto& step : m->manual_steps) {
-            std::fprintf(stderr, "hint: %s\n", step.c_str());
+            std::fprintf(stderr, "hint: %s\n", with_global_words(step).c_str());
         }
-        std::fputs("hint: then run 'passthru rollback' to check and finish the restore\n", stderr);
+        std::fprintf(stderr, "hint: then run 'passthru%s rollback' to check and finish the restore\n", global_words().c_str());
     }
 }
 

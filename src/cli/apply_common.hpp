@@ -15,8 +15,9 @@
 
 namespace passthru::cli {
 
-// On the live root, changing the host needs euid 0: otherwise an
-// Errc::usage error (exit 2) before anything is read or written.
+// On the live root, changing the host needs euid 0; under --root, a tree
+// passthru may write (cli/root_guard.hpp): otherwise an Errc::usage error
+// (exit 2) before anything is read or written.
 void require_root(const Context& ctx, std::string_view command);
 
 // Steps as "passthru: STEP" lines on stderr; command output (live) as
@@ -39,8 +40,9 @@ plan::Request in_session(const Context& ctx, plan::Request request);
 // The libvirt seam for the transaction (apply/libvirt_apply.*).
 const apply::DomainHooks& libvirt_hooks();
 
-// " --root DIR" (shell-quoted) when working on a tree, "" on the live host:
-// for the commands passthru tells the user to run next.
+// The global options in use, " --root DIR" (shell-quoted) when working on a
+// tree and " --data-dir DIR" when given, "" otherwise: for the commands
+// passthru tells the user to run next (cli/global_words.hpp).
 std::string root_option(const Context& ctx);
 
 // Applies a plan as one journaled generation under the journal's lock and
@@ -50,6 +52,12 @@ int commit_plan(Context& ctx, const apply::Journal& journal, const plan::Plan& p
 // The newest active generation, when it is a trial (apply --trial) that
 // nobody confirmed yet (confirm makes a newer, normal generation).
 std::optional<apply::Manifest> active_trial(const apply::Journal& journal);
+
+// Asks "QUESTION ROOT? [y/N]" on stderr (ROOT: "this host" or the --root
+// directory) and reads the answer; true for y/yes. Without a terminal on
+// standard input it refuses (Errc::usage, exit 2) with the --yes hint:
+// apply and rollback never change a host unasked.
+bool ask_confirmation(const Context& ctx, std::string_view command, std::string_view question);
 
 // Prints the commands the runner recorded instead of running (under --root).
 void print_recorded_commands(const Context& ctx);

@@ -14,7 +14,6 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
-#include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -129,27 +128,6 @@ void check_rederived(Context& ctx, const plan::Plan& saved, const std::string& w
         .with_hint(replan_hint);
 }
 
-enum class Answer
-{
-    yes,
-    no,
-};
-
-Answer ask_confirmation(const Context& ctx)
-{
-    if (::isatty(STDIN_FILENO) == 0) {
-        throw Error(Errc::usage, "refusing to apply without confirmation: standard input is not a terminal")
-            .with_hint("review the plan above, then run again with --yes");
-    }
-    std::fprintf(stderr, "Apply these changes to %s? [y/N] ", ctx.fs.is_live() ? "this host" : ctx.fs.root().c_str());
-    std::fflush(stderr);
-    std::string line;
-    if (!std::getline(std::cin, line)) {
-        return Answer::no;
-    }
-    return (line == "y" || line == "Y" || line == "yes") ? Answer::yes : Answer::no;
-}
-
 // Under --root after-steps are only recorded, so the host never shows their
 // effect and the same request plans them again: when they are all the plan
 // has left and an active generation recorded them, applying is a no-op.
@@ -179,6 +157,8 @@ struct PlanToApply
     plan::Plan plan;
     bool from_saved = false; // a saved or the pending plan (checked for staleness)
     bool pending = false;    // the pending plan that `passthru plan` recorded
+    PlanSource source = PlanSource::request;
+    std::string saved_file; // with PlanSource::saved
     std::string stale_what;
     std::string replan_hint;
 };
@@ -202,6 +182,7 @@ PlanToApply pending_plan(const Context& ctx, Result<std::optional<apply::Pending
     out.plan = std::move((*pending)->plan);
     out.from_saved = true;
     out.pending = true;
+    out.source = PlanSource::pending;
     out.stale_what = "the pending plan";
     out.replan_hint =
         "plan again: passthru" + root_option(ctx) + " plan " + request_to_options(out.plan.request) + ", review it, then apply it";
@@ -235,6 +216,10 @@ PlanToApply fresh_plan(Context& ctx, const po::variables_map& vm, const Result<s
     }
     PlanToApply out;
     out.plan = std::move(*made);
+    // The request of the pending plan: its next step is `apply` alone, as plan printed.
+    if (pending && *pending && plan::request_to_json((*pending)->plan.request) == plan::request_to_json(request)) {
+        out.source = PlanSource::pending;
+    }
     return out;
 }
 
@@ -266,6 +251,8 @@ PlanToApply plan_to_apply(Context& ctx, const po::variables_map& vm, const std::
         PlanToApply out;
         out.plan = load_saved_plan(plan_file);
         out.from_saved = true;
+        out.source = PlanSource::saved;
+        out.saved_file = plan_file;
         out.stale_what = "the saved plan " + plan_file;
         out.replan_hint = "replan: run 'passthru plan ... --out " + plan_file + "' again, review it, then apply it";
         return out;
@@ -352,10 +339,8 @@ int commit_plan(Context& ctx, const apply::Journal& journal, const plan::Plan& p
     std::printf("Applied as generation %llu: %zu file(s) written, %zu after-step(s) %s.\n",
                 static_cast<unsigned long long>(report.generation), report.written.size(), report.commands.size(),
                 ctx.runner.mode() == util::RunMode::record ? "recorded" : "run");
-    std::printf("Undo with: passthru rollback%s\n", ctx.fs.is_live() ? "" : (" --root " + ctx.fs.root().string()).c_str());
-    for (const auto& note : p.notes) {
-        std::printf("note: %s\n", note.c_str());
-    }
+    // The plan's notes were shown with the plan, above: not again here.
+    std::printf("Undo with: passthru%s rollback\n", root_option(ctx).c_str());
     print_next_steps(ctx, p);
     return exit_code::ok;
 }
@@ -363,14 +348,15 @@ int commit_plan(Context& ctx, const apply::Journal& journal, const plan::Plan& p
 void apply_options(po::options_description& options)
 {
     add_request_options(options);
-    options.add_options()("plan", po::value<std::string>(),
+    options.add_options()("plan", po::value<std::string>()->value_name("FILE"),
                           "apply the plan saved by 'passthru plan --out FILE' (refused if the host changed since)")(
         "dry-run", "show the diffs and commands, as 'plan' does, and write nothing")(
         "trial", "GRUB: boot the new configuration once, from a separate menu entry; the default entry stays as it is until "
-                 "'passthru confirm'")("trial-minutes", po::value<int>(),
+                 "'passthru confirm'")("trial-minutes", po::value<int>()->value_name("MIN"),
                                        "with --trial: reboot into the default entry this many minutes after the trial boot unless "
                                        "confirmed (default 10)")(
-        "yes,y", "do not ask for confirmation (needed when standard input is not a terminal)");
+        "yes,y", "do not ask for confirmation (needed when standard input is not a terminal)")(
+        "verbose", "show every note of the plan in full (as plan --verbose)");
 }
 
 int run_apply(Context& ctx, const po::variables_map& vm)
@@ -407,7 +393,7 @@ int run_apply(Context& ctx, const po::variables_map& vm)
     const PlanToApply chosen = plan_to_apply(ctx, vm, saved_file);
     const plan::Plan& p = chosen.plan;
     // Exactly what `plan` prints.
-    std::fputs(render_plan(p, RenderOptions{ctx.color_out, true}).c_str(), stdout);
+    std::fputs(render_plan(p, RenderOptions{ctx.color_out, true, vm.count("verbose") != 0U}).c_str(), stdout);
     std::fflush(stdout);
     if (p.refused()) {
         std::fprintf(stderr, "passthru: error: refused: %s\n", p.refusals.front().message.c_str());
@@ -421,6 +407,10 @@ int run_apply(Context& ctx, const po::variables_map& vm)
         std::printf("Nothing to do: the host already matches the plan (no generation created).\n");
         return exit_code::ok;
     }
+    if (dry_run) {
+        // Byte for byte what `plan` printed, its last line included.
+        std::fputs(apply_step(p, chosen.source, chosen.saved_file).c_str(), stdout);
+    }
     if (only_recorded_steps_left(ctx, journal, p, dry_run)) {
         if (!dry_run && chosen.pending) {
             (void)apply::clear_pending(ctx.fs);
@@ -432,7 +422,7 @@ int run_apply(Context& ctx, const po::variables_map& vm)
         print_note(ctx, "dry run: nothing was written");
         return exit_code::ok;
     }
-    if (vm.count("yes") == 0U && ask_confirmation(ctx) == Answer::no) {
+    if (vm.count("yes") == 0U && !ask_confirmation(ctx, "apply", "Apply these changes to")) {
         std::fprintf(stderr, "passthru: not applied; nothing was written\n");
         return exit_code::error;
     }

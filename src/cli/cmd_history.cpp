@@ -183,10 +183,10 @@ int run_history(Context& ctx, const po::variables_map& vm)
         return print_history_json(h, pending);
     }
     if (pending) {
-        std::printf(
-            "Pending plan: made %s ago (%s): passthru plan %s\n  'passthru%s apply --dry-run' shows it, 'passthru%s apply' applies it\n\n",
-            apply::age_text(pending->created_epoch).c_str(), pending->created.c_str(), request_to_options(pending->plan.request).c_str(),
-            root_option(ctx).c_str(), root_option(ctx).c_str());
+        std::printf("Pending plan: made %s ago (%s): passthru%s plan %s\n  'passthru%s apply --dry-run' shows it, 'passthru%s apply' "
+                    "applies it\n\n",
+                    apply::age_text(pending->created_epoch).c_str(), pending->created.c_str(), root_option(ctx).c_str(),
+                    request_to_options(pending->plan.request).c_str(), root_option(ctx).c_str(), root_option(ctx).c_str());
     }
     if (h.all.empty() && h.errors.empty()) {
         std::printf("No generations: passthru has not changed this host.\n");

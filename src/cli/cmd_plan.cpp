@@ -13,6 +13,7 @@
 #include "cli/commands.hpp"
 #include "cli/plan_render.hpp"
 #include "cli/request_options.hpp"
+#include "cli/root_guard.hpp"
 #include "plan/plan_json.hpp"
 #include "plan/planner.hpp"
 #include "scan/scanner.hpp"
@@ -42,13 +43,17 @@ bool out_is_stdout(const po::variables_map& vm)
 
 // Records the plan as the host's pending plan, for `apply --dry-run` and
 // `apply` without a request. Never fails the plan: a plan that cannot be
-// recorded is still a plan, and the note says why.
-void record_pending(const Context& ctx, const nlohmann::json& doc)
+// recorded is still a plan, and the note says why. Whether it was recorded.
+bool record_pending(const Context& ctx, const nlohmann::json& doc)
 {
     if (ctx.fs.is_live() && ::geteuid() != 0) {
         print_note(ctx, "not recorded as the pending plan: only root may write " + std::string(apply::k_pending_plan)
                             + " (run plan as root, or save it with --out FILE)");
-        return;
+        return false;
+    }
+    if (auto why = unwritable_root(ctx)) {
+        print_note(ctx, "not recorded as the pending plan: " + *why + "; " + copy_root_hint(ctx));
+        return false;
     }
     // Under the journal's lock, as apply deletes it: a plan during an apply
     // must not report a pending plan that the apply then removes.
@@ -56,14 +61,13 @@ void record_pending(const Context& ctx, const nlohmann::json& doc)
     auto lock = journal.lock();
     if (!lock) {
         print_note(ctx, "not recorded as the pending plan: " + std::string(lock.error().what()));
-        return;
+        return false;
     }
     if (auto r = apply::save_pending(ctx.fs, doc); !r) {
         print_note(ctx, "not recorded as the pending plan: " + std::string(r.error().what()));
-        return;
+        return false;
     }
-    print_note(ctx, "recorded as the pending plan: 'passthru" + root_option(ctx) + " apply --dry-run' shows it again, 'passthru"
-                        + root_option(ctx) + " apply' applies it");
+    return true;
 }
 
 } // namespace
@@ -72,10 +76,11 @@ void plan_options(po::options_description& options)
 {
     add_request_options(options);
     options.add_options()("json", "print the plan as one JSON document (schema passthru.plan/1) and nothing else")(
-        "out", po::value<std::string>(),
+        "out", po::value<std::string>()->value_name("FILE"),
         "also save the JSON plan to FILE on this machine (for 'passthru apply --plan FILE'); only a regular file is replaced; "
         "- writes it to standard output instead of the human plan")("exit-code",
-                                                                    "exit 10 when changes are pending (0 when nothing is to do)");
+                                                                    "exit 10 when changes are pending (0 when nothing is to do)")(
+        "verbose", "show every note in full (the human plan shortens a note over about 200 characters; --json has them in full)");
 }
 
 // The plan as JSON text; nullopt when a string in it is not UTF-8.
@@ -115,15 +120,17 @@ int run_plan(Context& ctx, const po::variables_map& vm)
     }
     // With --out (also --out -) the plan is not recorded as the pending plan.
     const bool out = vm.count("out") != 0U;
+    PlanSource source = PlanSource::request;
     if (out && !to_stdout) {
         if (p.refused()) {
             print_note(ctx, "the plan is refused: --out " + vm["out"].as<std::string>() + " was not written");
         } else {
             write_plan_file(vm["out"].as<std::string>(), *text);
+            source = PlanSource::saved;
         }
     } else if (!out && !p.refused() && !p.empty()) {
         if (text) {
-            record_pending(ctx, doc);
+            source = record_pending(ctx, doc) ? PlanSource::pending : PlanSource::request;
         } else {
             print_note(ctx, "not recorded as the pending plan: a file holds bytes that are not UTF-8 (JSON cannot carry them)");
         }
@@ -131,7 +138,11 @@ int run_plan(Context& ctx, const po::variables_map& vm)
     if (json) {
         std::fputs(text->c_str(), stdout);
     } else {
-        std::fputs(render_plan(p, RenderOptions{ctx.color_out, true}).c_str(), stdout);
+        std::fputs(render_plan(p, RenderOptions{ctx.color_out, true, vm.count("verbose") != 0U}).c_str(), stdout);
+        // The next step comes last, after the plan it applies.
+        if (!p.refused() && !p.empty()) {
+            std::fputs(apply_step(p, source, out ? vm["out"].as<std::string>() : std::string()).c_str(), stdout);
+        }
     }
     if (p.refused()) {
         std::fprintf(stderr, "passthru: error: refused: %s\n", p.refusals.front().message.c_str());

@@ -2,7 +2,9 @@
 // passthru rollback [--to N] [--force]: first undoes an interrupted
 // generation if there is one (crash recovery); otherwise undoes the newest
 // active generation, or with --to N every active generation from N on, as a
-// new journaled generation of kind "rollback" (apply/rollback.hpp).
+// new journaled generation of kind "rollback" (apply/rollback.hpp). Like
+// apply it shows what it will restore and asks; without a terminal it needs
+// --yes (exit 2 otherwise, nothing written). Nothing to undo is exit 0.
 // --trial-fallback is what the trial's revert unit runs on a boot without
 // the trial marker (plan/trial.hpp): it undoes the newest generation only
 // when that is an unconfirmed trial, and refuses (exit 3) on the trial boot.
@@ -22,7 +24,7 @@ namespace passthru::cli {
 
 void rollback_options(po::options_description& options)
 {
-    options.add_options()("to", po::value<std::uint64_t>(),
+    options.add_options()("to", po::value<std::uint64_t>()->value_name("N"),
                           "restore the host to how it was before generation N (undoes N and every later one)")(
         "force", "roll back even files that were changed by hand since they were applied (the edits are kept in the new generation; "
                  "in crash recovery, under the interrupted generation's kept/)")(
@@ -30,7 +32,7 @@ void rollback_options(po::options_description& options)
         "dry-run", "show what would be restored and write nothing")(
         "trial-fallback", "undo the newest generation only if it is an unconfirmed trial (apply --trial), and only on a boot without "
                           "the trial marker: what the trial's revert unit runs on the default entry")(
-        "yes,y", "accepted for symmetry with apply; rollback does not ask");
+        "yes,y", "do not ask for confirmation (needed when standard input is not a terminal)");
 }
 
 namespace {
@@ -71,6 +73,16 @@ std::vector<std::string> check_recovery_drift(const Context& ctx, const po::vari
     return drifted;
 }
 
+// Whether to go on after showing what will be restored: --yes, or the answer.
+bool confirmed(const Context& ctx, const po::variables_map& vm)
+{
+    if (vm.count("yes") != 0U || ask_confirmation(ctx, "roll back", "Restore these files on")) {
+        return true;
+    }
+    std::fprintf(stderr, "passthru: not rolled back; nothing was written\n");
+    return false;
+}
+
 // Crash recovery: an interrupted generation is undone by itself (no new
 // generation; it is marked rolled-back).
 int recover_interrupted(Context& ctx, const po::variables_map& vm, const apply::Journal& journal, apply::Manifest& m, bool dry_run)
@@ -82,12 +94,15 @@ int recover_interrupted(Context& ctx, const po::variables_map& vm, const apply::
         print_note(ctx, "--to is ignored until the interrupted generation is undone; run rollback again afterwards");
     }
     const auto drifted = check_recovery_drift(ctx, vm, journal, m);
+    for (auto it = m.files.rbegin(); it != m.files.rend(); ++it) {
+        std::printf("  %s %s\n", it->before_sha256 ? "restore" : "remove ", it->path.c_str());
+    }
     if (dry_run) {
-        for (auto it = m.files.rbegin(); it != m.files.rend(); ++it) {
-            std::printf("  %s %s\n", it->before_sha256 ? "restore" : "remove ", it->path.c_str());
-        }
         std::printf("Dry run: nothing was written.\n");
         return exit_code::ok;
+    }
+    if (!confirmed(ctx, vm)) {
+        return exit_code::error;
     }
     apply::keep_drifted(journal, m, drifted);
     auto report = apply::restore_generation(journal, ctx.runner, m, cli_progress(ctx), &libvirt_hooks());
@@ -149,13 +164,25 @@ apply::RemoveVolumes remove_volumes_option(const po::variables_map& vm)
     return vm.count("remove-volumes") != 0U ? apply::RemoveVolumes::yes : apply::RemoveVolumes::no;
 }
 
-// Prints the rollback, then (unless a dry run) runs it as one generation.
-int execute_rollback(Context& ctx, const apply::Journal& journal, const apply::RollbackPlan& rb, bool to_given, bool dry_run)
+// Whether execute_rollback asks first: rollback does, unless --yes; the
+// trial's revert unit (--trial-fallback) runs unattended and does not.
+enum class Ask
+{
+    unless_yes,
+    never,
+};
+
+// Prints the rollback, then (unless a dry run or not confirmed) runs it as one generation.
+int execute_rollback(Context& ctx, const po::variables_map& vm, const apply::Journal& journal, const apply::RollbackPlan& rb, bool to_given,
+                     bool dry_run, Ask ask)
 {
     print_rollback_plan(ctx, rb, to_given);
     if (dry_run) {
         std::printf("Dry run: nothing was written.\n");
         return exit_code::ok;
+    }
+    if (ask == Ask::unless_yes && !confirmed(ctx, vm)) {
+        return exit_code::error;
     }
     const auto report = apply::run_transaction(journal, ctx.runner, rb.spec, cli_progress(ctx), &libvirt_hooks());
     forget_stale_records(ctx);
@@ -223,7 +250,7 @@ int trial_fallback(Context& ctx, const po::variables_map& vm, const apply::Journ
     if (rb.undoes != std::vector<std::uint64_t>{trial->id}) {
         throw Error(Errc::internal, "the rollback would not undo exactly trial generation " + std::to_string(trial->id));
     }
-    return execute_rollback(ctx, journal, rb, false, dry_run);
+    return execute_rollback(ctx, vm, journal, rb, false, dry_run, Ask::never);
 }
 
 } // namespace
@@ -241,9 +268,12 @@ int run_rollback(Context& ctx, const po::variables_map& vm)
     if (vm.count("trial-fallback") != 0U) {
         return trial_fallback(ctx, vm, journal, dry_run);
     }
+    // Nothing to undo is done already, as apply's "Nothing to do" (exit 0):
+    // `rollback --yes` may run twice in a playbook.
     if (journal.ids().empty()) {
-        throw Error(Errc::not_found, "nothing to roll back: no generation was ever recorded under "
-                                         + (ctx.fs.root() / std::string(apply::k_generations_dir).substr(1)).string());
+        std::printf("Nothing to roll back: no generation was ever recorded under %s.\n",
+                    (ctx.fs.root() / std::string(apply::k_generations_dir).substr(1)).c_str());
+        return exit_code::ok;
     }
     const auto lock = lock_unless_dry_run(journal, dry_run);
     // Crash recovery comes first.
@@ -255,9 +285,13 @@ int run_rollback(Context& ctx, const po::variables_map& vm)
     if (vm.count("to") != 0U) {
         to = vm["to"].as<std::uint64_t>();
     }
+    if (!to && apply::active_generations(journal.load_all()).empty()) {
+        std::printf("Nothing to roll back: no applied generation is active ('passthru%s history' lists them).\n", root_option(ctx).c_str());
+        return exit_code::ok;
+    }
     const auto force = vm.count("force") != 0U ? apply::Force::yes : apply::Force::no;
     const auto rb = apply::plan_rollback(journal, to, force, remove_volumes_option(vm));
-    return execute_rollback(ctx, journal, rb, to.has_value(), dry_run);
+    return execute_rollback(ctx, vm, journal, rb, to.has_value(), dry_run, Ask::unless_yes);
 }
 
 } // namespace passthru::cli

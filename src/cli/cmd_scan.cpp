@@ -5,6 +5,7 @@
 #include "apply/pending.hpp"
 #include "cli/apply_common.hpp"
 #include "cli/commands.hpp"
+#include "cli/global_words.hpp"
 #include "cli/request_options.hpp"
 #include "cli/scan_json.hpp"
 #include "scan/scanner.hpp"
@@ -57,8 +58,9 @@ std::string render_host(const scan::HostInfo& host, bool color)
     facts.add_row({"Boot loader", std::string(scan::to_string(host.bootloader)) + " (" + host.bootloader_evidence + ")"});
     facts.add_row({"Command line", host.cmdline.value_or("unknown")});
     if (host.cmdline && scan::is_trial_boot(*host.cmdline)) {
-        facts.add_row({"Trial boot", "yes: booted once from the passthru trial entry (" + std::string(scan::k_trial_marker)
-                                         + "); run 'passthru verify', then 'passthru confirm' to keep it or 'passthru rollback'"});
+        facts.add_row(
+            {"Trial boot", with_global_words("yes: booted once from the passthru trial entry (" + std::string(scan::k_trial_marker)
+                                             + "); run 'passthru verify', then 'passthru confirm' to keep it or 'passthru rollback'")});
     }
     std::string iommu = host.iommu.enabled ? "on, " + std::to_string(host.iommu.groups) + " groups" : "off (no IOMMU groups)";
     if (host.iommu.enabled) {
@@ -211,9 +213,11 @@ std::string render_problems(const std::vector<scan::Problem>& problems, bool col
     return out;
 }
 
+// The GPU cards first, after the host facts: what a user looks for. The full
+// PCI list by IOMMU group follows for reference, the problems come last.
 std::string render_human(const scan::Inventory& inv, bool color)
 {
-    return render_host(inv.host, color) + render_devices(inv, color) + render_gpus(inv, color) + render_nvswitches(inv, color)
+    return render_host(inv.host, color) + render_gpus(inv, color) + render_nvswitches(inv, color) + render_devices(inv, color)
            + render_problems(inv.problems, color);
 }
 
@@ -233,9 +237,9 @@ int run_scan(Context& ctx, const po::variables_map& vm)
     } else {
         std::fputs(render_human(inv, ctx.color_out).c_str(), stdout);
         if (auto pending = apply::load_pending(ctx.fs); pending && *pending) {
-            std::printf("\nPending plan: made %s ago: passthru plan %s ('passthru%s apply --dry-run' shows it)\n",
-                        apply::age_text((*pending)->created_epoch).c_str(), request_to_options((*pending)->plan.request).c_str(),
-                        root_option(ctx).c_str());
+            std::printf("\nPending plan: made %s ago: passthru%s plan %s ('passthru%s apply --dry-run' shows it)\n",
+                        apply::age_text((*pending)->created_epoch).c_str(), root_option(ctx).c_str(),
+                        request_to_options((*pending)->plan.request).c_str(), root_option(ctx).c_str());
         }
     }
     return exit_code::ok;

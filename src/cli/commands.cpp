@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include "cli/global_words.hpp"
+
 namespace passthru::cli {
 
 const std::vector<Command>& commands()
@@ -26,14 +28,14 @@ const std::vector<Command>& commands()
 
 void print_warning(const Context& ctx, std::string_view message)
 {
-    std::fprintf(stderr, "passthru: %s %.*s\n", util::styled("warning:", util::Style::yellow, ctx.color_err).c_str(),
-                 static_cast<int>(message.size()), message.data());
+    std::fprintf(stderr, "passthru: %s %s\n", util::styled("warning:", util::Style::yellow, ctx.color_err).c_str(),
+                 with_global_words(message).c_str());
 }
 
 void print_note(const Context& ctx, std::string_view message)
 {
-    std::fprintf(stderr, "passthru: %s %.*s\n", util::styled("note:", util::Style::cyan, ctx.color_err).c_str(),
-                 static_cast<int>(message.size()), message.data());
+    std::fprintf(stderr, "passthru: %s %s\n", util::styled("note:", util::Style::cyan, ctx.color_err).c_str(),
+                 with_global_words(message).c_str());
 }
 
 } // namespace passthru::cli

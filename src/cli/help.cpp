@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "cli/help.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 namespace passthru::cli {
@@ -97,20 +98,31 @@ as a note and not a failure. Under --root that check is a note: not checked.
 The cards are those of --gpus, else those VM VMID's configuration passes,
 else those of the newest applied generation. Each failed check is printed
 with what to do; the exit status is non-zero when any check fails. verify
-changes no file.)"},
+changes no file.
+
+The kernel arguments of the newest applied generation are checked in every
+case, with --vm and --gpus too. When the running kernel's command line
+(/proc/cmdline under --root) lacks every argument that generation added,
+nothing has booted with its files yet (a copy of a host tree, or before the
+reboot): verify says so first and lists the failures per card.)"},
     {"history", "[--json]",
      R"(Lists the generations recorded under /var/lib/passthru/generations, oldest
 first: number, kind (apply or rollback), time, state (pending, committed,
 rolled-back, restore-failed), the request and the files each one changed.
 A generation an interrupted run left pending is reported by every command
 until passthru rollback has restored it.)"},
-    {"rollback", "[--to N] [--force] [--dry-run] [--trial-fallback]",
+    {"rollback", "[--to N] [--force] [--dry-run] [--yes] [--trial-fallback]",
      R"(Undoes the newest apply generation that is still in effect: restores the
 files it changed from their pre-images, removes the files it created, and
 runs the after-steps again, so that the host boots as it did before. With
 --to N the host returns to how it was before generation N (N and every later
 generation are undone). A rollback is itself recorded as a generation, so it
 is journaled and listed by history like an apply.
+
+Like apply, it first shows what it will restore and asks; when standard
+input is not a terminal it refuses (exit 2, nothing written) unless --yes is
+given. With nothing to undo it says so and exits 0, so that rollback --yes
+can run twice.
 
 A file that was changed by hand since it was applied is not overwritten
 unless --force is given. A generation left pending by an interrupted run is
@@ -194,7 +206,7 @@ file at FILE is refused even then.)"},
 const std::vector<ExitCodeDoc> k_exit_codes{
     {exit_code::ok, "success, or nothing to do (explain: a known cause was found, or no start failed)"},
     {exit_code::error, "error; the host is unchanged or was rolled back (explain: a failed start it cannot explain)"},
-    {exit_code::usage, "usage error or bad input"},
+    {exit_code::usage, "usage error or bad input; apply or rollback without --yes and no terminal"},
     {exit_code::refused, "refused: the host or request is unsafe (nothing was changed)"},
     {exit_code::rollback_failed, "rollback failed: manual attention needed (the affected paths are listed)"},
     {exit_code::pending, "changes are pending (with --exit-code)"},
@@ -211,7 +223,126 @@ std::string exit_codes_text()
     return out;
 }
 
+// "-y, --yes" or "--vm VMID"; the value's default goes to the description.
+struct OptionLine
+{
+    std::string names;
+    std::string text;
+};
+
+OptionLine option_line(const po::option_description& option)
+{
+    OptionLine line;
+    const std::string short_name = option.canonical_display_name(po::command_line_style::allow_dash_for_short);
+    if (!short_name.empty() && short_name.size() == 2 && short_name != "--" && short_name[0] == '-') {
+        line.names = short_name + ", ";
+    }
+    line.names += "--" + option.long_name();
+    line.text = option.description();
+    if (option.semantic()->max_tokens() > 0) {
+        std::string value = option.semantic()->name(); // "DIR (=/)", "arg"
+        std::string fallback;
+        if (const std::size_t at = value.find(" (="); at != std::string::npos) {
+            fallback = value.substr(at + 3, value.size() - at - 4);
+            value.erase(at);
+        }
+        line.names += " " + (value == "arg" ? std::string("VALUE") : value);
+        if (!fallback.empty()) {
+            line.text += " (default " + fallback + ")";
+        }
+    }
+    return line;
+}
+
+// TEXT wrapped at word boundaries to `width` columns, each line after the
+// first indented by `indent` spaces; a word longer than a line is kept whole.
+std::string wrap(const std::string& text, std::size_t first_column, std::size_t indent, std::size_t width)
+{
+    std::string out;
+    std::size_t column = first_column;
+    std::istringstream words(text);
+    std::string word;
+    bool first = true;
+    while (words >> word) {
+        if (!first && column + 1 + word.size() > width) {
+            out += "\n" + std::string(indent, ' ');
+            column = indent;
+        } else if (!first) {
+            out += ' ';
+            ++column;
+        }
+        out += word;
+        column += word.size();
+        first = false;
+    }
+    return out;
+}
+
 } // namespace
+
+std::string did_you_mean(const std::string& typed, const po::options_description& options)
+{
+    std::string word = typed;
+    word.erase(0, word.find_first_not_of('-'));
+    word = word.substr(0, word.find('='));
+    // Levenshtein distance, one row at a time.
+    const auto distance = [](const std::string& a, const std::string& b) {
+        std::vector<std::size_t> row(b.size() + 1);
+        for (std::size_t j = 0; j <= b.size(); ++j) {
+            row[j] = j;
+        }
+        for (std::size_t i = 1; i <= a.size(); ++i) {
+            std::size_t diagonal = row[0];
+            row[0] = i;
+            for (std::size_t j = 1; j <= b.size(); ++j) {
+                const std::size_t up = row[j];
+                row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+                diagonal = up;
+            }
+        }
+        return row[b.size()];
+    };
+    std::string best;
+    std::size_t best_distance = 3;
+    for (const auto& option : options.options()) {
+        const std::string& name = option->long_name();
+        if (name.empty() || name == "operand") {
+            continue;
+        }
+        if (const std::size_t d = distance(word, name); d < best_distance) {
+            best = name;
+            best_distance = d;
+        }
+    }
+    return best.empty() || word.size() < 2 ? std::string() : " (did you mean --" + best + "?)";
+}
+
+std::string options_text(std::string_view caption, const po::options_description& options)
+{
+    constexpr std::size_t k_width = 80;
+    constexpr std::size_t k_max_column = 28;
+    std::vector<OptionLine> lines;
+    for (const auto& option : options.options()) {
+        lines.push_back(option_line(*option));
+    }
+    std::size_t column = 0;
+    for (const auto& l : lines) {
+        if (l.names.size() + 4 <= k_max_column) {
+            column = std::max(column, l.names.size() + 4);
+        }
+    }
+    std::string out = std::string(caption) + ":\n";
+    for (const auto& l : lines) {
+        std::string row = "  " + l.names;
+        if (row.size() + 2 > column) {
+            row += "\n" + std::string(column, ' ');
+        } else {
+            row += std::string(column - row.size(), ' ');
+        }
+        out += row + wrap(l.text, column, column, k_width) + "\n";
+    }
+    return out;
+}
 
 void add_global_options(po::options_description& options)
 {
@@ -247,7 +378,7 @@ std::string main_help(const po::options_description& global)
     for (const auto& c : commands()) {
         out << "  " << c.name << std::string(10 - c.name.size(), ' ') << c.summary << '\n';
     }
-    out << '\n' << global << '\n' << exit_codes_text();
+    out << '\n' << options_text("Global options", global) << '\n' << exit_codes_text();
     out << "\nRun 'passthru COMMAND --help' for a command's options; 'man passthru' for the whole story.\n";
     return out.str();
 }
@@ -270,7 +401,19 @@ std::string command_help(const Command& command, const po::options_description& 
     if (doc != nullptr) {
         out << doc->description << "\n\n";
     }
-    out << options << '\n' << global << '\n' << exit_codes_text();
+    out << options_text(std::string(command.name) + " options", options) << '\n';
+    // The global options and the exit codes are told once, in passthru --help.
+    std::string globals;
+    for (const auto& option : global.options()) {
+        if (option->long_name() != "help" && option->long_name() != "version") {
+            globals += (globals.empty() ? "" : ", ") + option_line(*option).names;
+        }
+    }
+    out << wrap("The global options (" + globals
+                    + ") go before or after the command; they and the exit codes are in "
+                      "'passthru --help'.",
+                0, 0, 80)
+        << '\n';
     return out.str();
 }
 

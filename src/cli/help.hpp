@@ -45,6 +45,12 @@ std::string usage_line(std::string_view command);
 
 // `passthru --help` and `passthru COMMAND --help`.
 std::string main_help(const po::options_description& global);
+// An options block as help shows it: "  --vm VMID   text" (value names, not
+// "arg"; "-y, --yes"), the text wrapped at words to 80 columns.
+std::string options_text(std::string_view caption, const po::options_description& options);
+// " (did you mean --gpus?)" when TYPED ("--gpu") is one or two edits from one
+// of the long options in OPTIONS; "" otherwise.
+std::string did_you_mean(const std::string& typed, const po::options_description& options);
 std::string command_help(const Command& command, const po::options_description& options, const po::options_description& global);
 
 } // namespace passthru::cli

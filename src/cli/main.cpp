@@ -15,6 +15,7 @@
 
 #include "cli/apply_common.hpp"
 #include "cli/commands.hpp"
+#include "cli/global_words.hpp"
 #include "cli/help.hpp"
 #include "cli/terminal_guard.hpp"
 #include "util/error.hpp"
@@ -26,12 +27,13 @@ namespace {
 
 void print_error(const Error& err, bool color)
 {
-    std::fprintf(stderr, "passthru: %s %s\n", util::styled("error:", util::Style::red, color).c_str(), err.what());
+    std::fprintf(stderr, "passthru: %s %s\n", util::styled("error:", util::Style::red, color).c_str(),
+                 with_global_words(err.what()).c_str());
     for (const auto& ctx : err.context()) {
         std::fprintf(stderr, "passthru: note: while %s\n", ctx.c_str());
     }
     for (const auto& hint : err.hints()) {
-        std::fprintf(stderr, "hint: %s\n", hint.c_str());
+        std::fprintf(stderr, "hint: %s\n", with_global_words(hint).c_str());
     }
 }
 
@@ -132,6 +134,10 @@ po::variables_map parse_global_options(const std::vector<std::string>& words, co
     po::variables_map gvm;
     try {
         po::store(po::command_line_parser(words).options(global).style(k_style).run(), gvm);
+    } catch (const po::unknown_option& err) {
+        throw Error(Errc::usage, std::string(err.what()) + did_you_mean(err.get_option_name(), global)
+                                     + " before the command; usage: passthru [--root DIR] COMMAND [OPTIONS] (a command's options go "
+                                       "after its name)");
     } catch (const po::error& err) {
         throw Error(Errc::usage, std::string(err.what())
                                      + " before the command; usage: passthru [--root DIR] COMMAND [OPTIONS] (a command's options go "
@@ -171,6 +177,8 @@ po::variables_map parse_command_options(const Command& command, const std::vecto
             }
         }
         po::store(parsed, vm);
+    } catch (const po::unknown_option& err) {
+        throw refuse(err.what() + did_you_mean(err.get_option_name(), cmd_all));
     } catch (const po::error& err) {
         throw refuse(err.what());
     }
@@ -212,6 +220,12 @@ int run_command(const Command& command, const GlobalOptions& options, const po::
         throw Error(Errc::usage, "--root " + options.root.string() + " resolves to /, this host itself")
             .with_hint("to work on this host, leave --root out (or give --root /); otherwise give the copy's directory");
     }
+    // What every printed `passthru` command carries to mean this run's host and data.
+    std::string words = fs->is_live() ? std::string() : " --root " + util::shell_quote({fs->root().string()});
+    if (options.data_dir) {
+        words += " --data-dir " + util::shell_quote({options.data_dir->string()});
+    }
+    set_global_words(std::move(words));
     Context ctx{options, std::move(*fs), util::CommandRunner(util::RunMode::record), false, false, std::nullopt};
     if (ctx.fs.is_live()) {
         ctx.runner = util::CommandRunner(util::RunMode::execute);

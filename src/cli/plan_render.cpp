@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "cli/plan_render.hpp"
+#include "cli/global_words.hpp"
 #include "cli/request_options.hpp"
+
+#include <optional>
+#include <utility>
 
 #include "plan/plan_json.hpp"
 #include "util/command_runner.hpp"
@@ -109,9 +113,9 @@ std::string render_refusals(const plan::Plan& plan, bool color)
     }
     std::string out = heading("Refused: nothing is planned", Style::red, color) + "\n";
     for (const auto& r : plan.refusals) {
-        out += "  " + styled("refused:", Style::red, color) + " " + r.message + "\n";
+        out += "  " + styled("refused:", Style::red, color) + " " + with_global_words(r.message) + "\n";
         for (const auto& h : r.hints) {
-            out += "    hint: " + h + "\n";
+            out += "    hint: " + with_global_words(h) + "\n";
         }
     }
     return out;
@@ -147,8 +151,53 @@ std::string render_changes(const plan::Plan& plan, const RenderOptions& options)
     return out;
 }
 
+// The longest top-level "(...)" group of TEXT with the space before it: [begin, end); nullopt when none.
+std::optional<std::pair<std::size_t, std::size_t>> longest_group(const std::string& text)
+{
+    std::optional<std::pair<std::size_t, std::size_t>> best;
+    std::size_t depth = 0;
+    std::size_t open = 0;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == '(') {
+            if (depth++ == 0) {
+                open = i;
+            }
+        } else if (text[i] == ')' && depth > 0 && --depth == 0) {
+            const std::size_t begin = open > 0 && text[open - 1] == ' ' ? open - 1 : open;
+            if (!best || i + 1 - begin > best->second - best->first) {
+                best = std::make_pair(begin, i + 1);
+            }
+        }
+    }
+    return best;
+}
+
+} // namespace
+
+std::string shown_note(const std::string& note, bool verbose)
+{
+    if (verbose || note.size() <= k_note_length) {
+        return note;
+    }
+    std::string out = note;
+    while (out.size() > k_note_length) {
+        const auto group = longest_group(out);
+        if (!group) {
+            break;
+        }
+        out.erase(group->first, group->second - group->first);
+    }
+    if (out.size() > k_note_length) {
+        const std::size_t cut = out.rfind(' ', k_note_length);
+        out = out.substr(0, cut == std::string::npos ? k_note_length : cut) + " ...";
+    }
+    return out + " (in full: --verbose)";
+}
+
+namespace {
+
 // Commands, warnings and notes.
-std::string render_steps_and_messages(const plan::Plan& plan, bool color)
+std::string render_steps_and_messages(const plan::Plan& plan, bool color, bool verbose)
 {
     std::string out;
     if (!plan.commands.empty()) {
@@ -163,13 +212,13 @@ std::string render_steps_and_messages(const plan::Plan& plan, bool color)
     if (!plan.warnings.empty()) {
         out += heading("Warnings", Style::yellow, color) + "\n";
         for (const auto& w : plan.warnings) {
-            out += "  " + styled("warning:", Style::yellow, color) + " " + w + "\n";
+            out += "  " + styled("warning:", Style::yellow, color) + " " + with_global_words(w) + "\n";
         }
     }
     if (!plan.notes.empty()) {
         out += heading("Notes", Style::bold, color) + "\n";
         for (const auto& n : plan.notes) {
-            out += "  note: " + n + "\n";
+            out += "  note: " + shown_note(with_global_words(n), verbose) + "\n";
         }
     }
     return out;
@@ -177,20 +226,33 @@ std::string render_steps_and_messages(const plan::Plan& plan, bool color)
 
 } // namespace
 
+std::string apply_step(const plan::Plan& plan, PlanSource source, const std::string& saved_file)
+{
+    std::string step = "passthru" + global_words() + " apply";
+    switch (source) {
+    case PlanSource::pending:
+        return "Next step: " + step + "  (applies this plan, recorded as the pending plan; it asks first)\n";
+    case PlanSource::saved:
+        return "Next step: " + step + " --plan " + util::shell_quote({saved_file}) + "  (applies this saved plan; it asks first)\n";
+    case PlanSource::request:
+        break;
+    }
+    return "Next step: " + step + " " + request_to_options(plan.request)
+           + (plan.request.trial_minutes ? " --trial --trial-minutes " + std::to_string(*plan.request.trial_minutes) : "")
+           + "  (plans this request again and applies it; it asks first)\n";
+}
+
 std::string render_plan(const plan::Plan& plan, const RenderOptions& options)
 {
     std::string out = render_summary(plan, options.color);
     out += render_refusals(plan, options.color);
     out += render_changes(plan, options);
-    out += render_steps_and_messages(plan, options.color);
+    out += render_steps_and_messages(plan, options.color, options.verbose);
     if (!plan.refused()) {
         out += "\n";
-        out += plan.empty()
-                   ? "Nothing to change.\n"
-                   : std::to_string(plan.files.size()) + " file(s) to change, " + std::to_string(plan.commands.size())
-                         + " command(s) to run. Apply with: passthru apply " + request_to_options(plan.request)
-                         + (plan.request.trial_minutes ? " --trial --trial-minutes " + std::to_string(*plan.request.trial_minutes) : "")
-                         + "\n";
+        out += plan.empty() ? "Nothing to change.\n"
+                            : std::to_string(plan.files.size()) + " file(s) to change, " + std::to_string(plan.commands.size())
+                                  + " command(s) to run.\n";
     }
     return out;
 }

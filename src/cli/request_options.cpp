@@ -13,27 +13,30 @@ namespace passthru::cli {
 
 void add_request_options(po::options_description& options)
 {
-    options.add_options()("vm", po::value<std::string>(), "VMID (100-999999999) of the Proxmox VM, or the libvirt domain name")(
-        "gpus", po::value<std::string>(), "which GPU cards: all, indexes from scan (0,2) or slots (0000:01:00,41:00)")(
+    options.add_options()("vm", po::value<std::string>()->value_name("VMID"),
+                          "VMID (100-999999999) of the Proxmox VM, or the libvirt domain name")(
+        "gpus", po::value<std::string>()->value_name("SEL"), "which GPU cards: all, indexes from scan (0,2) or slots (0000:01:00,41:00)")(
         "acs-override", "add pcie_acs_override=downstream,multifunction (weakens isolation)")(
         "no-fabric", "NVSwitch system: pass a selection without the NVSwitches, giving up NVLink in the guest")(
-        "backend", po::value<std::string>()->default_value("proxmox"), "proxmox or libvirt")("connect", po::value<std::string>(),
-                                                                                             "libvirt connection URI (--backend libvirt)")(
-        "mapping", po::value<std::string>(), "use a Proxmox cluster PCI mapping with this id")(
-        "node-scan", po::value<std::vector<std::string>>()->composing(),
+        "backend", po::value<std::string>()->value_name("NAME")->default_value("proxmox"),
+        "proxmox or libvirt")("connect", po::value<std::string>()->value_name("URI"), "libvirt connection URI (--backend libvirt)")(
+        "mapping", po::value<std::string>()->value_name("ID"), "use a Proxmox cluster PCI mapping with this id")(
+        "node-scan", po::value<std::vector<std::string>>()->value_name("NODE=FILE")->composing(),
         "NODE=FILE: build the cluster mapping from this node's 'passthru scan --json' (repeat per node; without --vm)")(
-        "profile", po::value<std::string>(), "VM profile from profiles/vm (default: linux-ml)")("bond", po::value<std::string>(),
-                                                                                                "bond these NICs: NIC,NIC[,...]")(
-        "bond-mode", po::value<std::string>(), "balance-rr|active-backup|balance-xor|broadcast|802.3ad|balance-tlb|balance-alb")(
-        "bond-name", po::value<std::string>(), "name of the bond (default bond0)")(
-        "bond-xmit-hash-policy", po::value<std::string>(), "layer2|layer2+3|layer3+4|encap2+3|encap3+4 (balance-xor, 802.3ad)")(
-        "bridge", po::value<std::string>(), "bridge to put the bond under (default vmbr0)")(
-        "address", po::value<std::string>(), "address of the bridge in CIDR form (192.168.1.252/24)")(
-        "gateway", po::value<std::string>(), "default gateway of the bridge")("vlan-aware",
-                                                                              "make the bridge VLAN-aware (bridge-vids 2-4094)")(
+        "profile", po::value<std::string>()->value_name("NAME"), "VM profile from profiles/vm (default: linux-ml)")(
+        "bond", po::value<std::string>()->value_name("NIC,NIC"),
+        "bond these NICs: NIC,NIC[,...]")("bond-mode", po::value<std::string>()->value_name("MODE"),
+                                          "balance-rr|active-backup|balance-xor|broadcast|802.3ad|balance-tlb|balance-alb")(
+        "bond-name", po::value<std::string>()->value_name("NAME"), "name of the bond (default bond0)")(
+        "bond-xmit-hash-policy", po::value<std::string>()->value_name("POLICY"),
+        "layer2|layer2+3|layer3+4|encap2+3|encap3+4 (balance-xor, 802.3ad)")("bridge", po::value<std::string>()->value_name("NAME"),
+                                                                             "bridge to put the bond under (default vmbr0)")(
+        "address", po::value<std::string>()->value_name("CIDR"), "address of the bridge in CIDR form (192.168.1.252/24)")(
+        "gateway", po::value<std::string>()->value_name("ADDRESS"),
+        "default gateway of the bridge")("vlan-aware", "make the bridge VLAN-aware (bridge-vids 2-4094)")(
         "pin-nics", "pin every unpinned NIC's name to its MAC as Proxmox VE 9 does (50-pmx-nicN.link; with --bond)")(
         "apply-network", "apply the network change now with ifreload -a (else staged in interfaces.new)")(
-        "confirm-timeout", po::value<int>(), "seconds to wait for 'passthru confirm' before restoring the network");
+        "confirm-timeout", po::value<int>()->value_name("SECONDS"), "seconds to wait for 'passthru confirm' before restoring the network");
 }
 
 bool has_request_options(const po::variables_map& vm)

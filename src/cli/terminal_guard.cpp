@@ -43,6 +43,11 @@ bool write_fd(int fd, std::string_view text)
 ssize_t guard_write(void* cookie, const char* data, std::size_t size)
 {
     auto* guard = static_cast<Guard*>(cookie);
+    // What stdout holds goes out before a diagnostic, so that a pipe or a
+    // log (2>&1) reads in the order the lines were printed.
+    if (guard->fd == STDERR_FILENO) {
+        std::fflush(stdout);
+    }
     guard->pending.append(data, size);
     const std::string_view all(guard->pending);
     const std::size_t hold = util::terminal_safe_pending(all);

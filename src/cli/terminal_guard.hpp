@@ -12,7 +12,8 @@ namespace passthru::cli {
 // tool's own colour through (util::styled() marks it with a key host text
 // cannot know). Called by main for stderr before anything is printed and
 // again once --color is known (which only sets keep_color), and for stdout
-// unless the output is JSON (it stays exact).
+// unless the output is JSON (it stays exact). A write to the guarded stderr
+// flushes stdout first, so that both streams read in order in one pipe.
 void guard_stream(std::FILE*& stream, bool keep_color);
 
 } // namespace passthru::cli

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -195,6 +196,11 @@ public:
     const std::filesystem::path& root() const noexcept { return m_root; }
     // True when the root is the real "/": commands then run for real.
     bool is_live() const noexcept { return m_live; }
+    // Why this user cannot write under the root, or nullopt: its file system
+    // is mounted read-only (fstatvfs ST_RDONLY), or the root directory or one
+    // of `dirs` below it that exists ("etc", "var"; not followed if a
+    // symlink) denies this user write access (faccessat, AT_EACCESS).
+    std::optional<std::string> write_denied(std::initializer_list<const char*> dirs) const;
 
     // From now on, notes every path read, listed, stat'ed, resolved or whose
     // link is read (also through the HostDirs opened from now on) in `log`;

@@ -141,7 +141,7 @@ play apply2
 generation=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(min(g for p in d["plays"] for t in p["tasks"] if t["task"]["name"].startswith("Write the cluster PCI mapping") for g in t["hosts"]["gpu1"]["generations"]))' "$T/apply2.json") ||
     fatal "the second apply returned no mapping generation"
 cmp -s "$T/pmxcfs/pci.cfg" "$T/pci.cfg.orig" && fail "apply2: the mapping was not written"
-if ! in_cluster "$P" --root "$T/gpu1" rollback --to "$generation" > "$T/rollback.out" 2>&1; then
+if ! in_cluster "$P" --root "$T/gpu1" rollback --yes --to "$generation" > "$T/rollback.out" 2>&1; then
     fail "rollback: $(cat "$T/rollback.out")"
 elif ! cmp -s "$T/pmxcfs/pci.cfg" "$T/pci.cfg.orig"; then
     fail "passthru rollback did not restore pci.cfg byte for byte: $(diff "$T/pci.cfg.orig" "$T/pmxcfs/pci.cfg")"

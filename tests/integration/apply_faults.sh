@@ -73,12 +73,12 @@ for host in "${VARIANTS[@]}"; do
         if grep -q '"state": "pending"' "$R"/var/lib/passthru/generations/*/manifest.json 2> /dev/null; then
             grep -q 'was interrupted' "$T/notice" || fail "$host: kill@$n ($what): the next command did not notice"
             expect_rc 3 "$P" --root "$R" apply "${REQ[@]}" --yes > /dev/null 2>&1
-            expect_rc 0 "$P" --root "$R" rollback > "$T/recover.out" 2>&1
+            expect_rc 0 "$P" --root "$R" rollback --yes > "$T/recover.out" 2>&1
         fi
         [[ $(tree_sum "$R") == "$S0" ]] || fail "$host: kill@$n ($what): tree not restored byte for byte"
         # The journal stays usable.
         expect_rc 0 "$P" --root "$R" apply "${REQ[@]}" --yes > /dev/null 2>&1
-        expect_rc 0 "$P" --root "$R" rollback > /dev/null 2>&1
+        expect_rc 0 "$P" --root "$R" rollback --yes > /dev/null 2>&1
         [[ $(tree_sum "$R") == "$S0" ]] || fail "$host: kill@$n ($what): apply+rollback after recovery did not restore"
 
         # injected errors at step n
@@ -102,7 +102,7 @@ for host in "${VARIANTS[@]}"; do
     cmd_point=$(grep -n ' command ' "$T/trace" | head -1 | cut -d: -f1)
     PASSTHRU_TEST_FAULT=kill@$cmd_point "$P" --root "$R" apply "${REQ[@]}" --yes > /dev/null 2>&1 || true
     cp -a "$R" "$T/interrupted"
-    PASSTHRU_TEST_FAULT_TRACE=1 "$P" --root "$R" rollback > "$T/rtrace.all" 2>&1
+    PASSTHRU_TEST_FAULT_TRACE=1 "$P" --root "$R" rollback --yes > "$T/rtrace.all" 2>&1
     grep '^fault-point ' "$T/rtrace.all" > "$T/rtrace"
     grep -q 'was interrupted' "$T/rtrace.all" || fail "$host: the apply killed at its first command was not recovered"
     rpoints=$(grep -c '^fault-point ' "$T/rtrace")
@@ -111,9 +111,9 @@ for host in "${VARIANTS[@]}"; do
     for m in $rpicked; do
         rm -rf "$R"; cp -a "$T/interrupted" "$R"
         rc=0
-        PASSTHRU_TEST_FAULT=kill@$m "$P" --root "$R" rollback > /dev/null 2>&1 || rc=$?
+        PASSTHRU_TEST_FAULT=kill@$m "$P" --root "$R" rollback --yes > /dev/null 2>&1 || rc=$?
         [[ $rc -eq 137 ]] || fail "$host: recovery kill@$m: exit $rc"
-        expect_rc 0 "$P" --root "$R" rollback > /dev/null 2>&1
+        expect_rc 0 "$P" --root "$R" rollback --yes > /dev/null 2>&1
         [[ $(tree_sum "$R") == "$S0" ]] || fail "$host: recovery killed at $m, then finished: tree differs"
     done
     rm -rf "$T/interrupted"
@@ -125,20 +125,20 @@ for host in "${VARIANTS[@]}"; do
     expect_rc 0 "$P" --root "$R" apply "${REQ[@]}" --yes > /dev/null 2>&1
     S1=$(tree_sum "$R")
     cp -a "$R" "$T/applied"
-    PASSTHRU_TEST_FAULT_TRACE=1 "$P" --root "$R" rollback > /dev/null 2> "$T/btrace.all"
+    PASSTHRU_TEST_FAULT_TRACE=1 "$P" --root "$R" rollback --yes > /dev/null 2> "$T/btrace.all"
     grep '^fault-point ' "$T/btrace.all" > "$T/btrace"
     bpoints=$(grep -c '^fault-point ' "$T/btrace")
     bpicked=$(fault_points "$host" "$T/btrace")
     for m in $bpicked; do
         rm -rf "$R"; cp -a "$T/applied" "$R"
         rc=0
-        PASSTHRU_TEST_FAULT=kill@$m "$P" --root "$R" rollback > /dev/null 2>&1 || rc=$?
+        PASSTHRU_TEST_FAULT=kill@$m "$P" --root "$R" rollback --yes > /dev/null 2>&1 || rc=$?
         [[ $rc -eq 137 ]] || fail "$host: rollback kill@$m: exit $rc"
         if grep -q '"state": "pending"' "$R"/var/lib/passthru/generations/*/manifest.json; then
-            expect_rc 0 "$P" --root "$R" rollback > /dev/null 2>&1
+            expect_rc 0 "$P" --root "$R" rollback --yes > /dev/null 2>&1
             [[ $(tree_sum "$R") == "$S1" ]] || fail "$host: rollback killed at $m, recovered: not the applied state"
         fi
-        expect_rc 0 "$P" --root "$R" rollback > /dev/null 2>&1
+        expect_rc 0 "$P" --root "$R" rollback --yes > /dev/null 2>&1
         [[ $(tree_sum "$R") == "$S0" ]] || fail "$host: rollback killed at $m, recovered, rolled back: tree differs"
     done
     rm -rf "$T/applied"

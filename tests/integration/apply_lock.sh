@@ -52,11 +52,11 @@ for host in "${VARIANTS[@]}"; do
     "$P" --root "$R" history > "$T/h.out" 2> "$T/h.err"
     ! grep -q 'was interrupted' "$T/h.err" || fail "$host: a running apply was called interrupted"
     grep -q 'pending (running)' "$T/h.out" || fail "$host: history does not show the running generation"
-    expect_rc 1 "$P" --root "$R" rollback > /dev/null 2>&1
+    expect_rc 1 "$P" --root "$R" rollback --yes > /dev/null 2>&1
     kill "$holder"; wait "$holder" 2> /dev/null || true
     "$P" --root "$R" history > /dev/null 2> "$T/h.err"
     grep -q 'was interrupted' "$T/h.err" || fail "$host: interrupted generation not reported once the lock is free"
-    expect_rc 0 "$P" --root "$R" rollback > /dev/null 2>&1
+    expect_rc 0 "$P" --root "$R" rollback --yes > /dev/null 2>&1
     [[ $(tree_sum "$R") == "$S0" ]] || fail "$host: recovery after the lock test differs"
     ok "$host: pending under a held lock = running; once free = interrupted, recovered"
 done

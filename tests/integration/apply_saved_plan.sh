@@ -45,7 +45,7 @@ for f in plan["files"]:
     got = open(sys.argv[2] + f["path"]).read()
     assert got == f["content"], f["path"]
 PY
-    expect_rc 0 "$P" --root "$R" rollback > /dev/null 2>&1
+    expect_rc 0 "$P" --root "$R" rollback --yes > /dev/null 2>&1
     [[ $(tree_sum "$R") == "$S0" ]] || fail "$host: rollback after a saved-plan apply differs"
     ok "$host: saved plan applied exactly, rolled back byte for byte"
 done

@@ -19,7 +19,7 @@ for ((i = 1; i <= RUNS; i++)); do
     m=$R/var/lib/passthru/generations/1/manifest.json
     grep -q '"state": "committed"' "$m" 2> /dev/null || fail "run $i: apply | head -1 left generation 1 uncommitted"
     rc=0
-    "$P" --root "$R" rollback 2>&1 | head -1 > /dev/null || rc=$?
+    "$P" --root "$R" rollback --yes 2>&1 | head -1 > /dev/null || rc=$?
     [[ $rc -eq 0 ]] || fail "run $i: rollback | head -1 exited $rc"
     m=$R/var/lib/passthru/generations/2/manifest.json
     grep -q '"state": "committed"' "$m" 2> /dev/null || fail "run $i: rollback | head -1 left generation 2 uncommitted"

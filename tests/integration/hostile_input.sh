@@ -243,11 +243,11 @@ elif edit == "basename":
     m["commands"].append({"argv": ["/tmp/evil/update-grub"], "reason": "x", "status": "recorded", "exit_code": 0})
 json.dump(m, open(path, "w"), indent=2)
 PY
-    args=(rollback)
+    args=(rollback --yes)
     if [[ $edit == setuid ]]; then
         victim=$(jq -r '.files[] | select(.mode == "4777") | .path' "$R/var/lib/passthru/generations/1/manifest.json")
         rm "$R$victim"
-        args=(rollback --force)
+        args=(rollback --yes --force)
     fi
     S1=$(tree_sum --with-journal "$R")
     run_rc "$P" --root "$R" "${args[@]}"
@@ -281,7 +281,7 @@ run_rc bash -c 'umask 077 && exec "$@"' umask077 "$P" --root "$R" apply --vm 101
 # The VM config disappears after apply (deleted by hand, say): rollback
 # --force brings it back as the journal recorded it.
 rm "$conf"
-run_rc bash -c 'umask 077 && exec "$@"' umask077 "$P" --root "$R" rollback --force
+run_rc bash -c 'umask 077 && exec "$@"' umask077 "$P" --root "$R" rollback --yes --force
 [[ $RC -eq 0 ]] || fail "rollback --force: exit $RC: $(head -3 "$T/err")"
 [[ $(stat -c '%u:%g %a' "$conf" 2> /dev/null) == "0:33 640" ]] ||
     fail "rollback recreated 101.conf as $(stat -c '%u:%g %a' "$conf" 2> /dev/null), not root:www-data 0640"
@@ -297,7 +297,7 @@ R=$T/lockleft
 copy_host epyc-4x2080ti "$R"
 [[ ! -e $R/var/lib/passthru ]] || fatal "the fixture already has /var/lib/passthru"
 S0=$(tree_sum --with-journal "$R")
-run_rc "$P" --root "$R" rollback --trial-fallback
+run_rc "$P" --root "$R" rollback --yes --trial-fallback
 [[ $RC -eq 3 ]] || fail "rollback --trial-fallback without a trial: exit $RC, expected 3: $(head -1 "$T/err")"
 [[ $(tree_sum --with-journal "$R") == "$S0" && ! -e $R/var/lib/passthru ]] \
     || fail "a refused rollback --trial-fallback left $(cd "$R" && find var/lib/passthru 2> /dev/null | tr '\n' ' ')"
@@ -315,7 +315,7 @@ run_rc "$P" --root "$R" apply --vm 101 --gpus all --yes
 [[ ! -e $R/var/lib/passthru/lock ]] || fail "apply left its lock file behind"
 echo '# by hand' >> "$R/etc/modprobe.d/passthru-vfio.conf"
 S1=$(tree_sum --with-journal "$R")
-run_rc "$P" --root "$R" rollback
+run_rc "$P" --root "$R" rollback --yes
 [[ $RC -eq 1 && $(tree_sum --with-journal "$R") == "$S1" ]] || fail "a refused rollback (exit $RC) wrote something"
 section_ok "refusals under the journal's lock (rollback --trial-fallback, apply, rollback) leave the tree byte-identical, lock file and its directories included"
 
@@ -417,7 +417,7 @@ for _ in $(seq 1 200); do
 done
 [[ -f $R/var/lib/passthru/network-confirm.pending ]] || fail "the guard never waited: $(tail -3 "$T/guard.out")"
 kill -9 "$guard_pid" && wait "$guard_pid" 2> /dev/null || true
-run_rc "$P" --root "$R" rollback
+run_rc "$P" --root "$R" rollback --yes
 [[ $RC -eq 0 ]] || fail "rollback after the killed apply: exit $RC: $(head -2 "$T/err")"
 [[ ! -e $R/var/lib/passthru/network-confirm.pending ]] || fail "rollback left the stale network-confirm.pending"
 # and a handshake left by hand (or by an older passthru) is no confirmation either
@@ -511,7 +511,7 @@ n_write=$(grep -m1 ' write /etc/default/grub.d/passthru.cfg$' "$T/trace" | cut -
 run_rc env PASSTHRU_TEST_FAULT=kill@$n_write "$PF" --root "$R" apply --vm 101 --gpus all --yes
 [[ $RC -eq 137 ]] || fail "kill@$n_write: exit $RC, expected 137"
 printf 'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT iommu=pt"\n' > "$R/etc/default/grub.d/.passthru.cfg.passthru-123456"
-run_rc "$P" --root "$R" rollback
+run_rc "$P" --root "$R" rollback --yes
 [[ $RC -eq 0 ]] || fail "rollback after a planted temporary file: exit $RC: $(head -3 "$T/err")"
 [[ $(tree_sum "$R") == "$S0" ]] || fail "rollback left the temporary file (or its directory): $(ls -A "$R/etc/default/grub.d" 2>&1)"
 # (b) a real kill -9 between the temporary file and the rename, for every
@@ -522,7 +522,7 @@ for n in $(grep ' rename /etc/' "$T/trace" | cut -d' ' -f2); do
     run_rc env PASSTHRU_TEST_FAULT=kill@$n "$PF" --root "$R" apply --vm 101 --gpus all --yes
     [[ $RC -eq 137 ]] || fail "kill@$n ($what): exit $RC, expected 137"
     ls -A "$R$(dirname "${what#rename }")" | grep -q '\.passthru-[0-9]*$' || fail "kill@$n ($what): no temporary file to test with"
-    run_rc "$P" --root "$R" rollback
+    run_rc "$P" --root "$R" rollback --yes
     [[ $RC -eq 0 ]] || fail "kill@$n ($what): rollback exit $RC: $(head -3 "$T/err")"
     [[ $(tree_sum "$R") == "$S0" ]] || fail "kill@$n ($what): the tree is not byte-identical after rollback (temporary files included)"
 done

@@ -45,7 +45,7 @@ for kind in dir fifo; do
     [[ $RC -ne 0 && $RC -lt 124 ]] || fail "manifest as a $kind: history exit $RC"
     grep -q 'No generations' "$T/out" && fail "manifest as a $kind: history says there are no generations"
     grep -q 'generation 1' "$T/err" || fail "manifest as a $kind: history does not name generation 1: $(head -2 "$T/err")"
-    for cmd in rollback "apply ${REQ[*]} --yes"; do
+    for cmd in "rollback --yes" "apply ${REQ[*]} --yes"; do
         # shellcheck disable=SC2086
         run_rc timeout 20 "$P" --root "$R" $cmd
         [[ $RC -eq 1 ]] && grep -q 'generation 1 has a malformed manifest' "$T/err" \
@@ -71,7 +71,7 @@ echo stale > "$G/1/before/etc/default/.grub.passthru-7"
 mkdir -p "$G/2/before/etc"
 echo stale > "$G/2/before/etc/stale-pre-image"
 echo keep > "$G/1/not-a-temp-file"
-run_rc "$P" --root "$R" rollback
+run_rc "$P" --root "$R" rollback --yes
 [[ $RC -eq 0 ]] || fail "sweep: rollback exit $RC: $(head -2 "$T/err")"
 [[ ! -e $G/1/.manifest.json.passthru-42 && ! -e $G/1/before/etc/default/.grub.passthru-7 ]] \
     || fail "sweep: temporary files inside generation 1 were left"
@@ -166,7 +166,7 @@ sed -i "s/\"id\": 1,/\"id\": $big,/" "$G/$big/manifest.json"
 run_rc "$P" --root "$R" history
 [[ $RC -eq 0 ]] && grep -q "^$big " "$T/out" || fail "ids: history of generation $big: exit $RC: $(head -2 "$T/err")"
 S1=$(tree_sum --with-journal "$R")
-run_rc "$P" --root "$R" rollback
+run_rc "$P" --root "$R" rollback --yes
 [[ $RC -eq 3 ]] || fail "ids: rollback after generation $big: exit $RC, expected 3"
 grep -q "generation $big is the last id passthru can number" "$T/err" || fail "ids: the exhausted ids are not explained: $(head -2 "$T/err")"
 [[ $(tree_sum --with-journal "$R") == "$S1" ]] || fail "ids: the refused rollback wrote something: $(ls "$G")"
@@ -241,7 +241,7 @@ grep -q '"state": "pending"' "$m" || fatal "recover-created: the manifest has no
 conf=$R/etc/modprobe.d/passthru-vfio.conf
 printf '# the admin own file\noptions vfio-pci ids=10de:1e07\n' > "$conf"
 S1=$(tree_sum --with-journal "$R")
-run_rc "$P" --root "$R" rollback
+run_rc "$P" --root "$R" rollback --yes
 [[ $RC -eq 1 ]] || fail "recover-created: recovery exit $RC, expected 1: $(head -2 "$T/err")"
 grep -q 'changed since generation 1 was interrupted: .*/etc/modprobe.d/passthru-vfio.conf' "$T/err" \
     || fail "recover-created: the admin's file is not named: $(head -2 "$T/err")"

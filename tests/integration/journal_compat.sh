@@ -16,7 +16,7 @@ J=$SRC/tests/fixtures/journals/epyc-4x2080ti-trial
 [[ -d $J/root/var/lib/passthru/generations ]] || fatal "the journal fixture $J is missing"
 PT() { "$P" --root "$R" --data-dir "$SRC" "$@"; }
 # expected FILE: the output passthru printed then, for this root.
-expected() { sed "s#@ROOT@#$R#g" "$J/$1"; }
+expected() { sed "s#@ROOT@#$R#g; s#@SRC@#$SRC#g" "$J/$1"; }
 
 R=$T/host
 copy_host epyc-4x2080ti "$R"

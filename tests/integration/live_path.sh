@@ -145,7 +145,7 @@ for host in "${VARIANTS[@]}"; do
     [[ $(tree_sum "$R") == "$applied" ]] || fail "$host: verify changed the tree"
     ok "$host: re-apply is a no-op (no new generation); verify reports the state before the reboot"
 
-    expect_rc 0 in_live "$R" "${PT[@]}" rollback > "$T/rb.out" 2> "$T/rb.err"
+    expect_rc 0 in_live "$R" "${PT[@]}" rollback --yes > "$T/rb.out" 2> "$T/rb.err"
     grep -q 'changed since' "$T/rb.err" && fail "$host: rollback saw drift that passthru caused: $(cat "$T/rb.err")"
     grep -q '^kept: volume local:101/vm-101-disk-1.raw .* delete it with: pvesm free local:101/vm-101-disk-1.raw' "$T/rb.out" ||
         fail "$host: the kept volume is not reported: $(cat "$T/rb.out" "$T/rb.err")"
@@ -158,7 +158,7 @@ for host in "${VARIANTS[@]}"; do
     make_live "$host" "$R"
     expect_rc 0 in_live "$R" "${PT[@]}" apply --vm 101 --gpus all --yes > /dev/null 2>&1
     [[ -f $R/var/lib/vz/images/101/vm-101-disk-1.raw ]] || fail "$host: second apply allocated no volume"
-    expect_rc 0 in_live "$R" "${PT[@]}" rollback --remove-volumes > "$T/rb2.out" 2> "$T/rb2.err"
+    expect_rc 0 in_live "$R" "${PT[@]}" rollback --yes --remove-volumes > "$T/rb2.out" 2> "$T/rb2.err"
     [[ ! -e $R/var/lib/vz/images/101/vm-101-disk-1.raw ]] || fail "$host: --remove-volumes left the volume"
     grep -q 'pvesm free local:101/vm-101-disk-1.raw' "$T/rb2.err" || fail "$host: the volume deletion was not shown"
     [[ $(tree_sum "$R") == "$start" ]] || fail "$host: after rollback --remove-volumes the tree is not byte-identical"
@@ -204,7 +204,7 @@ grub-script-check "$cfg" || fail "trial: GRUB's parser rejects grub.cfg"
 [[ $(grub-editenv "$R/boot/grub/grubenv" list) == "next_entry=passthru-trial" ]] ||
     fail "trial: grub-reboot did not select the trial entry: $(grub-editenv "$R/boot/grub/grubenv" list)"
 ok "trial: grub-mkconfig adds the trial entry, the default entry unchanged; grub-reboot selects it once"
-expect_rc 0 in_live "$R" "${PT[@]}" rollback --remove-volumes > "$T/trb.out" 2>&1
+expect_rc 0 in_live "$R" "${PT[@]}" rollback --yes --remove-volumes > "$T/trb.out" 2>&1
 [[ $(tree_sum "$R") == "$start" ]] || fail "trial: rollback is not byte-identical (grubenv: $(grub-editenv "$R/boot/grub/grubenv" list))"
 ok "trial: rollback removes the entry and the one-time selection, byte-identical"
 

@@ -78,7 +78,7 @@ ok "the pairs node's own plan --vm --mapping finds its six cards already mapped"
 grep -q 'nothing to do: the cluster mapping is already as planned' "$T/again.out" || fail "plan again: $(cat "$T/again.out")"
 ok "a second plan has nothing to do"
 
-"$P" --root "$T/root" rollback > "$T/rollback.out" 2>&1 || fail "rollback: $(cat "$T/rollback.out")"
+"$P" --root "$T/root" rollback --yes > "$T/rollback.out" 2>&1 || fail "rollback: $(cat "$T/rollback.out")"
 cmp -s "$T/root/etc/pve/mapping/pci.cfg" "$T/pci.cfg.orig" || fail "rollback did not restore pci.cfg byte for byte"
 ok "rollback restores pci.cfg byte for byte"
 

@@ -64,7 +64,7 @@ grep -q '^[[:space:]]*bond-slaves nic0 nic1$' "$new" || fail "--pin-nics: bond-s
 grep -q '^iface nic0 inet manual$' "$new" || fail "--pin-nics: no stanza for nic0"
 if grep -q 'enp66s0f' "$new"; then fail "--pin-nics: interfaces.new still names a kernel name: $(grep enp66s0f "$new")"; fi
 python3 "$SRC/tests/integration/network_pve_rules.py" "$new" || fail "--pin-nics: PVE rules on interfaces.new"
-expect_rc 0 "$P" --root "$R" rollback > /dev/null 2>&1
+expect_rc 0 "$P" --root "$R" rollback --yes > /dev/null 2>&1
 [[ ! -e $R/usr/local ]] || fail "rollback left $(find "$R/usr/local")"
 [[ $(tree_sum "$R") == "$S0" ]] || fail "--pin-nics: rollback did not restore the tree byte for byte"
 ok "9.2 --pin-nics: 50-pmx-nic0/1.link as Proxmox writes them (configparser, MACs from sysfs), interfaces.new renamed; rollback removes them"

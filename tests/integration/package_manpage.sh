@@ -17,8 +17,8 @@ main_help=$("$PASSTHRU" --help)
 mapfile -t commands < <(sed -n '/^Commands:/,/^$/s/^  \([a-z]\+\) .*/\1/p' <<<"$main_help")
 ((${#commands[@]} >= 5)) || fail "passthru --help lists only ${#commands[@]} commands"
 
-# Long option names of one options block of boost's help output.
-help_options() { sed -n 's/^  \(-[a-zA-Z] \[ \)\?--\([a-z0-9-]\+\).*/\2/p' | sort -u; }
+# Long option names of one options block of the help output ("  -y, --yes", "  --vm VMID").
+help_options() { sed -n 's/^  \(-[a-zA-Z], \)\?--\([a-z0-9-]\+\).*/\2/p' | sort -u; }
 global_help=$(sed -n '/^Global options:/,/^$/p' <<<"$main_help" | help_options)
 
 # --- man side (the roff source) -----------------------------------------------

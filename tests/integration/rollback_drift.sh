@@ -15,20 +15,20 @@ for host in "${VARIANTS[@]}"; do
     R=$T/$host
     copy_host "$host" "$R"
     S0=$(tree_sum "$R")
-    expect_rc 1 "$P" --root "$R" rollback > /dev/null 2> "$T/none.err"
-    grep -q 'nothing to roll back' "$T/none.err" || fail "$host: rollback without history not explained"
+    expect_rc 0 "$P" --root "$R" rollback --yes > "$T/none.out" 2> /dev/null
+    grep -q '^Nothing to roll back: no generation was ever recorded' "$T/none.out" || fail "$host: rollback without history not explained"
     expect_rc 0 "$P" --root "$R" apply "${REQ[@]}" --yes > /dev/null 2>&1
     conf=$R/etc/modprobe.d/passthru-vfio.conf
     [[ -f $conf ]] || fail "$host: $conf was not written"
     echo "# admin edit" >> "$conf"
     S1=$(tree_sum "$R")
-    expect_rc 1 "$P" --root "$R" rollback > /dev/null 2> "$T/drift.err"
+    expect_rc 1 "$P" --root "$R" rollback --yes > /dev/null 2> "$T/drift.err"
     grep -q 'changed since generation 1 was applied: /etc/modprobe.d/passthru-vfio.conf' "$T/drift.err" || { cat "$T/drift.err"; fail "$host: drift not reported"; }
     grep -q -- '--force' "$T/drift.err" || fail "$host: no --force hint"
     [[ $(tree_sum "$R") == "$S1" ]] || fail "$host: refused rollback wrote something"
     expect_rc 0 "$P" --root "$R" rollback --force --dry-run > /dev/null 2>&1
     [[ $(tree_sum "$R") == "$S1" ]] || fail "$host: rollback --dry-run wrote something"
-    expect_rc 0 "$P" --root "$R" rollback --force > /dev/null 2>&1
+    expect_rc 0 "$P" --root "$R" rollback --yes --force > /dev/null 2>&1
     [[ $(tree_sum "$R") == "$S0" ]] || fail "$host: forced rollback did not restore the tree"
     grep -q '# admin edit' "$R/var/lib/passthru/generations/2/before/etc/modprobe.d/passthru-vfio.conf" \
         || fail "$host: the hand edit was not kept in the rollback generation"
@@ -55,7 +55,7 @@ echo "# admin edit after the crash" >> "$vmconf"
 S1=$(tree_sum --with-journal "$R")
 for dry in --dry-run ""; do
     # shellcheck disable=SC2086
-    expect_rc 1 "$P" --root "$R" rollback $dry > /dev/null 2> "$T/rec.err"
+    expect_rc 1 "$P" --root "$R" rollback --yes $dry > /dev/null 2> "$T/rec.err"
     grep -q 'changed since generation 1 was interrupted: /etc/pve/qemu-server/101.conf' "$T/rec.err" \
         || fail "recovery ${dry:-without --dry-run}: the edit after the crash was not reported: $(head -3 "$T/rec.err")"
     grep -q -- '--force' "$T/rec.err" || fail "recovery: no --force hint"
@@ -64,7 +64,7 @@ done
 expect_rc 0 "$P" --root "$R" rollback --force --dry-run > /dev/null 2> "$T/rec.err"
 grep -q '101.conf was changed since generation 1 was interrupted' "$T/rec.err" || fail "recovery --force --dry-run: no warning"
 [[ $(tree_sum --with-journal "$R") == "$S1" ]] || fail "recovery --force --dry-run wrote something"
-expect_rc 0 "$P" --root "$R" rollback --force > /dev/null 2>&1
+expect_rc 0 "$P" --root "$R" rollback --yes --force > /dev/null 2>&1
 [[ $(tree_sum "$R") == "$S0" ]] || fail "recovery --force did not restore the tree"
 grep -q '# admin edit after the crash' "$R/var/lib/passthru/generations/1/kept/etc/pve/qemu-server/101.conf" \
     || fail "recovery --force: the edit after the crash was not kept"

@@ -124,7 +124,7 @@ grep -q '^passthru: error: no trial fallback: this is the trial boot (passthru.t
 ok "rollback --trial-fallback refuses on the trial boot (exit 3), writing nothing"
 
 # rollback of the trial: the trial entry and units go, grub-reboot is undone.
-expect_rc 0 PT rollback > "$T/rb.out" 2>&1
+expect_rc 0 PT rollback --yes > "$T/rb.out" 2>&1
 grep -q 'grub-editenv /boot/grub/grubenv unset next_entry' "$T/rb.out" || fail "rollback does not undo grub-reboot: $(cat "$T/rb.out")"
 cp "$T/pristine/epyc-4x2080ti/proc/cmdline" "$R/proc/cmdline"
 [[ $(tree_sum "$R") == "$start" ]] || fail "rollback of the trial is not byte-identical"
@@ -193,9 +193,9 @@ grep -q '^passthru: error: no trial fallback: the newest applied generation, 2, 
 [[ $(tree_sum --with-journal "$R") == "$applied" ]] || fail "rollback --trial-fallback after confirm wrote something"
 ok "addr: the hook binds only with the marker; confirm on a good trial boot makes it the default and removes the trial (and its fallback)"
 
-expect_rc 0 PT rollback > /dev/null 2>&1
+expect_rc 0 PT rollback --yes > /dev/null 2>&1
 [[ -f $R/etc/grub.d/42_passthru_trial && ! -e $R/etc/default/grub.d/passthru.cfg ]] || fail "rolling back confirm does not return to the trial"
-expect_rc 0 PT rollback > /dev/null 2>&1
+expect_rc 0 PT rollback --yes > /dev/null 2>&1
 cp "$T/pristine/qemu-intel-vfio/proc/cmdline" "$R/proc/cmdline"
 [[ $(tree_sum "$R") == "$start" ]] || fail "rolling back confirm and the trial is not byte-identical"
 ok "addr: rollback undoes confirm (back to the trial), then the trial (byte-identical)"

@@ -91,7 +91,7 @@ cp -a "$R" "$T/sd-fallback"
 cp -a "$R" "$T/sd-confirm"
 
 # rollback of the trial: the helper's remove runs, the tree is byte-identical.
-expect_rc 0 PT rollback > "$T/rb.out" 2>&1
+expect_rc 0 PT rollback --yes > "$T/rb.out" 2>&1
 grep -q 'trial-loader-entry remove' "$T/rb.out" || fail "rollback does not run the helper's remove: $(cat "$T/rb.out")"
 [[ $(tree_sum "$R") == "$start" ]] || fail "rollback of the trial is not byte-identical"
 ok "rollback of the trial: the helper's remove runs, the tree is byte-identical"
@@ -160,9 +160,9 @@ grep -q '/trial-loader-entry remove$' "$T/c3.cmds" || fail "confirm does not run
 grep -q 'grub' "$T/c3.cmds" && fail "confirm on systemd-boot runs a GRUB command: $(cat "$T/c3.cmds")"
 ok "confirm on a good systemd-boot trial boot: the arguments into /etc/kernel/cmdline, refresh, the trial files and the ESP entry removed"
 cp "$T/pristine/qemu-intel-vfio/proc/cmdline" "$R/proc/cmdline"
-expect_rc 0 PT rollback > /dev/null 2>&1
+expect_rc 0 PT rollback --yes > /dev/null 2>&1
 [[ -f $R/$ENTRY ]] || fail "rolling back confirm does not return to the trial"
-expect_rc 0 PT rollback > "$T/rb2.out" 2>&1
+expect_rc 0 PT rollback --yes > "$T/rb2.out" 2>&1
 [[ $(tree_sum "$R") == "$start" ]] || fail "rolling back confirm and the trial is not byte-identical"
 ok "rollback undoes confirm (back to the trial), then the trial (byte-identical)"
 

@@ -19,18 +19,19 @@ for host in "${VARIANTS[@]}"; do
     [[ $(grep -c . "$T/none.err") -le 2 ]] || fail "$host: more than one line and a hint: $(cat "$T/none.err")"
 
     expect_rc 0 "$P" --root "$R" plan --vm 101 --gpus all > "$T/plan.out" 2> "$T/plan.err"
-    grep -q 'recorded as the pending plan' "$T/plan.err" || fail "$host: plan did not say it recorded the pending plan"
+    [[ $(tail -n 1 "$T/plan.out") == "Next step: passthru --root $R apply  (applies this plan, recorded as the pending plan; it asks first)" ]] ||
+        fail "$host: plan's last line does not name the pending plan: $(tail -n 1 "$T/plan.out")"
     [[ -f $R/$PENDING ]] || fail "$host: no pending plan recorded"
     [[ $(stat -c %a "$R/$PENDING") == 600 ]] || fail "$host: pending plan is not mode 0600"
     before=$(tree_sum "$R")
 
     expect_rc 0 "$P" --root "$R" apply --dry-run > "$T/dry.out" 2> "$T/dry.err"
     cmp -s "$T/plan.out" "$T/dry.out" || fail "$host: apply --dry-run of the pending plan differs from plan: $(diff "$T/plan.out" "$T/dry.out" | head -5)"
-    grep -q 'applying the pending plan made .* ago: passthru plan --vm 101 --gpus all' "$T/dry.err" || fail "$host: dry run does not say which plan"
+    grep -q 'applying the pending plan made .* ago: passthru --root .* plan --vm 101 --gpus all' "$T/dry.err" || fail "$host: dry run does not say which plan"
     [[ $(tree_sum "$R") == "$before" ]] || fail "$host: the dry run changed the tree"
 
     "$P" --root "$R" history > "$T/hist.out"
-    grep -q '^Pending plan: made .* ago .*passthru plan --vm 101 --gpus all' "$T/hist.out" || fail "$host: history does not show the pending plan"
+    grep -q '^Pending plan: made .* ago .*passthru --root .* plan --vm 101 --gpus all' "$T/hist.out" || fail "$host: history does not show the pending plan"
     "$P" --root "$R" history --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["pending_plan"]["request"]["gpus"] == "all"' \
         || fail "$host: history --json has no pending_plan"
     "$P" --root "$R" scan > "$T/scan.out"
@@ -63,9 +64,9 @@ for host in "${VARIANTS[@]}"; do
     copy_host "$host" "$R"
     "$P" --root "$R" plan --vm 101 --gpus 0 > /dev/null 2>&1
     expect_rc 0 "$P" --root "$R" apply --vm 101 --gpus all --dry-run > "$T/req.out" 2> "$T/req.err"
-    grep -q 'the pending plan (passthru plan --vm 101 --gpus 0) differs from this request: applying the request given here' "$T/req.err" \
+    grep -q 'the pending plan (passthru --root .* plan --vm 101 --gpus 0) differs from this request: applying the request given here' "$T/req.err" \
         || fail "$host: differing request not reported"
-    grep -q 'Apply with: passthru apply --vm 101 --gpus all' "$T/req.out" || fail "$host: the dry run did not plan the request given"
+    [[ $(tail -n 1 "$T/req.out") == "Next step: passthru --root $R apply --vm 101 --gpus all  ("* ]] || fail "$host: the dry run did not plan the request given"
     ok "$host: a request on the command line is used, and the pending plan named"
 done
 
@@ -118,7 +119,7 @@ expect_rc 0 "$P" --root "$R" apply --vm 101 --gpus all --yes > /dev/null 2>&1
 grep -q "^Applied now: generations 1, 2. 'passthru --root .* rollback' undoes 2 only; 'passthru --root .* rollback --to 1' undoes all of them.$" "$T/several.hist" ||
     fail "several: history does not say what rollback undoes: $(tail -3 "$T/several.hist")"
 grep -q '^2 .*committed (active)' "$T/several.hist" || fail "several: history does not mark active generations"
-expect_rc 0 "$P" --root "$R" rollback > "$T/several.out" 2> "$T/several.err"
+expect_rc 0 "$P" --root "$R" rollback --yes > "$T/several.out" 2> "$T/several.err"
 grep -q '^Rolling back generation 2:' "$T/several.out" || fail "several: rollback did not undo generation 2"
 grep -q "generations 1, 2 are applied; this undoes only the newest, 2; 'passthru --root .* rollback --to 1' undoes all of them" "$T/several.err" ||
     fail "several: rollback does not say how to undo all: $(cat "$T/several.err")"

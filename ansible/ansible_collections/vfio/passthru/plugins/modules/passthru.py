@@ -275,7 +275,7 @@ def absent(module):
     result = dict(changed=bool(undo), refused=False, rolled_back=undo, rc=0)
     if not undo:
         module.exit_json(stdout_lines=[], **result)
-    step = ['rollback', '--to', str(undo[0])] + (['--dry-run'] if module.check_mode else [])
+    step = ['rollback', '--yes', '--to', str(undo[0])] + (['--dry-run'] if module.check_mode else [])
     rc, out, err = pt.run(module, step)
     if rc != pt.EXIT_OK:
         pt.fail(module, 'passthru rollback', rc, out, err, refused=rc == pt.EXIT_REFUSED, rolled_back=[])
