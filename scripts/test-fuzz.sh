@@ -52,6 +52,7 @@ seed() { # TARGET FILE...: copies each readable regular file under a unique name
 }
 shopt -s nullglob
 seed fuzz_pve_config "$hosts"/*/etc/pve/qemu-server/*.conf
+seed fuzz_lxc_config "$hosts"/*/etc/pve/lxc/*.conf
 seed fuzz_interfaces "$hosts"/*/etc/network/interfaces "$here"/tests/fixtures/network/*.interfaces
 seed fuzz_modprobe_d "$hosts"/*/etc/modprobe.d/*.conf "$hosts"/*/usr/lib/modprobe.d/*.conf
 seed fuzz_grub_default "$hosts"/*/etc/default/grub "$hosts"/*/etc/default/grub.d/*.cfg

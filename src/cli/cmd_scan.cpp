@@ -8,6 +8,7 @@
 #include "cli/global_words.hpp"
 #include "cli/request_options.hpp"
 #include "cli/scan_json.hpp"
+#include "scan/card_users.hpp"
 #include "scan/scanner.hpp"
 #include "util/strings.hpp"
 
@@ -166,6 +167,32 @@ std::string render_gpus(const scan::Inventory& inv, bool color)
     return out;
 }
 
+// "GPU owners": each card's driver and owner, then every guest config line that reaches it.
+std::string render_owners(const scan::Inventory& inv, bool color)
+{
+    if (inv.gpus.empty()) {
+        return {};
+    }
+    std::string out = heading("GPU owners", Style::bold, color) + "\n";
+    util::TextTable table;
+    for (std::size_t i = 0; i < inv.gpus.size(); ++i) {
+        const auto& g = inv.gpus[i];
+        std::string node = g.nvidia_minor ? "/dev/nvidia" + std::to_string(*g.nvidia_minor) : "";
+        table.add_row({std::to_string(i), g.slot,
+                       "driver " + g.driver.value_or("none") + (inv.host.vgpu_host() && g.driver == "nvidia" ? " (vGPU host)" : ""), node,
+                       scan::card_owner(g)});
+    }
+    out += table.render("  ");
+    for (std::size_t i = 0; i < inv.gpus.size(); ++i) {
+        for (const auto& u : inv.gpus[i].users) {
+            out += "  GPU " + std::to_string(i) + ": " + std::string(scan::to_string(u.kind)) + " " + u.vmid + " ("
+                   + (u.running ? "running" : "stopped") + ") " + u.config + ":" + std::to_string(u.line) + " " + u.key + ": " + u.value
+                   + (u.pending ? " [pending]" : "") + " -> " + u.via + (u.wildcard ? " (allows every such card)" : "") + "\n";
+        }
+    }
+    return out;
+}
+
 // "NVSwitch system": only on a host with NVSwitches; each switch with its id, name and group.
 std::string render_nvswitches(const scan::Inventory& inv, bool color)
 {
@@ -217,8 +244,8 @@ std::string render_problems(const std::vector<scan::Problem>& problems, bool col
 // PCI list by IOMMU group follows for reference, the problems come last.
 std::string render_human(const scan::Inventory& inv, bool color)
 {
-    return render_host(inv.host, color) + render_gpus(inv, color) + render_nvswitches(inv, color) + render_devices(inv, color)
-           + render_problems(inv.problems, color);
+    return render_host(inv.host, color) + render_gpus(inv, color) + render_owners(inv, color) + render_nvswitches(inv, color)
+           + render_devices(inv, color) + render_problems(inv.problems, color);
 }
 
 } // namespace

@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 
+#include "scan/card_users.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::cli {
@@ -51,6 +52,7 @@ json host_json(const scan::Inventory& inv)
     jhost["qemu_server_version"] = opt(host.qemu_server_version);
     jhost["mem_total_kib"] = opt(host.mem_total_kib);
     jhost["vgpu"] = {{"host", host.vgpu_host()}, {"evidence", host.vgpu_evidence}};
+    jhost["char_majors"] = host.char_majors;
     jhost["iommu"] = {
         {"enabled", host.iommu.enabled},
         {"groups", host.iommu.groups},
@@ -329,6 +331,25 @@ json groups_json(const scan::Inventory& inv)
     return groups;
 }
 
+// The guest config lines that reach a card (scan/card_users.hpp).
+json users_json(const scan::GpuCard& card)
+{
+    json users = json::array();
+    for (const auto& u : card.users) {
+        users.push_back({{"kind", u.kind == scan::GuestKind::vm ? "vm" : "container"},
+                         {"vmid", u.vmid},
+                         {"config", u.config},
+                         {"line", u.line},
+                         {"key", u.key},
+                         {"value", u.value},
+                         {"pending", u.pending},
+                         {"wildcard", u.wildcard},
+                         {"via", u.via},
+                         {"running", u.running}});
+    }
+    return users;
+}
+
 json gpus_json(const scan::Inventory& inv)
 {
     json gpus = json::array();
@@ -349,6 +370,10 @@ json gpus_json(const scan::Inventory& inv)
         jg["numa_node"] = opt(g.numa_node);
         const scan::PciDevice* first = g.functions.empty() ? nullptr : inv.find(g.functions.front());
         jg["name"] = (first != nullptr && !first->device_name.empty()) ? json(first->device_name) : json(nullptr);
+        jg["driver"] = opt(g.driver);
+        jg["nvidia_minor"] = opt(g.nvidia_minor);
+        jg["owner"] = scan::card_owner(g);
+        jg["users"] = users_json(g);
         gpus.push_back(std::move(jg));
     }
     return gpus;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "plan/common.hpp"
+#include "plan/guest_users.hpp"
 #include "plan/node_scan.hpp"
 #include "plan/planner.hpp"
 #include "plan/trial.hpp"
@@ -272,6 +273,7 @@ Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs,
         }
     }
     refuse_cards_serving_vfs(inventory, *cards, plan);
+    detail::refuse_cards_guests_use(inventory, *cards, plan);
     // On an NVSwitch system the switches go along with the GPUs (the full-passthrough model).
     const auto fabric = detail::plan_fabric(inventory, data, request, *cards, plan);
     if (!fabric) {

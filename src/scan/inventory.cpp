@@ -106,4 +106,9 @@ std::string_view to_string(Severity severity)
     return "info";
 }
 
+std::string_view to_string(GuestKind kind)
+{
+    return kind == GuestKind::vm ? "VM" : "container";
+}
+
 } // namespace passthru::scan

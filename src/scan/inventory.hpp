@@ -133,6 +133,30 @@ enum class Isolation
     unknown,         // no IOMMU groups at all
 };
 
+// Which kind of guest a config line belongs to.
+enum class GuestKind
+{
+    vm,        // /etc/pve/qemu-server/<vmid>.conf
+    container, // /etc/pve/lxc/<vmid>.conf
+};
+
+// One line of a guest's config that reaches a GPU card (scan/card_users.hpp):
+// a VM's hostpciN (by address or mapping=), a container's devN:, lxc.mount.entry
+// or lxc.cgroup2.devices.allow line.
+struct CardUser
+{
+    GuestKind kind = GuestKind::vm;
+    std::string vmid;
+    std::string config;    // the file: "/etc/pve/lxc/105.conf"
+    std::size_t line = 0;  // 1-based line number in it
+    std::string key;       // "hostpci0", "dev0", "lxc.mount.entry"
+    std::string value;     // as written
+    bool pending = false;  // in the pending section ([PENDING], [pve:pending])
+    bool wildcard = false; // the line allows every card of a kind ("c 195:* rwm"), naming none
+    std::string via;       // how it reaches the card: "/dev/nvidia0 = c 195:0", "mapping gpu0"
+    bool running = false;  // the guest runs now (qemu-server's pid file, lxc's command socket)
+};
+
 // All functions in the slot of a display-class function.
 struct GpuCard
 {
@@ -149,6 +173,13 @@ struct GpuCard
     // The row of the card's vendor in profiles/host/vendors.json (nullptr: a vendor
     // passthru does not handle): what plan decides from, never the raw id.
     std::shared_ptr<const GpuVendor> vendor_row;
+    // The driver of its display function now ("vfio-pci", "nvidia", "nouveau"); nullopt: none.
+    std::optional<std::string> driver;
+    // With the nvidia driver on it: its device minor (/dev/nvidiaM), from
+    // /proc/driver/nvidia/gpus/<BDF>/information (docs/facts.md: nvidia-nodes).
+    std::optional<std::uint32_t> nvidia_minor;
+    // The guest config lines that reach it, by config file and line.
+    std::vector<CardUser> users;
 };
 
 struct IommuState
@@ -184,6 +215,9 @@ struct HostInfo
     // empty: it is not one.
     std::vector<std::string> vgpu_evidence;
     std::optional<std::uint64_t> mem_total_kib;
+    // The character-device majors of /proc/devices by driver name ("nvidia" 195,
+    // "nvidia-uvm" its own); empty when unreadable.
+    std::map<std::string, std::uint32_t> char_majors;
     // The "processor" entries of /proc/cpuinfo: Proxmox VE's limit on a VM's
     // sockets x cores (docs/facts.md: qm-start).
     int cpu_count = 0;
@@ -236,6 +270,9 @@ struct RuntimeState
     std::optional<std::string> node_name;              // this node's name (/etc/hostname, as PVE names nodes)
     std::optional<std::string> storage_cfg;            // /etc/pve/storage.cfg
     std::optional<std::string> vmlist;                 // /etc/pve/.vmlist (the cluster's VMIDs, JSON)
+    // The containers whose LXC command socket (@/var/lib/lxc/<vmid>/command) /proc/net/unix
+    // lists: those pve-container counts as running (docs/facts.md: lxc-config).
+    std::vector<std::string> running_containers;
 };
 
 struct Inventory
@@ -267,6 +304,7 @@ struct Inventory
 std::string_view to_string(Isolation isolation);
 std::string_view to_string(Bootloader bootloader);
 std::string_view to_string(Severity severity);
+std::string_view to_string(GuestKind kind); // "VM", "container"
 
 // Kernel release "6.8.12-4-pve" -> {6, 8}; nullopt when unparsable.
 

@@ -3,6 +3,7 @@
 // routes and IPv6 addresses, qemu-server's pid files and the processes they
 // name, the node name, storage.cfg and the cluster's VM list. Read through
 // HostFs, so under --root they are the root's copies.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,36 @@ std::map<std::string, QemuPidFile> read_qemu_pid_files(const util::HostFs& fs)
     return out;
 }
 
+// pve-container's list_active_containers: a line of /proc/net/unix whose 8th field
+// (the path) is the abstract socket @/var/lib/lxc/<vmid>/command of a running container.
+std::vector<std::string> read_running_containers(const util::HostFs& fs)
+{
+    std::vector<std::string> out;
+    const auto text = fs.read_file("/proc/net/unix");
+    if (!text) {
+        return out;
+    }
+    constexpr std::string_view prefix = "@/var/lib/lxc/";
+    constexpr std::string_view suffix = "/command";
+    for (const auto& line : util::split_lines(*text)) {
+        const auto fields = util::split(line, " \t");
+        if (fields.size() != 8 || !fields[0].ends_with(':')) {
+            continue;
+        }
+        const std::string_view path = fields[7];
+        if (!path.starts_with(prefix) || !path.ends_with(suffix) || path.size() <= prefix.size() + suffix.size()) {
+            continue;
+        }
+        const std::string_view id = path.substr(prefix.size(), path.size() - prefix.size() - suffix.size());
+        if (std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; })
+            && std::find(out.begin(), out.end(), id) == out.end()) {
+            out.emplace_back(id);
+        }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
 } // namespace
 
 RuntimeState scan_runtime_state(const util::HostFs& fs)
@@ -89,6 +120,7 @@ RuntimeState scan_runtime_state(const util::HostFs& fs)
     }
     state.storage_cfg = read_text(fs, "/etc/pve/storage.cfg");
     state.vmlist = read_text(fs, "/etc/pve/.vmlist");
+    state.running_containers = read_running_containers(fs);
     return state;
 }
 

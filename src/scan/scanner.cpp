@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "scan/card_users.hpp"
 #include "scan/libpci.hpp"
 #include "scan/scanner_detail.hpp"
 #include "scan/vgpu.hpp"
@@ -368,6 +369,7 @@ Result<Inventory> scan_host(const util::HostFs& fs, const util::CommandRunner& r
     inv.vendors = data.vendors;
     assess_readiness(inv);
     inv.runtime = scan_runtime_state(fs);
+    scan_card_users(fs, inv);
     return inv;
 }
 

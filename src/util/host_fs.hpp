@@ -49,6 +49,10 @@ struct FileInfo
     uid_t uid = 0;
     gid_t gid = 0;
     std::uint64_t size = 0;
+    // A character device (type other): its major and minor numbers (st_rdev).
+    bool char_device = false;
+    std::uint32_t rdev_major = 0;
+    std::uint32_t rdev_minor = 0;
 };
 
 // How a command touched a host path, as HostFs::record_reads notes it

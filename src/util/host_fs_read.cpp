@@ -11,6 +11,7 @@
 #include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -303,6 +304,11 @@ FileInfo file_info(const struct stat& st)
     info.uid = st.st_uid;
     info.gid = st.st_gid;
     info.size = static_cast<std::uint64_t>(st.st_size);
+    if (S_ISCHR(st.st_mode)) {
+        info.char_device = true;
+        info.rdev_major = major(st.st_rdev);
+        info.rdev_minor = minor(st.st_rdev);
+    }
     return info;
 }
 

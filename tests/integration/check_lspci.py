@@ -33,6 +33,16 @@ def load(path):
     if "base" in desc:
         base = load(os.path.join(os.path.dirname(path), desc["base"]))
         desc = merge(base, {k: v for k, v in desc.items() if k != "base"})
+    # "function_patches": fields set on functions of the inherited topology (a driver).
+    patches = desc.get("function_patches") or {}
+
+    def patch(functions):
+        for f in functions:
+            f.update(patches.get(f["addr"], {}))
+            patch(f.get("children") or [])
+
+    for bus in desc.get("pci", []):
+        patch(bus["functions"])
     return desc
 
 

@@ -49,6 +49,8 @@ plan() { # ROOT ARGS... -> $T/plan.json, sets rc
 checked=0
 for host_dir in "$SRC"/tests/fixtures/hosts/*/; do
   host=$(basename "$host_dir")
+  # Containers use a card there, so --gpus all is refused (card_owners.sh tests that).
+  [ "$host" = lxc-epyc-4x2080ti ] && continue
   for input in fixture fresh-linux snapshots-pending cloudinit; do
     root=$T/$host-$input
     copy_host "$host" "$root"

@@ -96,6 +96,20 @@ TEST_SUITE("scan::scan_runtime_state")
         CHECK(state.node_name == "pve7");
         CHECK(state.storage_cfg == "dir: local\n\tcontent images\n");
         CHECK(state.vmlist == "{\"ids\":{}}\n");
+        CHECK(state.running_containers.empty());
+    }
+
+    TEST_CASE("running containers are those whose LXC command socket /proc/net/unix lists")
+    {
+        TempDir root;
+        root.write("proc/net/unix", "Num       RefCount Protocol Flags    Type St Inode Path\n"
+                                    "0000000000000000: 00000002 00000000 00010000 0001 01 41872 @/var/lib/lxc/106/command\n"
+                                    "0000000000000000: 00000002 00000000 00010000 0001 01 41873 @/var/lib/lxc/105/command\n"
+                                    "0000000000000000: 00000002 00000000 00010000 0001 01 41874 @/var/lib/lxc/105/command\n"
+                                    "0000000000000000: 00000002 00000000 00010000 0001 01 41875 /var/lib/lxc/107/command\n"
+                                    "0000000000000000: 00000002 00000000 00010000 0001 01 41876 @/var/lib/lxc/x1/command\n"
+                                    "0000000000000000: 00000003 00000000 00000000 0001 03 41890\n");
+        CHECK(runtime_of(root).running_containers == std::vector<std::string>{"105", "106"});
     }
 }
 
