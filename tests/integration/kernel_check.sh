@@ -123,3 +123,19 @@ expect_rc 2 "$P" --root "$R" kernel > /dev/null 2>&1
 expect_rc 2 "$P" --root "$R" kernel frobnicate > /dev/null 2>&1
 [[ $(tree_sum "$R") == "$S0" ]] || fail "kernel check wrote into the root"
 ok "bad words exit 2, a kernel not installed exit 1, nothing written"
+
+# The kernel hook prints the verdict and exits 0 whatever it is, also when passthru is
+# missing or fails; it runs the passthru on PATH (here one that adds --root).
+mkdir -p "$T/bin"
+printf '#!/bin/sh\nexec "%s" --root "%s" "$@"\n' "$P" "$R" > "$T/bin/passthru"
+chmod +x "$T/bin/passthru"
+HOOK=$SRC/helpers/kernel-postinst
+PATH=$T/bin:$PATH expect_rc 0 sh "$HOOK" $BAD "/boot/vmlinuz-$BAD" > "$T/hook.out"
+grep -qx "passthru: checking kernel $BAD for VFIO passthrough" "$T/hook.out" || fail "hook: no header"
+grep -qx "$BAD: breaks passthrough" "$T/hook.out" || fail "hook: no verdict: $(cat "$T/hook.out")"
+grep -q "would break passthrough; fix the above before booting it" "$T/hook.out" || fail "hook: no advice"
+PATH=$T/bin:$PATH expect_rc 0 sh "$HOOK" 9.9.9-1-pve > "$T/hook2.out"
+grep -q "did not finish (exit status 1); the installation goes on" "$T/hook2.out" || fail "hook: a failed check is not said"
+PATH=/nonexistent expect_rc 0 /bin/sh "$HOOK" $BAD > /dev/null
+expect_rc 0 sh "$HOOK" > /dev/null
+ok "the kernel hook prints the verdict and never fails"
