@@ -22,6 +22,7 @@ const std::vector<Command>& commands()
         {"explain", "say why a VM's last start failed after passthrough, and what to do", explain_options, run_explain, "VMID"},
         {"capture", "write the files passthru reads of this host to FILE (a tarball for --root), private data removed", capture_options,
          run_capture, "FILE"},
+        {"kernel", "check every installed kernel: will passthrough work when it boots", kernel_options, run_kernel, "check [KVER...]"},
     };
     return k_commands;
 }

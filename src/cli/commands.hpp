@@ -73,6 +73,8 @@ void confirm_options(po::options_description& options);
 int run_confirm(Context& ctx, const po::variables_map& vm);
 void explain_options(po::options_description& options);
 int run_explain(Context& ctx, const po::variables_map& vm);
+void kernel_options(po::options_description& options);
+int run_kernel(Context& ctx, const po::variables_map& vm);
 void capture_options(po::options_description& options);
 int run_capture(Context& ctx, const po::variables_map& vm);
 

@@ -165,6 +165,26 @@ succeeded, is running, or none is recorded), 1 when the start failed for a
 reason passthru does not know, 2 for a bad VMID or an unreadable or binary
 --kernel-log. explain changes nothing. --json prints one document of schema
 passthru.explain/1 (docs/explain-json.md).)"},
+    {"kernel", "check [KVER...] [--json]",
+     R"(Says for each installed kernel whether passthrough will work when it boots:
+every KVER given, else every /lib/modules/KVER that has a /boot/vmlinuz-KVER
+(what the boot loaders' entries start). For each kernel it reads the
+initramfs image itself (/boot/initrd.img-KVER: the uncompressed cpio parts
+and the compressed one, gzip, zstd or xz), which must hold the host's
+/etc/modprobe.d/passthru-vfio.conf byte for byte and the vfio modules that
+/etc/initramfs-tools/modules lists; asks that kernel's module tree through
+libkmod for vfio, vfio_iommu_type1, vfio_pci and every module passthru's
+modprobe.d softdeps; names a host driver of profiles/host/drivers.json that
+the kernel has, that claims a function passthru passes, and that the
+modprobe.d file neither softdeps nor blacklists (nova_core on a kernel newer
+than the plan); names every DKMS module built for the running kernel but not
+for this one (/var/lib/dkms/MODULE/VERSION/KVER/ARCH/module); and every known
+regression of profiles/host/kernel-regressions.json whose range holds the
+kernel. One line per kernel: ok, or "breaks passthrough" with each problem
+and its fix. --json prints one document of schema passthru.kernel-check/1.
+Exit status 0 when every kernel is fine, 11 when one would break
+passthrough, 1 for a KVER that is not installed, 2 for a word that cannot
+be a kernel release. kernel check changes nothing.)"},
     {"capture", "FILE [--keep-hostnames] [--keep-addresses] [--force]",
      R"(Writes the files of the host that passthru reads to FILE, a tar archive laid
 out as a --root tree, so that a problem seen on this host can be reproduced
@@ -210,6 +230,7 @@ const std::vector<ExitCodeDoc> k_exit_codes{
     {exit_code::refused, "refused: the host or request is unsafe (nothing was changed)"},
     {exit_code::rollback_failed, "rollback failed: manual attention needed (the affected paths are listed)"},
     {exit_code::pending, "changes are pending (with --exit-code)"},
+    {exit_code::kernel_breaks, "kernel check: a checked kernel would break passthrough"},
     {exit_code::internal, "internal error (a bug in passthru), or out of memory"},
 };
 

@@ -184,7 +184,10 @@ po::variables_map parse_command_options(const Command& command, const std::vecto
     }
     if (vm.count(k_operand_key) != 0U) {
         const auto& operands = vm[k_operand_key].as<std::vector<std::string>>();
-        const std::size_t allowed = command.operand.empty() ? 0 : 1;
+        // An operand with "..." takes any number of words (kernel's "check [KVER...]").
+        const std::size_t allowed = command.operand.empty()                                 ? 0
+                                    : command.operand.find("...") != std::string_view::npos ? operands.size()
+                                                                                            : 1;
         if (operands.size() > allowed) {
             throw refuse("unexpected word '" + operands[allowed] + "'");
         }

@@ -73,6 +73,7 @@ inline constexpr int usage = 2;
 inline constexpr int refused = 3;
 inline constexpr int rollback_failed = 4;
 inline constexpr int pending = 10;
+inline constexpr int kernel_breaks = 11;
 inline constexpr int internal = 70;
 } // namespace exit_code
 

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// `passthru kernel check`: for each installed kernel, whether passthrough will work when it
+// boots. Each check reads that kernel's own files under the root: its initramfs (the image
+// itself, kernel/initramfs.hpp), its module tree (libkmod), DKMS's build tree
+// (/var/lib/dkms, docs/facts.md: dkms) and the known regressions
+// (profiles/host/kernel-regressions.json).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "data/kernel_regressions.hpp"
+#include "plan/planner.hpp"
+#include "scan/inventory.hpp"
+#include "util/host_fs.hpp"
+
+namespace passthru::kernel {
+
+// What breaks passthrough on one kernel, and what to do about it.
+struct KernelProblem
+{
+    std::string check; // "initramfs", "modules", "driver", "dkms", "regression"
+    std::string what;
+    std::string fix;
+};
+
+struct KernelVerdict
+{
+    std::string release;
+    bool running = false;
+    std::vector<KernelProblem> problems; // empty: passthrough will work
+    std::vector<std::string> notes;      // what was not checked, and why
+
+    bool ok() const { return problems.empty(); }
+};
+
+struct CheckInputs
+{
+    // The functions passthru passes (the newest active generation); empty when none was applied.
+    std::vector<scan::PciAddress> functions;
+    data::KernelRegressions regressions;
+};
+
+// The kernels a boot entry can start: every <root>/lib/modules/<kver> with a kernel image
+// /boot/vmlinuz-<kver> (what update-grub's 10_linux and proxmox-boot-tool list), newest first.
+std::vector<std::string> bootable_kernels(const util::HostFs& fs);
+
+// Errc::usage when `release` cannot be a kernel release (empty, '/', a leading '.'),
+// Errc::not_found when <root>/lib/modules/<release> does not exist.
+Result<void> check_release_word(const util::HostFs& fs, const std::string& release);
+
+// Loads profiles/host/kernel-regressions.json (an /etc/passthru override first).
+Result<data::KernelRegressions> load_kernel_regressions(const plan::DataDir& data);
+
+// The verdict for each of `releases`, in that order.
+Result<std::vector<KernelVerdict>> check_kernels(const util::HostFs& fs, const scan::Inventory& inventory, const plan::DataDir& data,
+                                                 const CheckInputs& inputs, const std::vector<std::string>& releases);
+
+} // namespace passthru::kernel
