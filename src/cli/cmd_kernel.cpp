@@ -80,10 +80,10 @@ int run_check(Context& ctx, const po::variables_map& vm, const std::vector<std::
                 .with_hint("name the kernels: passthru kernel check KVER...");
         }
     }
-    const plan::DataDir data(ctx.fs, ctx.global.data_dir);
+    const data::DataDir data(ctx.fs, ctx.global.data_dir);
     const scan::Inventory inventory = scan_with_data(ctx, data);
     kernel::CheckInputs inputs;
-    auto regressions = kernel::load_kernel_regressions(data);
+    auto regressions = data::load_kernel_regressions(data);
     if (!regressions) {
         throw regressions.error();
     }

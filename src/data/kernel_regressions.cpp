@@ -147,4 +147,9 @@ Result<KernelRegressions> parse_kernel_regressions(std::string_view json_text, c
     return load<KernelRegressions>(json_text, where, k_regressions_schema, parse_rows);
 }
 
+Result<KernelRegressions> load_kernel_regressions(const DataDir& data)
+{
+    return data.load_profile("host/kernel-regressions.json", parse_kernel_regressions);
+}
+
 } // namespace passthru::data

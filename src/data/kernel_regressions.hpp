@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "data/data_dir.hpp"
 #include "util/error.hpp"
 
 namespace passthru::data {
@@ -47,5 +48,8 @@ struct KernelRegressions
 // Parses the JSON text of profiles/host/kernel-regressions.json; `where` names the
 // file in errors. Errc::usage with one line naming the file and the field.
 Result<KernelRegressions> parse_kernel_regressions(std::string_view json_text, const std::string& where);
+
+// profiles/host/kernel-regressions.json read through DATA (an /etc/passthru override first).
+Result<KernelRegressions> load_kernel_regressions(const DataDir& data);
 
 } // namespace passthru::data

@@ -6,6 +6,7 @@
 #include <memory>
 #include <set>
 
+#include "data/host_drivers.hpp"
 #include "kernel/initramfs.hpp"
 #include "plan/host/drivers.hpp"
 #include "plan/paths.hpp"
@@ -226,7 +227,7 @@ void check_modules(const ModuleTree& tree, const ModuleTree* running, const Modp
 
 // A driver of profiles/host/drivers.json that this kernel has, that claims a passed function,
 // and that passthru's modprobe.d neither softdeps nor blacklists.
-void check_drivers(const ModuleTree& tree, const scan::Inventory& inventory, const plan::detail::HostDriverData& drivers,
+void check_drivers(const ModuleTree& tree, const scan::Inventory& inventory, const data::HostDriverData& drivers,
                    const ModprobeWords& words, const std::vector<scan::PciAddress>& functions, KernelVerdict& v)
 {
     for (const auto& driver : drivers.drivers) {
@@ -240,7 +241,7 @@ void check_drivers(const ModuleTree& tree, const scan::Inventory& inventory, con
         std::vector<std::string> claimed;
         for (const auto& addr : functions) {
             const auto* dev = inventory.find(addr);
-            if (dev != nullptr && driver.claims(*dev)) {
+            if (dev != nullptr && plan::detail::driver_claims(driver, *dev)) {
                 claimed.push_back(addr.str());
             }
         }
@@ -437,15 +438,10 @@ Result<void> check_release_word(const util::HostFs& fs, const std::string& relea
     return {};
 }
 
-Result<data::KernelRegressions> load_kernel_regressions(const plan::DataDir& data)
-{
-    return data.load_profile("host/kernel-regressions.json", data::parse_kernel_regressions);
-}
-
-Result<std::vector<KernelVerdict>> check_kernels(const util::HostFs& fs, const scan::Inventory& inventory, const plan::DataDir& data,
+Result<std::vector<KernelVerdict>> check_kernels(const util::HostFs& fs, const scan::Inventory& inventory, const data::DataDir& data,
                                                  const CheckInputs& inputs, const std::vector<std::string>& releases)
 {
-    auto drivers = plan::detail::load_host_drivers(data);
+    auto drivers = data::load_host_drivers(data);
     if (!drivers) {
         return tl::unexpected(drivers.error());
     }

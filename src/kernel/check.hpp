@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "data/data_dir.hpp"
 #include "data/kernel_regressions.hpp"
-#include "plan/planner.hpp"
 #include "scan/inventory.hpp"
 #include "util/host_fs.hpp"
 
@@ -51,10 +51,9 @@ std::vector<std::string> bootable_kernels(const util::HostFs& fs);
 Result<void> check_release_word(const util::HostFs& fs, const std::string& release);
 
 // Loads profiles/host/kernel-regressions.json (an /etc/passthru override first).
-Result<data::KernelRegressions> load_kernel_regressions(const plan::DataDir& data);
 
 // The verdict for each of `releases`, in that order.
-Result<std::vector<KernelVerdict>> check_kernels(const util::HostFs& fs, const scan::Inventory& inventory, const plan::DataDir& data,
+Result<std::vector<KernelVerdict>> check_kernels(const util::HostFs& fs, const scan::Inventory& inventory, const data::DataDir& data,
                                                  const CheckInputs& inputs, const std::vector<std::string>& releases);
 
 } // namespace passthru::kernel
