@@ -124,5 +124,5 @@ fi
 echo "deps: installing ${wanted[*]}"
 # apt's summary (how many packages, download and disk size) is shown, its per-package lines are not
 "${apt[@]}" install -y -q --no-install-recommends "${wanted[@]}" |
-  { grep -E '^([0-9]+ upgraded|Need to get|After this operation)' || true; } | sed 's/^/deps: /'
+  { grep --line-buffered -E '^([0-9]+ upgraded|Need to get|After this operation)' || true; } | sed 's/^/deps: /'
 echo "deps: done"
