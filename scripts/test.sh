@@ -12,8 +12,10 @@
 #   scripts/test.sh [--quick] [CTEST-ARGS...]
 #
 # --quick: the build and the tests of a contributor's loop only: the unit tests and the
-# fast integration tests (ctest -LE 'qemu|package|slow'); no QEMU, no packages, no
-# Debian 13 half, no fuzzing, no tidy. CI runs everything.
+# fast integration tests (ctest -LE 'qemu|package|slow'), their temporary trees on the
+# tmpfs the full run uses; no QEMU, no packages, no Debian 13 half, no fuzzing, no tidy.
+# It installs deps.sh's build, test and docs groups only, and continues the build of
+# scripts/sample.sh (the same directory and configuration). CI runs everything.
 # PASSTHRU_SKIP_DEBIAN13=1 leaves the Debian 13 half out (the sanitizer run then
 # runs on this machine, scripts/test-sanitize.sh), PASSTHRU_SKIP_SANITIZE=1 the
 # sanitizers (the Debian 13 half then builds without them), PASSTHRU_SKIP_FUZZ=1
