@@ -12,8 +12,10 @@
 #   scripts/test.sh [--quick] [CTEST-ARGS...]
 #
 # --quick: the build and the tests of a contributor's loop only: the unit tests and the
-# fast integration tests (ctest -LE 'qemu|package|slow'); no QEMU, no packages, no
-# Debian 13 half, no fuzzing, no tidy. CI runs everything.
+# fast integration tests (ctest -LE 'qemu|package|slow'), their temporary trees on the
+# tmpfs the full run uses; no QEMU, no packages, no Debian 13 half, no fuzzing, no tidy.
+# It installs deps.sh's build, test and docs groups only, and continues the build of
+# scripts/sample.sh (the same directory and configuration). CI runs everything.
 # PASSTHRU_SKIP_DEBIAN13=1 leaves the Debian 13 half out (the sanitizer run then
 # runs on this machine, scripts/test-sanitize.sh), PASSTHRU_SKIP_SANITIZE=1 the
 # sanitizers (the Debian 13 half then builds without them), PASSTHRU_SKIP_FUZZ=1
@@ -78,24 +80,6 @@ phase() {
 }
 table() { python3 "$here/scripts/timing-table.py" "$timing" | tee "$timing/table.txt"; }
 
-if [[ $quick == 1 ]]; then
-    phase deps bash "$here/scripts/deps.sh"
-    phase configure cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DPASSTHRU_WARNINGS_AS_ERRORS=ON >/dev/null
-    phase build cmake --build "$build" -j"$(nproc)"
-    rc=0
-    stamp "the quick tests (ctest -LE 'qemu|package|slow')"
-    (cd "$build" && phase "ctest quick" ctest --output-on-failure -j"$(($(nproc) + 1))" -LE 'qemu|package|slow' "$@") |
-        tee "$timing/ctest-quick.log" || rc=1
-    table
-    stamp "done: exit $rc"
-    exit "$rc"
-fi
-
-phase deps bash "$here/scripts/deps.sh"
-phase configure cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DPASSTHRU_WARNINGS_AS_ERRORS=ON >/dev/null
-phase build cmake --build "$build" -j"$(nproc)"
-rc=0
-
 # The temporary trees of the tests other than the QEMU ones go on a tmpfs: they copy fixture
 # hosts (about 2,700 files each) hundreds of times (the fault matrix alone over 400 times),
 # and on the disk of the 2-core machine CI's figures come from, one such copy took 1.3-1.8 s
@@ -121,6 +105,25 @@ in_tmp() {
     fi
 }
 [[ -z $tests_tmp ]] || stamp "the tests' temporary trees (but the QEMU tests') in $tests_tmp"
+
+if [[ $quick == 1 ]]; then
+    # the groups its tests use; the configuration of scripts/sample.sh, whose build this one continues
+    phase deps bash "$here/scripts/deps.sh" --group build test docs
+    phase configure cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DPASSTHRU_WARNINGS_AS_ERRORS=ON >/dev/null
+    phase build cmake --build "$build" -j"$(nproc)"
+    rc=0
+    stamp "the quick tests (ctest -LE 'qemu|package|slow')"
+    (cd "$build" && phase "ctest quick" in_tmp ctest --output-on-failure -j"$(($(nproc) + 1))" -LE 'qemu|package|slow' "$@") |
+        tee "$timing/ctest-quick.log" || rc=1
+    table
+    stamp "done: exit $rc"
+    exit "$rc"
+fi
+
+phase deps bash "$here/scripts/deps.sh"
+phase configure cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DPASSTHRU_WARNINGS_AS_ERRORS=ON >/dev/null
+phase build cmake --build "$build" -j"$(nproc)"
+rc=0
 
 mapfile -t cpus < <(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)), sep="\n")')
 lanes=${PASSTHRU_LANES:-1}

@@ -270,6 +270,10 @@ TEST_SUITE("util::host_fs")
 
     TEST_CASE("an atomic replace leaves no temporary file and keeps a replaced file's owner and mode")
     {
+        if (::geteuid() != 0) {
+            MESSAGE("skipped: giving a file to group 33 (chown) needs root");
+            return;
+        }
         TempDir root;
         root.write("etc/default/grub", "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\n");
         ::chmod((root.path() / "etc/default/grub").c_str(), 0640);
@@ -277,7 +281,11 @@ TEST_SUITE("util::host_fs")
         auto fs = HostFs::open(root.path());
         REQUIRE(fs);
         for (int i = 0; i < 50; ++i) {
-            REQUIRE(fs->write_file_atomic("/etc/default/grub", "v" + std::to_string(i) + "\n", 0600, FsSync::no));
+            // appended, not `"v" + std::to_string(i) + "\n"`: GCC 12 at -O3 takes that for an
+            // overflowing copy (-Wstringop-overflow, a false positive of its string inlining)
+            std::string text("v");
+            text.append(std::to_string(i)).append("\n");
+            REQUIRE(fs->write_file_atomic("/etc/default/grub", text, 0600, FsSync::no));
             REQUIRE(fs->write_file_atomic("/etc/default/new.cfg", "n\n", 0600, FsSync::no));
             REQUIRE(fs->remove_file("/etc/default/new.cfg"));
         }
@@ -292,6 +300,10 @@ TEST_SUITE("util::host_fs")
 
     TEST_CASE("an exact owner and mode are set whatever the file had; new directories are 0755 under any umask")
     {
+        if (::geteuid() != 0) {
+            MESSAGE("skipped: setting owner 0 and group 33 needs root");
+            return;
+        }
         TempDir root;
         root.write("etc/pve/qemu-server/101.conf", "cores: 4\n");
         ::chmod((root.path() / "etc/pve/qemu-server/101.conf").c_str(), 0600);
