@@ -2,6 +2,7 @@
 #include "capture/capture.hpp"
 
 #include <algorithm>
+#include <array>
 #include <set>
 #include <utility>
 
@@ -27,15 +28,39 @@ std::string iso_utc(std::time_t when)
     return buf;
 }
 
-// The host's names: /etc/hostname, and every node of /etc/pve/nodes.
-void add_hostnames(Redactor& redactor, const std::vector<Member>& members)
+// The files that name the host and the cluster's nodes, read for the names
+// even when scan and plan did not read them (they are not packed then).
+constexpr std::array<std::string_view, 9> k_name_files{"/etc/hostname",
+                                                       "/etc/mailname",
+                                                       "/etc/hosts",
+                                                       "/etc/resolv.conf",
+                                                       "/etc/pve/corosync.conf",
+                                                       "/etc/corosync/corosync.conf",
+                                                       "/etc/pve/mapping/pci.cfg",
+                                                       "/etc/pve/mapping/usb.cfg",
+                                                       "/etc/pve/storage.cfg"};
+
+// The host's and the cluster's names (Redactor::learn): from every packed
+// file, the files of k_name_files, and every node of /etc/pve/nodes.
+void learn_names(Redactor& redactor, const util::HostFs& fs, const std::vector<Member>& members)
 {
     const std::string nodes = "/etc/pve/nodes/";
     for (const auto& m : members) {
-        if (m.path == "/etc/hostname" && m.type == MemberType::file) {
-            redactor.add_hostname(util::trim(m.data));
-        } else if (m.path.starts_with(nodes) && m.path.find('/', nodes.size()) == std::string::npos) {
+        if (m.type == MemberType::file) {
+            redactor.learn(m.path, m.data);
+        }
+        if (m.path.starts_with(nodes) && m.path.find('/', nodes.size()) == std::string::npos) {
             redactor.add_hostname(m.path.substr(nodes.size()));
+        }
+    }
+    for (const auto path : k_name_files) {
+        if (auto text = fs.read_file(path)) {
+            redactor.learn(path, *text);
+        }
+    }
+    if (const auto names = fs.list_dir("/etc/pve/nodes")) {
+        for (const auto& name : *names) {
+            redactor.add_hostname(name);
         }
     }
 }
@@ -124,7 +149,7 @@ Result<CaptureResult> pack(const util::HostFs& fs, const std::map<std::string, u
 {
     std::vector<Member> members = collect_members(fs, log);
     Redactor redactor(options.redact);
-    add_hostnames(redactor, members);
+    learn_names(redactor, fs, members);
     for (auto& m : members) {
         const std::string original = m.path;
         m.path = redactor.path(original);
