@@ -49,6 +49,7 @@ void learn_names(Redactor& redactor, const util::HostFs& fs, const std::vector<M
         if (m.type == MemberType::file) {
             redactor.learn(m.path, m.data);
         }
+        redactor.learn("", m.path);
         if (m.path.starts_with(nodes) && m.path.find('/', nodes.size()) == std::string::npos) {
             redactor.add_hostname(m.path.substr(nodes.size()));
         }

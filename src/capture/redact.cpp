@@ -339,6 +339,14 @@ void Redactor::learn(std::string_view host_path, std::string_view text)
             }
         });
     }
+    // UPID:NODE:PID:... (a task's id, in a task list, a log or its name)
+    for (std::size_t at = text.find("UPID:"); at != std::string_view::npos; at = text.find("UPID:", at + 5)) {
+        const std::size_t b = at + 5;
+        const std::size_t e = text.find(':', b);
+        if (e != std::string_view::npos && e - b <= 63) {
+            add_hostname(text.substr(b, e - b));
+        }
+    }
     if (path.starts_with("/etc/pve/")) {
         // node=NAME in a mapping, `nodes A,B` of a storage
         for (std::size_t at = text.find("node="); at != std::string_view::npos; at = text.find("node=", at + 5)) {

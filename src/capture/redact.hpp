@@ -51,8 +51,10 @@ public:
     // Learns the node names and the host's domain a file names: the whole
     // of /etc/hostname, the nodelist of corosync.conf (name:, ringN_addr:
     // when not an address), node=/nodes values of /etc/pve, the names
-    // /etc/hosts gives the host, resolv.conf's domain and search. Call for
-    // every file capture packs or knows of before any redaction.
+    // /etc/hosts gives the host, resolv.conf's domain and search, the node
+    // of every UPID (in any text; pass a path as text for the UPIDs of a
+    // task log's name). Call for every file capture packs or knows of
+    // before any redaction.
     void learn(std::string_view host_path, std::string_view text);
 
     // The host path under which a file is packed: a node name as a path
