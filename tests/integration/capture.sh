@@ -126,6 +126,7 @@ EOF
 sed -i 's/^ciuser:.*//' "$conf"
 printf 'hookscript_secret: hunter2-api-secret\n' >> "$conf"
 printf 'secrethost-7731\n' > "$s/etc/hostname"
+printf 'options x y=1\n' > "$s/etc/modprobe.d/latin1-$(printf '\xe9').conf" # a name that is not UTF-8: skipped, noted
 "$P" --root "$s" capture "$T/secret.tar.gz" > /dev/null || fatal "capture of the planted host failed"
 mkdir -p "$T/secret.un"
 tar -xzf "$T/secret.tar.gz" -C "$T/secret.un"
@@ -137,6 +138,11 @@ for v in "${secrets[@]}"; do
         ok "planted value $v is gone"
     fi
 done
+if grep -qF '"/etc/modprobe.d/latin1-\\xe9.conf"' "$T/secret.un/CAPTURE.json" && [[ ! -e $T/secret.un/etc/modprobe.d/latin1-$'\xe9'.conf ]]; then
+    ok "a file name that is not UTF-8 is skipped and named in CAPTURE.json"
+else
+    fail "the file name that is not UTF-8 is not skipped and noted: $(grep -A3 skipped "$T/secret.un/CAPTURE.json")"
+fi
 un_conf=$T/secret.un/etc/pve/qemu-server/101.conf
 if grep -Eq '^ipconfig0: ip=(192\.0\.2|198\.51\.100|203\.0\.113)\.55/24,gw=(192\.0\.2|198\.51\.100|203\.0\.113)\.1,ip6=2001:db8:[0-9a-f:]+/64$' "$un_conf"; then
     ok "ipconfig0 keeps its shape and prefix lengths"
