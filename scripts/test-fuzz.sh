@@ -61,6 +61,7 @@ mapfile -t resources < <(find "$hosts" -name resource -type f | sort | head -n 2
 seed fuzz_sysfs "${resources[@]}"
 seed fuzz_pve_mapping
 seed fuzz_pve_storage
+seed fuzz_capture_redact "$hosts"/epyc-4x2080ti/etc/pve/qemu-server/*.conf "$hosts"/epyc-4x2080ti/etc/network/interfaces "$hosts"/epyc-4x2080ti/proc/cmdline
 # Plans and journal manifests as passthru writes them, on copies of two fixture hosts.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

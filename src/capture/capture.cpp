@@ -2,6 +2,7 @@
 #include "capture/capture.hpp"
 
 #include <algorithm>
+#include <array>
 #include <set>
 #include <utility>
 
@@ -9,6 +10,7 @@
 
 #include "explain/task_log.hpp"
 #include "util/strings.hpp"
+#include "util/term.hpp"
 
 namespace passthru::capture {
 
@@ -27,15 +29,40 @@ std::string iso_utc(std::time_t when)
     return buf;
 }
 
-// The host's names: /etc/hostname, and every node of /etc/pve/nodes.
-void add_hostnames(Redactor& redactor, const std::vector<Member>& members)
+// The files that name the host and the cluster's nodes, read for the names
+// even when scan and plan did not read them (they are not packed then).
+constexpr std::array<std::string_view, 9> k_name_files{"/etc/hostname",
+                                                       "/etc/mailname",
+                                                       "/etc/hosts",
+                                                       "/etc/resolv.conf",
+                                                       "/etc/pve/corosync.conf",
+                                                       "/etc/corosync/corosync.conf",
+                                                       "/etc/pve/mapping/pci.cfg",
+                                                       "/etc/pve/mapping/usb.cfg",
+                                                       "/etc/pve/storage.cfg"};
+
+// The host's and the cluster's names (Redactor::learn): from every packed
+// file, the files of k_name_files, and every node of /etc/pve/nodes.
+void learn_names(Redactor& redactor, const util::HostFs& fs, const std::vector<Member>& members)
 {
     const std::string nodes = "/etc/pve/nodes/";
     for (const auto& m : members) {
-        if (m.path == "/etc/hostname" && m.type == MemberType::file) {
-            redactor.add_hostname(util::trim(m.data));
-        } else if (m.path.starts_with(nodes) && m.path.find('/', nodes.size()) == std::string::npos) {
+        if (m.type == MemberType::file) {
+            redactor.learn(m.path, m.data);
+        }
+        redactor.learn("", m.path);
+        if (m.path.starts_with(nodes) && m.path.find('/', nodes.size()) == std::string::npos) {
             redactor.add_hostname(m.path.substr(nodes.size()));
+        }
+    }
+    for (const auto path : k_name_files) {
+        if (auto text = fs.read_file(path)) {
+            redactor.learn(path, *text);
+        }
+    }
+    if (const auto names = fs.list_dir("/etc/pve/nodes")) {
+        for (const auto& name : *names) {
+            redactor.add_hostname(name);
         }
     }
 }
@@ -57,8 +84,63 @@ std::string manifest_text(const CaptureResult& result, const Redactor& redactor,
           {"directories", result.directories},
           {"symlinks", result.symlinks}}},
         {"redacted", redacted},
+        {"skipped", result.skipped},
     };
     return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+// Well-formed UTF-8 (no overlong forms, surrogates or code points past
+// U+10FFFF): what a tar member's name must be.
+bool valid_utf8(std::string_view s)
+{
+    std::size_t i = 0;
+    while (i < s.size()) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        std::size_t n = 0;
+        unsigned cp = 0;
+        if (c < 0x80) {
+            ++i;
+            continue;
+        }
+        if (c >= 0xc2 && c <= 0xdf) {
+            n = 1;
+            cp = c & 0x1fU;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            n = 2;
+            cp = c & 0x0fU;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            n = 3;
+            cp = c & 0x07U;
+        } else {
+            return false;
+        }
+        for (std::size_t k = 1; k <= n; ++k) {
+            if (i + k >= s.size() || (static_cast<unsigned char>(s[i + k]) & 0xc0U) != 0x80) {
+                return false;
+            }
+            cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3fU);
+        }
+        const unsigned min = n == 1 ? 0x80 : n == 2 ? 0x800 : 0x10000;
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+            return false;
+        }
+        i += n + 1;
+    }
+    return true;
+}
+
+// Members whose name (or link target) is not UTF-8 cannot be tar members
+// a tool can unpack the same everywhere: they are left out, and named in
+// the manifest and the summary with their bytes escaped.
+void skip_unnamable(std::vector<Member>& members, std::vector<std::string>& skipped)
+{
+    std::erase_if(members, [&skipped](const Member& m) {
+        if (valid_utf8(m.path) && (m.type != MemberType::symlink || valid_utf8(m.data))) {
+            return false;
+        }
+        skipped.push_back(util::terminal_safe(m.path, false));
+        return true;
+    });
 }
 
 void count_members(CaptureResult& result, const std::vector<Member>& members)
@@ -124,7 +206,7 @@ Result<CaptureResult> pack(const util::HostFs& fs, const std::map<std::string, u
 {
     std::vector<Member> members = collect_members(fs, log);
     Redactor redactor(options.redact);
-    add_hostnames(redactor, members);
+    learn_names(redactor, fs, members);
     for (auto& m : members) {
         const std::string original = m.path;
         m.path = redactor.path(original);
@@ -136,6 +218,7 @@ Result<CaptureResult> pack(const util::HostFs& fs, const std::map<std::string, u
     }
     std::sort(members.begin(), members.end(), [](const Member& a, const Member& b) { return a.path < b.path; });
     CaptureResult result;
+    skip_unnamable(members, result.skipped);
     count_members(result, members);
     std::set<std::string> files;
     for (const auto& [key, count] : redactor.counts()) {

@@ -43,6 +43,7 @@ struct CaptureResult
     std::size_t symlinks = 0;
     std::map<RedactKind, std::size_t> redacted; // replacements by kind
     std::size_t redacted_files = 0;             // files with any replacement
+    std::vector<std::string> skipped;           // names not UTF-8, escaped (\xNN): not packed
 };
 
 struct CaptureOptions

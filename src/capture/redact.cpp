@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "util/strings.hpp"
+
 namespace passthru::capture {
 
 namespace {
@@ -39,6 +41,31 @@ std::string last_component(std::string_view path)
     return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
 }
 
+// The path a file is known by: /proc/self/net, /proc/thread-self/net and
+// /proc/PID/net (where a live host's /proc/net symlink leads) are /proc/net.
+std::string normal_path(std::string_view path)
+{
+    static constexpr std::string_view k_proc = "/proc/";
+    if (!path.starts_with(k_proc)) {
+        return std::string(path);
+    }
+    std::string_view rest = path.substr(k_proc.size());
+    const auto digits = [](std::string_view s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos; };
+    const auto first = rest.substr(0, rest.find('/'));
+    if (!(digits(first) || first == "self" || first == "thread-self") || first.size() == rest.size()) {
+        return std::string(path);
+    }
+    rest.remove_prefix(first.size() + 1);
+    if (rest.starts_with("task/")) {
+        const auto tid = rest.substr(5, rest.find('/', 5) == std::string_view::npos ? std::string_view::npos : rest.find('/', 5) - 5);
+        if (!digits(tid) || rest.size() == 5 + tid.size()) {
+            return std::string(path);
+        }
+        rest.remove_prefix(5 + tid.size() + 1);
+    }
+    return rest.starts_with("net/") ? "/proc/" + std::string(rest) : std::string(path);
+}
+
 // A Proxmox VM (or container) config: /etc/pve/qemu-server/101.conf, and the
 // same below /etc/pve/nodes/NAME/.
 bool is_guest_config(std::string_view path)
@@ -49,21 +76,18 @@ bool is_guest_config(std::string_view path)
     return path.find("/qemu-server/") != std::string_view::npos || path.find("/lxc/") != std::string_view::npos;
 }
 
-// Files that name the node: /etc/hostname and hosts, the cluster files of
-// /etc/pve, the task logs (UPID:NODE:...).
+// Files whose text is about nodes, where a known node name is one wherever
+// it stands: /etc/hostname and hosts, all of /etc/pve (the cluster file
+// system), corosync's files, the task logs (UPID:NODE:...).
 bool names_the_node(std::string_view path)
 {
-    return path == "/etc/hostname" || path == "/etc/hosts" || path == "/etc/mailname" || path.starts_with("/etc/pve/.")
-           || path == "/etc/pve/corosync.conf" || path == "/etc/pve/storage.cfg" || path.starts_with("/etc/pve/mapping/")
-           || path.starts_with("/etc/pve/nodes/") || path.starts_with("/etc/corosync/") || path.starts_with("/var/log/pve/tasks/");
+    return path == "/etc/hostname" || path == "/etc/hosts" || path == "/etc/mailname" || path == "/proc/sys/kernel/hostname"
+           || path.starts_with("/etc/pve/") || path.starts_with("/etc/corosync/") || path.starts_with("/var/log/pve/tasks/");
 }
 
-// Files that hold IP addresses as text.
-bool holds_addresses(std::string_view path)
+bool is_proc_net_table(std::string_view path)
 {
-    return path.starts_with("/etc/network/interfaces") || path == "/etc/hosts" || path == "/etc/resolv.conf" || is_guest_config(path)
-           || path == "/etc/pve/corosync.conf" || path.starts_with("/etc/corosync/") || path.starts_with("/etc/pve/.")
-           || path.starts_with("/etc/pve/sdn/") || path.starts_with("/etc/pve/nodes/") || path.starts_with("/etc/systemd/network/");
+    return path == "/proc/net/route" || path == "/proc/net/ipv6_route" || path == "/proc/net/if_inet6";
 }
 
 // Binary sysfs files (PCI config space, ROM, VPD) are packed as they were read.
@@ -76,11 +100,95 @@ bool is_binary_attr(std::string_view path)
     return base == "config" || base == "rom" || base == "vpd" || base.starts_with("resource");
 }
 
+// A key whose value is a secret, in any file: *password*, *passwd*,
+// *passphrase*, *secret*, *token*, *credential*, API and private keys, and
+// key, keys, sshkeys, authkey, *-key, *_key.
 bool secret_key(std::string_view key)
 {
     const std::string k = lowercase_of(key);
-    return k == "cipassword" || k == "sshkeys" || k.find("password") != std::string::npos || k.find("secret") != std::string::npos
-           || k.find("token") != std::string::npos;
+    for (const std::string_view part : {"password", "passwd", "passphrase", "secret", "token", "credential", "apikey", "api_key", "api-key",
+                                        "privkey", "private_key", "private-key", "psk"}) {
+        if (k.find(part) != std::string::npos) {
+            return true;
+        }
+    }
+    for (const std::string_view end : {"_key", "-key", ".key", "_keys", "-keys", ".keys"}) {
+        if (k.ends_with(end)) {
+            return true;
+        }
+    }
+    return k == "key" || k == "keys" || k == "sshkeys" || k == "authkey" || k == "pass" || k == "pw";
+}
+
+// A value that is no secret: empty, a flag (0, 1, yes, no, true, false, on,
+// off) or already replaced.
+bool flag_value(std::string_view value)
+{
+    const std::string v = lowercase_of(value);
+    return v.empty() || v == "0" || v == "1" || v == "yes" || v == "no" || v == "true" || v == "false" || v == "on" || v == "off"
+           || v == "redacted";
+}
+
+bool key_char(char c)
+{
+    return alnum_char(c) || c == '_' || c == '-' || c == '.';
+}
+
+// Keys whose value names a volume group, pool, store or realm, never a
+// host, even when it is spelt like one (`vgname pve`).
+bool object_key(std::string_view key)
+{
+    const std::string k = lowercase_of(key);
+    return k == "vgname" || k == "thinpool" || k == "pool" || k == "datastore" || k == "vg" || k == "lv" || k == "realm" || k == "fs-name"
+           || k == "subdir";
+}
+
+// Keys whose value is a host or node name, in any file.
+bool host_key(std::string_view key)
+{
+    const std::string k = lowercase_of(key);
+    return k == "node" || k == "nodes" || k == "nodename" || k == "hostname" || k == "host" || k == "server" || k == "target"
+           || k.starts_with("ring");
+}
+
+// The word just before text[at] (over blanks, quotes, `=`, `:` and `,`),
+// and the first word of its line.
+std::pair<std::string_view, std::string_view> words_before(std::string_view text, std::size_t at)
+{
+    std::size_t i = at;
+    while (i > 0 && std::string_view(" \t=:\"',").find(text[i - 1]) != std::string_view::npos) {
+        --i;
+    }
+    std::size_t b = i;
+    while (b > 0 && key_char(text[b - 1])) {
+        --b;
+    }
+    const std::size_t nl = at == 0 ? std::string_view::npos : text.rfind('\n', at - 1);
+    std::size_t ls = nl == std::string_view::npos ? 0 : nl + 1;
+    while (ls < at && (text[ls] == ' ' || text[ls] == '\t' || text[ls] == '"')) {
+        ++ls;
+    }
+    std::size_t le = ls;
+    while (le < at && key_char(text[le])) {
+        ++le;
+    }
+    return {text.substr(b, i - b), text.substr(ls, le - ls)};
+}
+
+// A word that may be a host name (no blanks, no path).
+bool name_like(std::string_view s)
+{
+    if (s.empty() || s.size() > 253 || !alnum_char(s.front())) {
+        return false;
+    }
+    return std::all_of(s.begin(), s.end(), [](char c) { return alnum_char(c) || c == '-' || c == '.' || c == '_'; });
+}
+
+bool is_address(std::string_view s)
+{
+    std::array<std::uint8_t, 16> buf{};
+    const std::string t(s);
+    return ::inet_pton(AF_INET, t.c_str(), buf.data()) == 1 || ::inet_pton(AF_INET6, t.c_str(), buf.data()) == 1;
 }
 
 bool host_token_char(char c)
@@ -167,13 +275,108 @@ std::string_view to_string(RedactKind kind)
 
 void Redactor::add_hostname(std::string_view name)
 {
-    if (name.empty() || name == "localhost" || name == "localhost.localdomain") {
+    if (name.empty() || name == "localhost" || name == "localhost.localdomain" || !name_like(name)) {
         return;
     }
     m_hostnames.emplace(name);
     if (const auto dot = name.find('.'); dot != std::string_view::npos && dot > 0) {
         m_hostnames.emplace(name.substr(0, dot));
+        if (dot + 1 < name.size()) {
+            m_domains.emplace(name.substr(dot + 1));
+        }
     }
+}
+
+void Redactor::learn(std::string_view host_path, std::string_view text)
+{
+    const std::string path = normal_path(host_path);
+    const auto lines = [&text](const auto& each) {
+        std::size_t start = 0;
+        while (start < text.size()) {
+            const std::size_t end = std::min(text.find('\n', start), text.size());
+            each(util::trim(text.substr(start, end - start)));
+            start = end + 1;
+        }
+    };
+    const auto words = [](std::string_view line, const auto& each) {
+        std::size_t i = 0;
+        while (i < line.size()) {
+            const std::size_t b = line.find_first_not_of(" \t,", i);
+            if (b == std::string_view::npos) {
+                break;
+            }
+            const std::size_t e = std::min(line.find_first_of(" \t,", b), line.size());
+            each(line.substr(b, e - b));
+            i = e;
+        }
+    };
+    if (path == "/etc/hostname" || path == "/etc/mailname" || path == "/proc/sys/kernel/hostname") {
+        add_hostname(util::trim(text.substr(0, text.find('\n'))));
+    } else if (path == "/etc/hosts") {
+        lines([&](std::string_view line) {
+            bool first = true;
+            words(line.substr(0, line.find('#')), [&](std::string_view w) {
+                if (!first && w.find('.') != std::string_view::npos && name_like(w)) {
+                    m_host_aliases.emplace(w);
+                }
+                first = false;
+            });
+        });
+    } else if (path == "/etc/resolv.conf") {
+        lines([&](std::string_view line) {
+            if (line.starts_with("domain") || line.starts_with("search")) {
+                words(line.substr(6), [&](std::string_view w) { m_domains.emplace(w); });
+            }
+        });
+    }
+    if (path.ends_with("/corosync.conf") && (path.starts_with("/etc/pve/") || path.starts_with("/etc/corosync/"))) {
+        lines([&](std::string_view line) {
+            const auto colon = line.find(':');
+            const std::string_view key = util::trim(line.substr(0, colon));
+            const std::string_view value = colon == std::string_view::npos ? std::string_view() : util::trim(line.substr(colon + 1));
+            if (key == "name" || (key.starts_with("ring") && key.ends_with("_addr") && !is_address(value))) {
+                add_hostname(value);
+            }
+        });
+    }
+    // UPID:NODE:PID:... (a task's id, in a task list, a log or its name)
+    for (std::size_t at = text.find("UPID:"); at != std::string_view::npos; at = text.find("UPID:", at + 5)) {
+        const std::size_t b = at + 5;
+        const std::size_t e = text.find(':', b);
+        if (e != std::string_view::npos && e - b <= 63) {
+            add_hostname(text.substr(b, e - b));
+        }
+    }
+    if (path.starts_with("/etc/pve/")) {
+        // node=NAME in a mapping, `nodes A,B` of a storage
+        for (std::size_t at = text.find("node="); at != std::string_view::npos; at = text.find("node=", at + 5)) {
+            if (at > 0 && key_char(text[at - 1])) {
+                continue;
+            }
+            const std::size_t b = at + 5;
+            const std::size_t e = std::min(text.find_first_of(", \t\n;", b), text.size());
+            add_hostname(text.substr(b, e - b));
+        }
+        lines([&](std::string_view line) {
+            if (line.starts_with("nodes ") || line.starts_with("nodes\t") || line.starts_with("nodes=")) {
+                words(line.substr(6), [&](std::string_view w) { add_hostname(w); });
+            }
+        });
+    }
+}
+
+bool Redactor::known_name(std::string_view token) const
+{
+    if (m_hostnames.contains(std::string(token))) {
+        return true;
+    }
+    const auto dot = token.find('.');
+    if (dot == std::string_view::npos || dot == 0 || token.find('/') != std::string_view::npos
+        || !m_hostnames.contains(std::string(token.substr(0, dot)))) {
+        return false;
+    }
+    // NAME.DOMAIN: a domain of the host's, or a name /etc/hosts gives
+    return m_domains.contains(std::string(token.substr(dot + 1))) || m_host_aliases.contains(std::string(token));
 }
 
 void Redactor::count(std::string_view file, RedactKind kind, std::size_t n)
@@ -303,7 +506,7 @@ std::string Redactor::map_mac(std::string_view address)
                  : it->second;
 }
 
-std::string Redactor::hostnames_in(std::string_view file, std::string_view text, std::string_view separators)
+std::string Redactor::hostnames_in(std::string_view file, std::string_view text, std::string_view separators, bool everywhere)
 {
     std::string out;
     std::size_t replaced = 0;
@@ -318,11 +521,18 @@ std::string Redactor::hostnames_in(std::string_view file, std::string_view text,
             ++end;
         }
         const std::string_view token = text.substr(i, end - i);
-        const auto dot = token.find('.');
-        const bool known = m_hostnames.contains(std::string(token))
-                           || (dot != std::string_view::npos && dot > 0 && m_hostnames.contains(std::string(token.substr(0, dot)))
-                               && token.find('/') == std::string_view::npos);
-        if (known) {
+        bool replace = known_name(token);
+        if (replace) {
+            // Where the word stands as something else: a realm (alice@pve),
+            // a volume group or pool (vgname pve). Outside the files about
+            // nodes, only a name with its domain or a host key's value.
+            const auto [prev, line_key] = words_before(text, i);
+            const bool realm = i > 0 && text[i - 1] == '@';
+            const bool object = object_key(prev) || object_key(line_key);
+            const bool as_host = everywhere || token.find('.') != std::string_view::npos || host_key(prev) || host_key(line_key);
+            replace = !realm && !object && as_host;
+        }
+        if (replace) {
             out += map_hostname(token);
             ++replaced;
         } else {
@@ -331,6 +541,99 @@ std::string Redactor::hostnames_in(std::string_view file, std::string_view text,
         i = end;
     }
     count(file, RedactKind::hostname, replaced);
+    return out;
+}
+
+std::string Redactor::secrets_in(std::string_view file, std::string_view text)
+{
+    std::string out;
+    out.reserve(text.size());
+    std::size_t secrets = 0;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find('\n', start);
+        end = end == std::string_view::npos ? text.size() : end;
+        const std::string_view line = text.substr(start, end - start);
+        // KEY VALUE, KEY: VALUE, KEY=VALUE, "KEY": VALUE at the line's start
+        // (after blanks and a comment sign): the rest of the line goes.
+        std::size_t k = line.find_first_not_of(" \t#;\"'");
+        k = k == std::string_view::npos ? line.size() : k;
+        std::size_t ke = k;
+        while (ke < line.size() && key_char(line[ke])) {
+            ++ke;
+        }
+        std::size_t v = ke;
+        while (v < line.size() && (line[v] == '"' || line[v] == '\'')) {
+            ++v;
+        }
+        const std::size_t blanks = v;
+        while (v < line.size() && (line[v] == ' ' || line[v] == '\t')) {
+            ++v;
+        }
+        const bool sep = v < line.size() && (line[v] == ':' || line[v] == '=');
+        if (sep) {
+            ++v;
+            while (v < line.size() && (line[v] == ' ' || line[v] == '\t')) {
+                ++v;
+            }
+        }
+        std::string_view value = v < line.size() ? line.substr(v) : std::string_view();
+        while (!value.empty() && (value.back() == '\r' || value.back() == ' ' || value.back() == '\t')) {
+            value.remove_suffix(1);
+        }
+        const bool keyed = ke > k && (sep || blanks < v);
+        const char quote = value.empty() ? '\0' : value.front();
+        const std::size_t close = quote == '"' || quote == '\'' ? value.find(quote, 1) : std::string_view::npos;
+        if (close != std::string_view::npos) {
+            value = value.substr(1, close - 1); // "KEY": "VALUE": the quotes stay
+            ++v;
+        }
+        if (keyed && secret_key(line.substr(k, ke - k)) && !flag_value(value)) {
+            out += line.substr(0, v);
+            out += "redacted";
+            out += line.substr(v + value.size());
+            ++secrets;
+        } else {
+            // KEY=VALUE and "KEY": "VALUE" anywhere in the line: the value, to
+            // the next blank, comma, semicolon, ampersand or quote.
+            std::size_t i = 0;
+            while (i < line.size()) {
+                if (!key_char(line[i]) || (i > 0 && key_char(line[i - 1]))) {
+                    out += line[i++];
+                    continue;
+                }
+                std::size_t e = i;
+                while (e < line.size() && key_char(line[e])) {
+                    ++e;
+                }
+                std::size_t vs = e;
+                if (vs < line.size() && line[vs] == '"') {
+                    ++vs;
+                }
+                const bool eq = vs < line.size() && (line[vs] == '=' || (line[vs] == ':' && vs > e));
+                if (eq) {
+                    ++vs;
+                    while (vs < line.size() && (line[vs] == ' ' || line[vs] == '"')) {
+                        ++vs;
+                    }
+                }
+                const std::size_t ve = eq ? std::min(line.find_first_of(" \t,;&\"'\r", vs), line.size()) : vs;
+                if (eq && secret_key(line.substr(i, e - i)) && !flag_value(line.substr(vs, ve - vs))) {
+                    out += line.substr(i, vs - i);
+                    out += "redacted";
+                    ++secrets;
+                } else {
+                    out += line.substr(i, ve - i);
+                }
+                i = ve;
+            }
+        }
+        if (end < text.size()) {
+            out += '\n';
+        }
+        start = end + 1;
+    }
+    count(file, RedactKind::secret, secrets);
     return out;
 }
 
@@ -419,6 +722,8 @@ std::string Redactor::ipv6_in(std::string_view file, std::string_view text)
 
 std::string Redactor::vm_config(std::string_view file, std::string_view text)
 {
+    // The free text of a guest config goes: its comments (the description
+    // Proxmox VE keeps as # lines), description:, args: and every serial=.
     std::string out;
     std::size_t secrets = 0;
     std::size_t start = 0;
@@ -426,15 +731,32 @@ std::string Redactor::vm_config(std::string_view file, std::string_view text)
         std::size_t end = text.find('\n', start);
         end = end == std::string_view::npos ? text.size() : end + 1;
         const std::string_view line = text.substr(start, end - start);
+        const std::string_view nl = line.ends_with('\n') ? "\n" : "";
         const auto colon = line.find(':');
-        if (colon != std::string_view::npos && !line.empty() && line.front() != '#' && line.front() != '['
-            && secret_key(line.substr(0, colon))) {
-            out += line.substr(0, colon);
+        const std::string_view key = colon == std::string_view::npos ? std::string_view() : line.substr(0, colon);
+        if (line.starts_with('#')) {
+            out += "#redacted";
+            out += nl;
+            ++secrets;
+        } else if (!line.starts_with('[') && (key == "description" || key == "args" || secret_key(key))) {
+            out += key;
             out += ": redacted";
-            out += line.back() == '\n' ? "\n" : "";
+            out += nl;
             ++secrets;
         } else {
-            out += line;
+            std::string rest(line);
+            for (std::size_t at = rest.find("serial="); at != std::string::npos; at = rest.find("serial=", at + 7)) {
+                if (at > 0 && key_char(rest[at - 1])) {
+                    continue;
+                }
+                const std::size_t b = at + 7;
+                const std::size_t e = std::min(rest.find_first_of(",\n", b), rest.size());
+                if (rest.compare(b, e - b, "redacted") != 0) {
+                    rest.replace(b, e - b, "redacted");
+                    ++secrets;
+                }
+            }
+            out += rest;
         }
         start = end;
     }
@@ -552,23 +874,22 @@ std::string Redactor::link_target(std::string_view host_path, std::string_view t
 std::string Redactor::content(std::string_view host_path, std::string text)
 {
     const std::string file = path(host_path);
-    if (is_guest_config(host_path)) {
+    const std::string known_as = normal_path(host_path);
+    if (is_binary_attr(known_as)) {
+        return text;
+    }
+    if (is_guest_config(known_as)) {
         text = vm_config(file, text);
     }
+    text = secrets_in(file, text);
     if (m_options.addresses) {
-        if (host_path.starts_with("/proc/net/")
-            && (last_component(host_path) == "route" || last_component(host_path) == "ipv6_route"
-                || last_component(host_path) == "if_inet6")) {
+        if (is_proc_net_table(known_as)) {
             text = proc_net(file, text);
-        } else if (holds_addresses(host_path)) {
-            text = ipv6_in(file, ipv4_in(file, text));
         }
-        if (!is_binary_attr(host_path)) {
-            text = macs_in(file, text);
-        }
+        text = macs_in(file, ipv6_in(file, ipv4_in(file, text)));
     }
-    if (m_options.hostnames && names_the_node(host_path)) {
-        text = hostnames_in(file, text, ":");
+    if (m_options.hostnames) {
+        text = hostnames_in(file, text, ":", names_the_node(known_as));
     }
     return text;
 }

@@ -66,6 +66,10 @@ std::string summary(const capture::CaptureResult& r)
     }
     out += "redacted: " + (kinds.empty() ? std::string("nothing") : kinds + " in " + std::to_string(r.redacted_files) + " files") + " ("
            + capture::k_manifest_name + " in the archive lists them)\n";
+    if (!r.skipped.empty()) {
+        out += "skipped: " + std::to_string(r.skipped.size()) + " entries whose names are not UTF-8, e.g. " + r.skipped.front() + " ("
+               + capture::k_manifest_name + " lists them)\n";
+    }
     return out;
 }
 

@@ -151,7 +151,8 @@ int run_explain(Context& ctx, const po::variables_map& vm)
     const scan::Inventory inventory = scan_with_data(ctx, data);
     const auto report = explain::explain_start(explain::ExplainInput{ctx.fs, inventory, vmid, signatures, std::move(kernel)});
     if (vm.count("json") != 0U) {
-        std::printf("%s\n", report_json(report).dump(2).c_str());
+        // A log's bytes that are not UTF-8 become U+FFFD: the document stays JSON.
+        std::printf("%s\n", report_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     } else {
         print_human(ctx, report);
     }

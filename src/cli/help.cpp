@@ -162,9 +162,12 @@ manual step (a firmware setting, another slot). Lines of a failed start that
 no known failure matches are printed as not placed. Exit status 0 when a
 known cause was found or there is no failed start (the latest start
 succeeded, is running, or none is recorded), 1 when the start failed for a
-reason passthru does not know, 2 for a bad VMID or an unreadable or binary
+reason passthru does not know or when a task list exists but cannot be read
+(a directory, a FIFO, no permission, over the size limit: a failed start
+could hide in it), 2 for a bad VMID or an unreadable or binary
 --kernel-log. explain changes nothing. --json prints one document of schema
-passthru.explain/1 (docs/explain-json.md).)"},
+passthru.explain/1 (docs/explain-json.md); bytes of a log that are not UTF-8
+appear in it as U+FFFD.)"},
     {"kernel", "check [KVER...] [--json]",
      R"(Says for each installed kernel whether passthrough will work when it boots:
 every KVER given, else every /lib/modules/KVER that has a /boot/vmlinuz-KVER
@@ -204,15 +207,28 @@ task lists (/var/log/pve/tasks/index, index.1, active) and the logs of qmstart
 tasks, and the module indexes libkmod reads (/lib/modules/RELEASE/modules.*).
 Nothing outside the root is packed, and nothing under it is written.
 
-Private data is replaced: VM config secrets (cipassword, sshkeys, and any key
-with password, secret or token in its name; args is kept), IP addresses (the
-host's /24 networks become 192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24 and
-then 198.18.0.0/15, the host part and prefix lengths kept; IPv6 prefixes
-become 2001:db8:0:N::/64), MAC addresses (by locally administered ones,
-02:00:00:00:xx:xx) and host names (/etc/hostname and the nodes of
-/etc/pve/nodes become node1, node2 ..., in files and in path names alike).
-The same value is replaced the same way everywhere. --keep-addresses keeps IP
-and MAC addresses, --keep-hostnames the names; secrets always go.
+Private data is replaced by what a value is, in every file packed (a path
+such as /proc/PID/net is read as /proc/net first): secrets (the value of any
+key with password, passwd, passphrase, secret, token or credential in its
+name, of key, sshkeys and *_key, in key=value, key: value and key value lines
+alike: storage.cfg's password, a kernel parameter, a JSON field), the free
+text of VM configs (the # description lines, description, args and every
+serial=), IP addresses, in text and in /proc/net's hex (the host's /24
+networks become 192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24 and then
+198.18.0.0/15, the host part and prefix lengths kept; IPv6 prefixes become
+2001:db8:0:N::/64), MAC addresses (by locally administered ones,
+02:00:00:00:xx:xx) and the names of this host and of the cluster's nodes
+(from /etc/hostname, /etc/hosts, corosync.conf's nodelist, /etc/pve/nodes,
+node= and nodes values of /etc/pve and every UPID; they become node1, node2
+...). A name is replaced where it stands as a name: everywhere in /etc/pve,
+corosync's files, /etc/hosts and the task logs, elsewhere with its domain or
+as the value of node, host, hostname or server; never after @ (the realm of
+alice@pve) nor as a volume group or pool (vgname pve). The same value is
+replaced the same way everywhere. --keep-addresses keeps IP and MAC
+addresses, --keep-hostnames the names; secrets always go. Kept as read:
+binary sysfs attributes (PCI config space, ROM, VPD, resource). A file whose
+name is not UTF-8 is not packed; CAPTURE.json's skipped list and the
+summary name it, its bytes escaped.
 CAPTURE.json at the top of the archive names the passthru version, the date
 and, per file, the kind and number of replacements, never the values.
 

@@ -131,9 +131,22 @@ std::optional<TaskEntry> latest_task(const util::HostFs& fs, std::string_view ty
 {
     std::optional<TaskEntry> best;
     for (const auto& list : k_task_lists) {
-        auto text = fs.read_file(std::string(k_task_dir) + "/" + std::string(list.name));
+        const std::string path = std::string(k_task_dir) + "/" + std::string(list.name);
+        auto text = fs.read_file(path);
+        if (!text && text.error().code() == Errc::not_found) {
+            continue; // no task of that kind yet
+        }
+        if (const auto kind = fs.stat(path).type; text && kind != util::FileType::regular && kind != util::FileType::symlink) {
+            // a FIFO or device reads as nothing without blocking
+            text = tl::unexpected(Error(Errc::io, "cannot read " + path + ": not a regular file"));
+        }
         if (!text) {
-            continue;
+            // A list that exists but cannot be read (permissions, not a
+            // regular file, over the size limit) would hide a failed start.
+            throw Error(Errc::io, "cannot read Proxmox VE's task list " + path + ": " + text.error().what())
+                .with_hint("explain reads " + std::string(k_task_dir)
+                           + "/index and active to find the VM's last start; make "
+                             "them readable regular files (or pass --root a tree where they are)");
         }
         auto index = parse_task_index(*text, list.active);
         unreadable += index.unreadable_lines;

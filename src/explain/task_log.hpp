@@ -73,7 +73,8 @@ TaskIndex parse_task_index(std::string_view text, bool active);
 
 // The most recent task of `type` for `id` in both files under the root
 // (ties: the later line); nullopt when there is none. Unreadable lines are
-// counted in `unreadable`.
+// counted in `unreadable`. Errc::io when a list exists but cannot be read
+// (a failed start must never be reported as none).
 std::optional<TaskEntry> latest_task(const util::HostFs& fs, std::string_view type, std::string_view id, std::size_t& unreadable);
 
 // The lines of a text, each cut to k_max_line_bytes (marked "…[cut]"),

@@ -2,7 +2,9 @@
 # passthru capture FILE on a copy of the sample host (epyc-4x2080ti) and of every other
 # fixture host: the archive, unpacked with tar, is a --root tree on which scan --json and
 # plan --json answer as on the original (exactly when nothing is redacted, up to the
-# redacted values otherwise); no secret planted in a VM config or /etc/hostname survives in any member; and FILE is either the whole archive or untouched.
+# redacted values otherwise); no secret planted in a VM config or /etc/hostname survives in any member,
+# nor a secret, address, MAC or foreign node name planted in every file capture packs; and FILE is
+# either the whole archive or untouched.
 source "$(dirname "$0")/lib.inc"
 need_binary
 need tar gzip python3
@@ -124,6 +126,7 @@ EOF
 sed -i 's/^ciuser:.*//' "$conf"
 printf 'hookscript_secret: hunter2-api-secret\n' >> "$conf"
 printf 'secrethost-7731\n' > "$s/etc/hostname"
+printf 'options x y=1\n' > "$s/etc/modprobe.d/latin1-$(printf '\xe9').conf" # a name that is not UTF-8: skipped, noted
 "$P" --root "$s" capture "$T/secret.tar.gz" > /dev/null || fatal "capture of the planted host failed"
 mkdir -p "$T/secret.un"
 tar -xzf "$T/secret.tar.gz" -C "$T/secret.un"
@@ -135,6 +138,11 @@ for v in "${secrets[@]}"; do
         ok "planted value $v is gone"
     fi
 done
+if grep -qF '"/etc/modprobe.d/latin1-\\xe9.conf"' "$T/secret.un/CAPTURE.json" && [[ ! -e $T/secret.un/etc/modprobe.d/latin1-$'\xe9'.conf ]]; then
+    ok "a file name that is not UTF-8 is skipped and named in CAPTURE.json"
+else
+    fail "the file name that is not UTF-8 is not skipped and noted: $(grep -A3 skipped "$T/secret.un/CAPTURE.json")"
+fi
 un_conf=$T/secret.un/etc/pve/qemu-server/101.conf
 if grep -Eq '^ipconfig0: ip=(192\.0\.2|198\.51\.100|203\.0\.113)\.55/24,gw=(192\.0\.2|198\.51\.100|203\.0\.113)\.1,ip6=2001:db8:[0-9a-f:]+/64$' "$un_conf"; then
     ok "ipconfig0 keeps its shape and prefix lengths"
@@ -165,6 +173,123 @@ if "$P" --root "$T/secret.un" plan --vm 101 --gpus all --json > /dev/null 2>&1; 
     ok "the redacted VM config still parses and plans"
 else
     fail "plan fails on the redacted capture"
+fi
+
+# --- a planted value in every file capture packs never survives ----------------------------
+# A copy of the sample host with the files a cluster node adds (storage.cfg with a CIFS
+# password and Ceph monitors, a PCI mapping naming other nodes, corosync's nodelist, a task
+# list and a qmstart log, /proc/net as a live host has it: a link to /proc/PID/net), then
+# one planted secret, address, MAC and foreign node name in every text file the
+# round trip's capture of the sample host packed. None may survive in any member's name
+# or bytes.
+pl=$T/planted
+cp -a "$FIXTURES/epyc-4x2080ti" "$pl" # a copy of its own: every file is edited
+mkdir -p "$pl/etc/pve/mapping" "$pl/var/log/pve/tasks/5" "$pl/proc/4242/net"
+cat > "$pl/etc/pve/storage.cfg" << 'CFG'
+dir: local
+	path /var/lib/vz
+	content iso,vztmpl,backup
+
+lvmthin: local-lvm
+	thinpool data
+	vgname pve
+	content rootdir,images
+
+cifs: share
+	server 10.66.1.20
+	share backups
+	username admin
+	password CifsPl4ntedPw
+	content backup
+	nodes pve,fn-alpha
+
+rbd: ceph
+	monhost 10.66.2.11 10.66.2.12;10.66.2.13
+	pool rbd
+	username admin
+	content images
+CFG
+cat > "$pl/etc/pve/mapping/pci.cfg" << 'CFG'
+gpu
+	map id=10de:1e04,node=fn-beta,path=0000:41:00.0
+	map id=10de:1e04,node=pve,path=0000:41:00.0
+CFG
+cat > "$pl/etc/pve/corosync.conf" << 'CFG'
+nodelist {
+  node {
+    name: pve
+    ring0_addr: 10.66.3.1
+  }
+  node {
+    name: fn-gamma
+    ring0_addr: 10.66.3.2
+  }
+}
+CFG
+upid='UPID:fn-delta:0000A1B2:00C3D4E5:6543210F:qmstart:101:alice@pve:'
+printf '%s 6543211A start failed: QEMU exited with code 1\n' "$upid" > "$pl/var/log/pve/tasks/index"
+printf 'kvm: connect to 10.66.4.4 2a01:4f8:66:4::1234:5678 failed\nTASK ERROR: start failed\n' > "$pl/var/log/pve/tasks/5/$upid"
+printf 'Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\nvmbr0\t00000000\t0105420A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n' > "$pl/proc/4242/net/route"
+printf '2a0104f8006600050000000000000001 80 00000000000000000000000000000000 00 fe80000000000000a1b2c3fffed4e5f6 00000400 00000001 00000000 00000003 vmbr0\n' > "$pl/proc/4242/net/ipv6_route"
+printf '2a0104f800660006a1b2c3fffed4e5f7 02 40 00 80 vmbr0\n' > "$pl/proc/4242/net/if_inet6"
+ln -s 4242 "$pl/proc/self"
+ln -s self/net "$pl/proc/net"
+planted=(CifsPl4ntedPw 10.66.1.20 10.66.2.11 10.66.2.12 10.66.2.13 fn-alpha fn-beta fn-gamma fn-delta 10.66.3.1 10.66.3.2 10.66.4.4
+    2a01:4f8:66:4: 0105420A 2a0104f800660005 2a0104f800660006)
+# every text file the sample host's capture packed (its unpacked --keep-* capture of the
+# round trip; made here when the round trip left the sample host out)
+if [[ ! -d $T/rt/epyc-4x2080ti/kept ]]; then
+    mkdir -p "$T/rt/epyc-4x2080ti/kept"
+    "$P" --root "$pl" capture --keep-hostnames --keep-addresses "$T/rt/epyc-4x2080ti/k.tar" > /dev/null
+    tar -xf "$T/rt/epyc-4x2080ti/k.tar" -C "$T/rt/epyc-4x2080ti/kept"
+fi
+n=0
+while IFS= read -r -d '' f; do
+    rel=${f#"$T/rt/epyc-4x2080ti/kept"}
+    case $rel in /CAPTURE.json | */config | */rom | */vpd | */resource*) continue ;; esac
+    [[ -f $pl$rel && -s $pl$rel ]] || continue
+    n=$((n + 1))
+    printf -v v6 '2a01:4f8:99:%x:' "$n"
+    printf -v mac 'de:ad:be:ef:%02x:%02x' $((n / 256)) $((n % 256))
+    printf '\ndb_password=Pw%dq\napi_token: Tk%dq\n\tsecret Sc%dq\nserver 10.%d.%d.77 gw6 %s:abcd hw %s node=fn%dq\n' \
+        "$n" "$n" "$n" $((n / 256 + 1)) $((n % 256)) "$v6" "$mac" "$n" >> "$pl$rel"
+    planted+=("Pw${n}q" "Tk${n}q" "Sc${n}q" "10.$((n / 256 + 1)).$((n % 256)).77" "$v6" "$mac" "fn${n}q")
+    printf '  node {\n    name: fn%dq\n  }\n' "$n" >> "$pl/etc/pve/corosync.conf"
+done < <(find "$T/rt/epyc-4x2080ti/kept" -type f -print0)
+((n > 20)) || fail "only $n files to plant in: the round trip's capture of the sample host is missing"
+"$P" --root "$pl" capture "$T/planted.tar.gz" > /dev/null 2> "$T/planted.err" || fail "capture of the planted host failed: $(cat "$T/planted.err")"
+if python3 - "$T/planted.tar.gz" "${planted[@]}" > "$T/planted.out" << 'PY'; then
+import re, sys, tarfile
+blob, packed = [], set()
+with tarfile.open(sys.argv[1]) as t:
+    for m in t.getmembers():
+        blob.append(m.name.encode() + b"\0" + m.linkname.encode())
+        packed.add(m.name)
+        if m.isfile():
+            blob.append(t.extractfile(m).read())
+blob = b"\n".join(blob).lower()
+# one pass per family of planted values (a search per value would take seconds)
+families = rb"(?:pw|tk|sc|fn)\d+q|2a01:4f8:99:[0-9a-f]+:|de:ad:be:ef:[0-9a-f]{2}:[0-9a-f]{2}|(?<![\d.])10\.\d+\.\d+\.77(?![\d.])"
+found = {m.decode() for m in re.findall(families, blob)}
+left = [v for v in sys.argv[2:] if v.lower() in found or (not re.fullmatch(families, v.lower().encode()) and v.lower().encode() in blob)]
+for name in ("etc/pve/storage.cfg", "var/log/pve/tasks/index", "proc/4242/net/route",
+             "proc/4242/net/ipv6_route", "proc/4242/net/if_inet6"):
+    if name not in packed:
+        print("not packed:", name)
+        left.append(name)
+print("survive:", " ".join(left))
+sys.exit(1 if left else 0)
+PY
+    ok "none of ${#planted[@]} values planted in $n packed files and the cluster's files survives"
+else
+    fail "planted values survive the capture: $(cat "$T/planted.out")"
+fi
+mkdir -p "$T/planted.un"
+tar -xzf "$T/planted.tar.gz" -C "$T/planted.un"
+if grep -q '^	vgname pve$' "$T/planted.un/etc/pve/storage.cfg" && grep -q 'alice@pve:' "$T/planted.un/var/log/pve/tasks/index"; then
+    ok "a volume group and a realm spelt like the host keep their names"
+else
+    fail "vgname or the realm was taken for the host name: $(grep vgname "$T/planted.un/etc/pve/storage.cfg") $(cat "$T/planted.un/var/log/pve/tasks/index")"
 fi
 
 # --- FILE: refused, failing and closed outputs leave nothing behind -----------------------

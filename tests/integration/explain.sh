@@ -264,6 +264,26 @@ rc=0
 [[ $rc -eq 2 && $(wc -l < "$T/binary.err") -le 2 ]] && grep -q "is not a kernel log" "$T/binary.err" \
     && ok "a binary kernel log: one line, exit 2" || fail "binary kernel log: exit $rc: $(cat "$T/binary.err")"
 expect_rc 2 "$P" --root "$H" explain 101 --kernel-log "$T/does-not-exist" > /dev/null 2>&1
+# A log line that is not UTF-8: --json still prints JSON (the bytes become U+FFFD).
+H=$T/latin1
+new_host "$H"
+lay_task "$H" 101 "$START" "start failed: QEMU exited with code 1" "$(printf 'kvm: caf\xe9 \xff\xfe unknown')"
+rc=0
+"$P" --root "$H" explain 101 --json > "$T/latin1.json" 2> /dev/null || rc=$?
+[[ $rc -eq 1 ]] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1], encoding="utf-8")); assert "\ufffd" in json.dumps(d, ensure_ascii=False)' "$T/latin1.json" \
+    && ok "a log byte that is not UTF-8: valid JSON, exit 1 (unknown failure)" || fail "non-UTF-8 log: exit $rc: $(head -c 300 "$T/latin1.json")"
+# A task list that exists but cannot be read: said, exit 1, never "no failed start".
+for kind in fifo dir; do
+    H=$T/index-$kind
+    new_host "$H"
+    mkdir -p "$H/var/log/pve/tasks"
+    if [[ $kind == fifo ]]; then mkfifo "$H/var/log/pve/tasks/index"; else mkdir "$H/var/log/pve/tasks/index"; fi
+    rc=0
+    out=$(timeout 20 "$P" --root "$H" explain 101 2>&1) || rc=$?
+    [[ $rc -eq 1 ]] && grep -q "^passthru: error: cannot read Proxmox VE's task list /var/log/pve/tasks/index" <<< "$out" \
+        && ! grep -q "Nothing to explain" <<< "$out" && ok "a task index that is a $kind: cannot read it, exit 1" \
+        || fail "task index $kind: exit $rc: ${out:0:300}"
+done
 for bad in abc 99 0101 1234567890 -5 "101 102"; do
     rc=0
     # shellcheck disable=SC2086 # "101 102" is two words on purpose
