@@ -40,6 +40,7 @@
 #include "util/json.hpp"
 #include "util/local_file.hpp"
 #include "util/sha256.hpp"
+#include "util/signals.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::cli {
@@ -286,11 +287,16 @@ std::function<Result<void>()> network_guard_step(Context& ctx, const plan::Plan&
     return [&ctx, guard_spec, timeout]() -> Result<void> {
         apply::GuardHooks hooks;
         hooks.message = [&ctx](std::string_view text) { print_note(ctx, text); };
+        hooks.detached_restorer = true;
         apply::NetworkGuardSpec s = guard_spec;
         s.ssh_connection = ctx.ssh_connection;
         auto outcome = apply::run_network_guard(ctx.fs, ctx.runner, s, timeout, hooks);
         if (!outcome) {
             return tl::unexpected(outcome.error());
+        }
+        if (*outcome == apply::GuardOutcome::restored && util::received_signal() != 0) {
+            return fail(Errc::io, "interrupted by " + util::signal_name(util::received_signal())
+                                      + " while the network change waited for confirmation");
         }
         if (*outcome == apply::GuardOutcome::restored) {
             return fail(Errc::io, "the network change was not confirmed within " + std::to_string(timeout.count()) + " s");
@@ -330,6 +336,9 @@ void print_next_steps(const Context& ctx, const plan::Plan& p)
 // Under the journal's lock: the transaction, then what was done and how to undo it.
 int commit_plan(Context& ctx, const apply::Journal& journal, const plan::Plan& p)
 {
+    // From here a signal that ends a process is answered by the transaction
+    // (util/signals.hpp): SIGHUP lets it finish, the others undo it.
+    const util::SignalScope signals;
     auto lock = journal.lock();
     if (!lock) {
         throw lock.error();
