@@ -413,18 +413,29 @@ int run_apply(Context& ctx, const po::variables_map& vm)
         print_warning(ctx, err.what());
     }
 
+    // A trial not yet confirmed keeps its watchdog: a new generation on top of
+    // it would leave confirm nothing to confirm while the watchdog still reboots.
+    if (auto trial = active_trial(journal); trial && !dry_run) {
+        throw Error(Errc::precondition, "generation " + std::to_string(trial->id)
+                                            + " is a trial boot that is not confirmed: its watchdog still reboots into the default entry")
+            .with_hint("on the trial boot run 'passthru verify' and 'passthru confirm', or remove the trial with 'passthru rollback'; "
+                       "then apply");
+    }
+
     const PlanToApply chosen = plan_to_apply(ctx, vm, saved_file);
     const plan::Plan& p = chosen.plan;
+    // A saved or pending plan is checked before anything of it is shown:
+    // the diffs of a tampered plan are not passthru's to print.
+    if (chosen.from_saved && !p.refused()) {
+        check_not_stale(ctx, p, chosen.stale_what, chosen.replan_hint);
+        check_rederived(ctx, p, chosen.stale_what, chosen.replan_hint);
+    }
     // Exactly what `plan` prints.
     std::fputs(render_plan(p, RenderOptions{ctx.color_out, true}).c_str(), stdout);
     std::fflush(stdout);
     if (p.refused()) {
         std::fprintf(stderr, "passthru: error: refused: %s\n", p.refusals.front().message.c_str());
         return exit_code::refused;
-    }
-    if (chosen.from_saved) {
-        check_not_stale(ctx, p, chosen.stale_what, chosen.replan_hint);
-        check_rederived(ctx, p, chosen.stale_what, chosen.replan_hint);
     }
     if (p.empty()) {
         std::printf("Nothing to do: the host already matches the plan (no generation created).\n");
