@@ -4,6 +4,8 @@
 #  - apply over a trial that is not confirmed is refused (exit 3, nothing
 #    written): else confirm found nothing to confirm while the trial's
 #    watchdog still rebooted into the default entry;
+#  - a local file (--plan, --node-scan, --kernel-log) is looked at before it is
+#    opened: a FIFO's writer is not woken (as opening /dev/watchdog would arm it);
 #  - apply --dry-run of a tampered pending plan refuses before it prints any
 #    of the plan's diffs (the diffs are not passthru's).
 source "$(dirname "$0")/lib.inc"
@@ -27,6 +29,31 @@ grep -q 'is a trial boot that is not confirmed' "$T/err" || fail "apply over the
 [[ $(tree_sum --with-journal "$R") == "$S1" ]] || fail "apply over the trial wrote something"
 stop_if_failed
 ok "apply over an unconfirmed trial: exit 3, nothing written"
+
+# --- local files are checked before they are opened --------------------------
+R=$T/local
+copy_host epyc-4x2080ti "$R"
+for opt in "apply --yes --plan" "plan --mapping m --gpus all --node-scan gpu7=" "explain 101 --kernel-log"; do
+    fifo=$T/fifo.$RANDOM
+    mkfifo "$fifo"
+    rm -f "$T/woken"
+    # the writer's open returns only once someone opens the FIFO for reading
+    (exec 3> "$fifo" && echo woken > "$T/woken") &
+    writer=$!
+    args=($opt)
+    last=${args[-1]}
+    unset 'args[-1]'
+    if [[ $last == *= ]]; then args+=("$last$fifo"); else args+=("$last" "$fifo"); fi
+    run_rc timeout 20 "$P" --root "$R" "${args[@]}"
+    [[ $RC -eq 2 ]] || fail "$opt FIFO: exit $RC, expected 2: $(head -2 "$T/err")"
+    grep -q 'not a regular file' "$T/err" || fail "$opt FIFO: not explained: $(head -2 "$T/err")"
+    sleep 0.2
+    [[ -e $T/woken ]] && fail "$opt FIFO: the FIFO was opened before it was checked (its writer woke)"
+    kill "$writer" 2> /dev/null || true
+    wait "$writer" 2> /dev/null || true
+done
+stop_if_failed
+ok "--plan, --node-scan, --kernel-log of a FIFO: exit 2 without opening it"
 
 # --- apply --dry-run of a tampered pending plan -------------------------------
 R=$T/pending
