@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "apply/network_guard.hpp"
 
-#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -141,29 +140,16 @@ Result<void> restore_and_reload(const util::HostFs& fs, util::CommandRunner& run
     return {};
 }
 
-// The detached restorer (see the header): runs in the forked child, never
-// returns. It lets go of every descriptor it inherited, the journal's lock
-// among them (a rollback after the kill must not wait for the deadline),
-// and opens the root again.
-[[noreturn]] void restorer_main(const std::filesystem::path& root, util::CommandRunner& runner, const NetworkGuardSpec& spec, pid_t parent,
-                                std::chrono::steady_clock::time_point deadline)
+// The detached restorer (see the header), in the child util::spawn_detached
+// made: it holds no descriptor of the applying process (so not the journal's
+// lock: a rollback after the kill must not wait for the deadline) and opens
+// the root again.
+void restorer_main(const std::filesystem::path& root, util::CommandRunner& runner, const NetworkGuardSpec& spec, pid_t parent,
+                   std::chrono::steady_clock::time_point deadline)
 {
-    ::setsid();
-    for (const int sig : util::terminating_signals()) {
-        std::signal(sig, SIG_IGN);
-    }
-    if (const int null = ::open("/dev/null", O_RDWR); null >= 0) {
-        ::dup2(null, STDIN_FILENO);
-        ::dup2(null, STDOUT_FILENO);
-        ::dup2(null, STDERR_FILENO);
-    }
-    const long open_max = std::min(::sysconf(_SC_OPEN_MAX), 65536L);
-    for (int fd = 3; fd < open_max; ++fd) {
-        ::close(fd);
-    }
     auto fs = util::HostFs::open(root);
     if (!fs) {
-        ::_exit(1);
+        return;
     }
     runner.set_line_sink({});
     while (::getppid() == parent) {
@@ -179,7 +165,6 @@ Result<void> restore_and_reload(const util::HostFs& fs, util::CommandRunner& run
         (void)restore_and_reload(*fs, runner, spec);
         (void)fs->remove_file(k_confirm_restoring);
     }
-    ::_exit(0);
 }
 
 // The restorer's pid, stopped when the guard ends in the applying process.
@@ -225,16 +210,13 @@ Result<GuardOutcome> run_network_guard(const util::HostFs& fs, util::CommandRunn
     Restorer restorer;
     if (hooks.detached_restorer) {
         const pid_t parent = ::getpid();
-        std::fflush(nullptr);
-        const pid_t child = ::fork();
-        if (child == 0) {
-            restorer_main(fs.root(), runner, spec, parent, std::chrono::steady_clock::now() + timeout);
-        }
-        if (child < 0) {
+        const auto restorer_deadline = std::chrono::steady_clock::now() + timeout;
+        auto child = util::spawn_detached([&] { restorer_main(fs.root(), runner, spec, parent, restorer_deadline); });
+        if (!child) {
             cleanup(fs);
-            return fail(Errc::io, std::string("cannot start the network guard's restorer: ") + std::strerror(errno));
+            return fail(Errc::io, std::string("cannot start the network guard's restorer: ") + child.error().what());
         }
-        restorer.pid = child;
+        restorer.pid = *child;
     }
     say("the new network configuration is active. Open a NEW connection to this host and run 'passthru confirm' within "
         + std::to_string(timeout.count()) + " s; otherwise the previous configuration is restored");
