@@ -187,6 +187,7 @@ std::string man_commands()
         }
         out += "\n.PP\n" + roff_line(c.summary) + ".\n";
         out += roff_text(doc->description);
+        out += roff_text("On SIGHUP, SIGINT, SIGTERM: " + std::string(doc->signals));
         out += ".PP\nOptions of \\fB" + roff_escape(c.name) + "\\fR:\n";
         out += roff_options(command_options(c));
     }

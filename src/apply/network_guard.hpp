@@ -5,11 +5,25 @@
 // which proves the host is still reachable); without it, put the previous
 // files back and run `ifreload -a` again.
 //
-// The handshake goes through two files under <root>/var/lib/passthru/:
-//   network-confirm.pending  written by the guard: "token=<hex>", "deadline=<unix s>",
-//                            "ssh=<SSH_CONNECTION of the applying session>"
-//   network-confirm.ok       written by `passthru confirm`: the token
-// The guard removes both when it ends.
+// The handshake goes through files under <root>/var/lib/passthru/:
+//   network-confirm.pending    written by the guard: "token=<hex>", "deadline=<unix s>",
+//                              "ssh=<SSH_CONNECTION of the applying session>"
+//   network-confirm.ok         `passthru confirm` renames .pending to this name
+//   network-confirm.restoring  the guard renames .pending to this name at the
+//                              deadline (or on a signal) before it restores
+// The decision is that one rename(2) of .pending: it is atomic, so exactly
+// one of confirm and the deadline wins, and the loser sees which name the
+// file has now and says so. The guard removes the files when it ends.
+//
+// Signals: the guard runs under a util::SignalScope (the CLI's). SIGHUP (the
+// session went away) does not stop it: it goes on waiting for a confirm
+// from a new connection and restores at the deadline. Every other signal
+// that ends a process restores at once. And in case the applying process
+// dies all the same (SIGKILL, OOM), the guard forks a detached restorer
+// (its own session, terminating signals ignored, sharing the journal's
+// lock): when the applying process is gone, it waits for the deadline and
+// restores the network files and runs `ifreload -a` itself; the
+// generation is then left interrupted, for `passthru rollback`, as any kill.
 #pragma once
 
 #include <chrono>
@@ -29,6 +43,7 @@ namespace passthru::apply {
 
 inline constexpr std::string_view k_confirm_pending = "/var/lib/passthru/network-confirm.pending";
 inline constexpr std::string_view k_confirm_ok = "/var/lib/passthru/network-confirm.ok";
+inline constexpr std::string_view k_confirm_restoring = "/var/lib/passthru/network-confirm.restoring";
 
 enum class GuardOutcome
 {
@@ -52,6 +67,8 @@ struct GuardHooks
     std::function<std::chrono::steady_clock::time_point()> now;
     std::function<void(std::chrono::milliseconds)> sleep;
     std::function<void(std::string_view)> message; // instructions for the user (stderr in the CLI)
+    // Fork the detached restorer (the CLI does; unit tests with fake time do not).
+    bool detached_restorer = false;
 };
 
 // True when a plan asks for the guard: --apply-network with --confirm-timeout

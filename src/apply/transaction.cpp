@@ -11,6 +11,7 @@
 #include "scan/libvirt_domain.hpp"
 #include "util/fault.hpp"
 #include "util/sha256.hpp"
+#include "util/signals.hpp"
 #include "util/strings.hpp"
 #include "util/temp_name.hpp"
 
@@ -22,6 +23,14 @@ void check(Result<void> r)
 {
     if (!r) {
         throw r.error();
+    }
+}
+
+void check_signal(GenerationKind kind)
+{
+    const int sig = util::received_signal();
+    if (sig != 0 && kind == GenerationKind::apply) {
+        throw Error(Errc::io, "interrupted by " + util::signal_name(sig));
     }
 }
 
@@ -63,6 +72,7 @@ std::string type_name(util::FileType type)
 namespace {
 
 using detail::check;
+using detail::check_signal;
 using detail::emit;
 using detail::record_after_state;
 using detail::remove_temp_files;
@@ -346,6 +356,7 @@ void write_targets(const util::HostFs& fs, const TransactionSpec& spec, const Ma
             check(fs.write_file_atomic(c.path, *c.after, c.mode, util::FsSync::yes, c.exact));
         }
         report.written.push_back(c.path);
+        check_signal(spec.kind);
     }
     for (const auto& d : spec.domains) {
         emit(progress, "defining libvirt domain " + d.name);
@@ -383,6 +394,7 @@ void run_after_steps(const Journal& journal, util::CommandRunner& runner, Manife
     }
     runner.set_line_sink(sink);
     for (std::size_t i = 0; i < m.commands.size(); ++i) {
+        check_signal(m.kind);
         run_after_step(journal.fs(), runner, m.commands, i, progress);
     }
     runner.set_line_sink({});
@@ -424,11 +436,13 @@ TransactionReport run_transaction(const Journal& journal, util::CommandRunner& r
     TransactionReport report;
     report.generation = m.id;
     try {
+        check_signal(spec.kind);
         write_targets(journal.fs(), spec, m, progress, domains, report);
         run_after_steps(journal, runner, m, progress);
+        check_signal(spec.kind);
         if (spec.before_commit) {
             check(util::fault::check("before-commit", "guard"));
-            check(spec.before_commit());
+            check(spec.before_commit()); // the guard answers the signals while it waits
         }
         // 6. Commit, with the files as the after-steps left them.
         record_after_state(journal.fs(), m);

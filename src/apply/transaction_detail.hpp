@@ -20,6 +20,10 @@ namespace passthru::apply::detail {
 
 // Throws r's error, if it has one.
 void check(Result<void> r);
+// Throws (Errc::io, "interrupted by SIGTERM") when an apply caught a signal
+// that ends a process (util/signals.hpp): the failure path then restores the
+// pre-images. A rollback is never stopped half-way: it carries on to its end.
+void check_signal(GenerationKind kind);
 // One line for the user (Progress::step), when someone listens.
 void emit(const Progress& progress, std::string_view text);
 // Where a host path is on this machine, for the hand-made repair commands.

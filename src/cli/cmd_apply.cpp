@@ -39,6 +39,7 @@
 #include "util/json.hpp"
 #include "util/local_file.hpp"
 #include "util/sha256.hpp"
+#include "util/signals.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::cli {
@@ -273,11 +274,16 @@ std::function<Result<void>()> network_guard_step(Context& ctx, const plan::Plan&
     return [&ctx, guard_spec, timeout]() -> Result<void> {
         apply::GuardHooks hooks;
         hooks.message = [&ctx](std::string_view text) { print_note(ctx, text); };
+        hooks.detached_restorer = true;
         apply::NetworkGuardSpec s = guard_spec;
         s.ssh_connection = ctx.ssh_connection;
         auto outcome = apply::run_network_guard(ctx.fs, ctx.runner, s, timeout, hooks);
         if (!outcome) {
             return tl::unexpected(outcome.error());
+        }
+        if (*outcome == apply::GuardOutcome::restored && util::received_signal() != 0) {
+            return fail(Errc::io, "interrupted by " + util::signal_name(util::received_signal())
+                                      + " while the network change waited for confirmation");
         }
         if (*outcome == apply::GuardOutcome::restored) {
             return fail(Errc::io, "the network change was not confirmed within " + std::to_string(timeout.count()) + " s");
@@ -317,6 +323,9 @@ void print_next_steps(const Context& ctx, const plan::Plan& p)
 // Under the journal's lock: the transaction, then what was done and how to undo it.
 int commit_plan(Context& ctx, const apply::Journal& journal, const plan::Plan& p)
 {
+    // From here a signal that ends a process is answered by the transaction
+    // (util/signals.hpp): SIGHUP lets it finish, the others undo it.
+    const util::SignalScope signals;
     auto lock = journal.lock();
     if (!lock) {
         throw lock.error();
@@ -390,18 +399,29 @@ int run_apply(Context& ctx, const po::variables_map& vm)
         print_warning(ctx, err.what());
     }
 
+    // A trial not yet confirmed keeps its watchdog: a new generation on top of
+    // it would leave confirm nothing to confirm while the watchdog still reboots.
+    if (auto trial = active_trial(journal); trial && !dry_run) {
+        throw Error(Errc::precondition, "generation " + std::to_string(trial->id)
+                                            + " is a trial boot that is not confirmed: its watchdog still reboots into the default entry")
+            .with_hint("on the trial boot run 'passthru verify' and 'passthru confirm', or remove the trial with 'passthru rollback'; "
+                       "then apply");
+    }
+
     const PlanToApply chosen = plan_to_apply(ctx, vm, saved_file);
     const plan::Plan& p = chosen.plan;
+    // A saved or pending plan is checked before anything of it is shown:
+    // the diffs of a tampered plan are not passthru's to print.
+    if (chosen.from_saved && !p.refused()) {
+        check_not_stale(ctx, p, chosen.stale_what, chosen.replan_hint);
+        check_rederived(ctx, p, chosen.stale_what, chosen.replan_hint);
+    }
     // Exactly what `plan` prints.
     std::fputs(render_plan(p, RenderOptions{ctx.color_out, true, vm.count("verbose") != 0U}).c_str(), stdout);
     std::fflush(stdout);
     if (p.refused()) {
         std::fprintf(stderr, "passthru: error: refused: %s\n", p.refusals.front().message.c_str());
         return exit_code::refused;
-    }
-    if (chosen.from_saved) {
-        check_not_stale(ctx, p, chosen.stale_what, chosen.replan_hint);
-        check_rederived(ctx, p, chosen.stale_what, chosen.replan_hint);
     }
     if (p.empty()) {
         std::printf("Nothing to do: the host already matches the plan (no generation created).\n");

@@ -18,6 +18,7 @@
 #include "cli/apply_common.hpp"
 #include "cli/commands.hpp"
 #include "scan/boot_loader.hpp"
+#include "util/signals.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::cli {
@@ -221,6 +222,7 @@ int trial_fallback(Context& ctx, const po::variables_map& vm, const apply::Journ
 {
     const std::string refused = "no trial fallback: ";
     const auto lock = lock_unless_dry_run(journal, dry_run);
+    const util::SignalScope signals; // a rollback is never stopped half-way: it carries on to its end
     if (auto m = apply::find_interrupted(journal, dry_run ? apply::LockHeld::by_other_or_nobody : apply::LockHeld::by_us)) {
         throw Error(Errc::precondition, refused + "generation " + std::to_string(m->id) + " was interrupted")
             .with_hint("run 'passthru rollback': it restores that generation first; then 'passthru rollback' again undoes the trial");
@@ -276,6 +278,7 @@ int run_rollback(Context& ctx, const po::variables_map& vm)
         return exit_code::ok;
     }
     const auto lock = lock_unless_dry_run(journal, dry_run);
+    const util::SignalScope signals; // a rollback is never stopped half-way: it carries on to its end
     // Crash recovery comes first.
     if (auto m = apply::find_interrupted(journal, dry_run ? apply::LockHeld::by_other_or_nobody : apply::LockHeld::by_us)) {
         return recover_interrupted(ctx, vm, journal, *m, dry_run);

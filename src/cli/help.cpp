@@ -20,7 +20,8 @@ by IOMMU group with its bound driver and link, the GPU cards (numbered from
 problems found, each with its fix.
 
 scan only reads. It never writes to the host and is safe to run at any time,
-also without root.)"},
+also without root.)",
+     "none of its own: it only reads, and the default action ends it at once."},
     {"plan", "--vm VMID --gpus SEL [OPTIONS]",
      R"(Works out every change that passthrough of the selected GPU cards to the
 VM needs on this host and prints it: each file with the reason for every
@@ -37,7 +38,9 @@ endpoint is refused with exit status 3, naming the devices and the ways out.
 
 The kernel command line goes where the detected boot loader reads it: a GRUB
 drop-in /etc/default/grub.d/passthru.cfg (then update-grub), or
-/etc/kernel/cmdline for systemd-boot (then proxmox-boot-tool refresh).)"},
+/etc/kernel/cmdline for systemd-boot (then proxmox-boot-tool refresh).)",
+     "none of its own: it ends at once; a pending plan is written atomically under the journal's lock, so it is there whole or not at "
+     "all."},
     {"apply", "[--dry-run] [--yes] [--trial [--trial-minutes N]] [--plan FILE | FILE | --vm VMID --gpus SEL ...]",
      R"(Makes the planned changes as one transaction. Without a request or --plan
 it applies the pending plan that plan recorded, and refuses it (exit 1) if a
@@ -85,7 +88,12 @@ BMC, or a hardware watchdog), after which the boot loader boots the default
 entry. On /boot on LVM, RAID, btrfs or ZFS GRUB cannot clear its one-time
 selection, so a reset repeats the trial until the watchdog or rollback
 clears it; systemd-boot removes its selection when it reads it. Refused on
-GRUB through proxmox-boot-tool (legacy BIOS) and with network changes.)"},
+GRUB through proxmox-boot-tool (legacy BIOS) and with network changes.)",
+     "while the transaction is live, SIGINT, SIGTERM and every other signal that ends a process stop it at the next step, and the files "
+     "written so far are restored (exit 1, \"interrupted by SIGTERM\"); SIGHUP lets it finish. While the network guard waits, SIGHUP "
+     "leaves it waiting for a confirm from a new connection and the other signals restore the previous network at once; if the process is "
+     "killed all the same, a detached restorer puts the previous /etc/network/interfaces back at the deadline and the generation is left "
+     "interrupted for rollback."},
     {"verify", "[--vm VMID] [--gpus SEL]",
      R"(Run after the reboot. Checks that the IOMMU is on, that the kernel
 arguments passthru set are active, that every function of the cards is bound
@@ -104,13 +112,15 @@ The kernel arguments of the newest applied generation are checked in every
 case, with --vm and --gpus too. When the running kernel's command line
 (/proc/cmdline under --root) lacks every argument that generation added,
 nothing has booted with its files yet (a copy of a host tree, or before the
-reboot): verify says so first and lists the failures per card.)"},
+reboot): verify says so first and lists the failures per card.)",
+     "none of its own: it only reads."},
     {"history", "[--json]",
      R"(Lists the generations recorded under /var/lib/passthru/generations, oldest
 first: number, kind (apply or rollback), time, state (pending, committed,
 rolled-back, restore-failed), the request and the files each one changed.
 A generation an interrupted run left pending is reported by every command
-until passthru rollback has restored it.)"},
+until passthru rollback has restored it.)",
+     "none of its own: it only reads."},
     {"rollback", "[--to N] [--force] [--dry-run] [--yes] [--trial-fallback]",
      R"(Undoes the newest apply generation that is still in effect: restores the
 files it changed from their pre-images, removes the files it created, and
@@ -133,7 +143,9 @@ generation only when that is a trial nobody confirmed, and refuses (exit 3,
 nothing written) on the trial boot (passthru.trial on /proc/cmdline), when
 /proc/cmdline cannot be read, after an interrupted generation, and when the
 newest applied generation is not such a trial. It takes neither --to nor
---force (exit 2).)"},
+--force (exit 2).)",
+     "a rollback is never stopped half-way: SIGHUP, SIGINT, SIGTERM and the other signals that end a process are held until it has "
+     "finished."},
     {"confirm", "",
      R"(After apply --trial, on the trial boot: checks as verify does and, when
 every check passes, makes the trial configuration the default as one more
@@ -146,7 +158,9 @@ trial.
 Otherwise it keeps a network change that apply made live with
 --apply-network and --confirm-timeout. Without passthru confirm within the
 timeout, the previous /etc/network/interfaces is restored and reloaded, so
-that a bond or bridge change that cut off the remote session undoes itself.)"},
+that a bond or bridge change that cut off the remote session undoes itself.)",
+     "confirming a trial is a transaction, as apply: SIGINT, SIGTERM and the like undo it, SIGHUP lets it finish; confirming a network "
+     "change is one atomic rename, done or not."},
     {"explain", "VMID [--kernel-log FILE] [--json]",
      R"(Says why the VM's most recent start failed and what to do. It reads the
 start task Proxmox VE recorded (the newest qmstart task of VMID in
@@ -167,7 +181,8 @@ reason passthru does not know or when a task list exists but cannot be read
 could hide in it), 2 for a bad VMID or an unreadable or binary
 --kernel-log. explain changes nothing. --json prints one document of schema
 passthru.explain/1 (docs/explain-json.md); bytes of a log that are not UTF-8
-appear in it as U+FFFD.)"},
+appear in it as U+FFFD.)",
+     "none of its own: it only reads."},
     {"kernel", "check [KVER...] [--json]",
      R"(Says for each installed kernel whether passthrough will work when it boots:
 every KVER given, else every /lib/modules/KVER that has a /boot/vmlinuz-KVER
@@ -187,7 +202,8 @@ kernel. One line per kernel: ok, or "breaks passthrough" with each problem
 and its fix. --json prints one document of schema passthru.kernel-check/1.
 Exit status 0 when every kernel is fine, 11 when one would break
 passthrough, 1 for a KVER that is not installed, 2 for a word that cannot
-be a kernel release. kernel check changes nothing.)"},
+be a kernel release. kernel check changes nothing.)",
+     "none of its own: it only reads."},
     {"capture", "FILE [--keep-hostnames] [--keep-addresses] [--force]",
      R"(Writes the files of the host that passthru reads to FILE, a tar archive laid
 out as a --root tree, so that a problem seen on this host can be reproduced
@@ -236,7 +252,8 @@ FILE ending in .tar is not compressed, in .tar.xz or .txz compressed with xz,
 any other name with gzip. FILE is written through a temporary file and a
 rename: it is the whole archive or is left as it was. An existing FILE is
 refused (exit 3) unless --force is given; a symlink or anything but a regular
-file at FILE is refused even then.)"},
+file at FILE is refused even then.)",
+     "none of its own: it ends at once; FILE is only put in place whole (written to a temporary file, then renamed)."},
 };
 
 const std::vector<ExitCodeDoc> k_exit_codes{
@@ -437,6 +454,7 @@ std::string command_help(const Command& command, const po::options_description& 
     out << "usage: " << usage_line(command.name) << "\n\n" << command.summary << "\n\n";
     if (doc != nullptr) {
         out << doc->description << "\n\n";
+        out << "On SIGHUP, SIGINT, SIGTERM: " << doc->signals << "\n\n";
     }
     out << options_text(std::string(command.name) + " options", options) << '\n';
     // The global options and the exit codes are told once, in passthru --help.

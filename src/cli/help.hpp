@@ -34,6 +34,8 @@ struct CommandDoc
     // Plain text: paragraphs separated by an empty line; a line indented by
     // two spaces is literal (an example), shown as is.
     std::string_view description;
+    // What the command does on SIGHUP, SIGINT and SIGTERM (one paragraph).
+    std::string_view signals;
 };
 // The long description of a command; nullptr when the table lacks it (a
 // build fails in passthru_docgen when a command lacks one).

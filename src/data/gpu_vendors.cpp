@@ -37,6 +37,10 @@ GpuVendor parse_vendor_row(const Field& row)
     v.drivers = row["drivers"].one_line();
     if (row.has("switch_class")) {
         v.switch_class = vendor_hex(row["switch_class"]);
+        if (protected_class(*v.switch_class)) {
+            row["switch_class"].fail("names the class of a storage, network, display, bridge, system or USB controller, "
+                                     "which is never a fabric switch");
+        }
     }
     v.vgpu = vendor_flag(row, "vgpu");
     v.hidden_audio = vendor_flag(row, "hidden_audio");
@@ -48,6 +52,9 @@ GpuVendors parse_vendors_document(const Field& doc)
     doc.only_fields({"schema", "comment", "vendors"}, k_vendors_schema);
     const auto rows = doc["vendors"];
     GpuVendors out;
+    if (rows.size() == 0) {
+        rows.fail("lists no vendor");
+    }
     std::set<std::uint16_t> seen;
     for (std::size_t i = 0; i < rows.size(); ++i) {
         auto row = parse_vendor_row(rows[i]);
@@ -71,8 +78,19 @@ std::shared_ptr<const GpuVendor> GpuVendors::find(std::optional<std::uint16_t> i
     return nullptr;
 }
 
+bool protected_class(std::uint16_t class16)
+{
+    const auto base = static_cast<std::uint8_t>(class16 >> 8);
+    return base == 0x01 || base == 0x02 || base == 0x03 || base == 0x08 || (class16 >= 0x0600 && class16 <= 0x0604) || class16 == 0x0c03
+           || class16 == 0x0c05;
+}
+
 bool GpuVendors::is_switch(std::optional<std::uint16_t> vendor, std::optional<std::uint16_t> class16) const
 {
+    // Decided by the device first: a protected class is no switch, whatever the rows say.
+    if (!class16 || protected_class(*class16)) {
+        return false;
+    }
     const auto row = find(vendor);
     return row != nullptr && row->switch_class && class16 == row->switch_class;
 }

@@ -50,6 +50,13 @@ struct GpuVendors
     std::string gpus_all_names() const;
 };
 
+// The classes (class and subclass) a vendor's switch_class can never name:
+// the safety classes of a device come from the device. A storage (01xx),
+// network (02xx) or display (03xx) function, a host, ISA or PCI bridge
+// (0600-0604), a system peripheral (08xx, the IOMMU among them), a USB (0c03)
+// or SMBus (0c05) controller is never a fabric switch, whatever a row says.
+bool protected_class(std::uint16_t class16);
+
 // Parses the JSON text of profiles/host/vendors.json; `where` names the file in
 // errors. Errc::usage with one line naming the file and the field.
 Result<GpuVendors> parse_gpu_vendors(std::string_view json_text, const std::string& where);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "data/schema.hpp"
+#include "format/grammar.hpp"
 #include "scan/scanner.hpp"
 #include "util/json.hpp"
 #include "util/local_file.hpp"
@@ -32,7 +33,11 @@ void require(const Field& field)
     }
 }
 
-std::optional<std::string> opt_text(const Field& field)
+// Every string plan reads of a scan document comes through here, checked
+// against its grammar (format/grammar.hpp): the document comes from another
+// node, and its text reaches generated files (a device name becomes the
+// description of a cluster mapping in /etc/pve/mapping/pci.cfg).
+std::optional<std::string> opt_text(const Field& field, format::Grammar grammar)
 {
     require(field);
     if (field.json().is_null()) {
@@ -41,7 +46,11 @@ std::optional<std::string> opt_text(const Field& field)
     if (!field.json().is_string()) {
         field.expected("a string or null");
     }
-    return field.string();
+    std::string text = field.string();
+    if (auto bad = format::invalid_value(grammar, text, "")) {
+        field.expected(std::string(format::describe(grammar)) + " or null");
+    }
+    return text;
 }
 
 // An integer from 0 to INT_MAX (parsed text gives unsigned numbers, a built document signed ones).
@@ -74,7 +83,7 @@ std::optional<int> opt_count(const Field& field)
 // DIGITS lower-case hex digits ("10de"), or null.
 std::optional<std::uint32_t> opt_hex(const Field& field, std::size_t digits)
 {
-    const auto text = opt_text(field);
+    const auto text = opt_text(field, format::Grammar::line_text);
     if (!text) {
         return std::nullopt;
     }
@@ -118,7 +127,7 @@ scan::PciDevice device_of(const Field& jd)
         d.device = static_cast<std::uint16_t>(*v);
     }
     d.class_code = opt_hex(jd["class_code"], 6);
-    if (const auto sub = opt_text(jd["subsystem"])) {
+    if (const auto sub = opt_text(jd["subsystem"], format::Grammar::line_text)) {
         const auto vendor = sub->size() == 9 && (*sub)[4] == ':' ? util::parse_hex(sub->substr(0, 4)) : std::nullopt;
         const auto device = sub->size() == 9 && (*sub)[4] == ':' ? util::parse_hex(sub->substr(5)) : std::nullopt;
         if (!vendor || !device || util::to_lower(*sub) != *sub) {
@@ -128,8 +137,8 @@ scan::PciDevice device_of(const Field& jd)
         d.subsystem_device = static_cast<std::uint16_t>(*device);
     }
     d.iommu_group = opt_count(jd["iommu_group"]);
-    d.device_name = opt_text(jd["device_name"]).value_or("");
-    d.driver = opt_text(jd["driver"]);
+    d.device_name = opt_text(jd["device_name"], format::Grammar::line_text).value_or("");
+    d.driver = opt_text(jd["driver"], format::Grammar::module_name);
     d.is_bridge = jd["bridge"].boolean();
     const Field sriov = jd["sriov"];
     sriov.object();
@@ -215,7 +224,7 @@ void read_groups_and_cards(const Field& doc, scan::Inventory& inv)
         }
         g.number = *number;
         g.devices = addresses(groups[k]["devices"]);
-        g.type = opt_text(groups[k]["type"]);
+        g.type = opt_text(groups[k]["type"], format::Grammar::line_text);
         inv.groups.emplace(g.number, std::move(g));
     }
     const Field gpus = doc["gpus"];
@@ -245,7 +254,7 @@ ScanDocument parse_scan(const Field& doc)
     scan::Inventory& inv = out.inv;
     const Field host = doc["host"];
     host.object();
-    inv.host.kernel = opt_text(host["kernel"]);
+    inv.host.kernel = opt_text(host["kernel"], format::Grammar::kernel_release);
     host["iommu"].object();
     inv.host.iommu.enabled = host["iommu"]["enabled"].boolean();
     read_devices(doc, inv);
@@ -253,6 +262,62 @@ ScanDocument parse_scan(const Field& doc)
     inv.host.iommu.groups = static_cast<int>(inv.groups.size());
     out.nvswitches = doc["nvswitches"].size() != 0;
     return out;
+}
+
+// A device's group (its iommu_group) and the group's member list must agree:
+// the isolation verdict is computed from both.
+std::optional<std::string> group_mismatch(const scan::Inventory& inv)
+{
+    for (const auto& d : inv.devices) {
+        if (!d.iommu_group) {
+            continue;
+        }
+        const auto g = inv.groups.find(*d.iommu_group);
+        if (g == inv.groups.end() || std::find(g->second.devices.begin(), g->second.devices.end(), d.address) == g->second.devices.end()) {
+            return "devices: " + d.address.str() + " names IOMMU group " + std::to_string(*d.iommu_group)
+                   + ", whose devices do not list it";
+        }
+    }
+    for (const auto& [number, g] : inv.groups) {
+        for (const auto& a : g.devices) {
+            const auto* d = inv.find(a);
+            if (d == nullptr || d->iommu_group != number) {
+                return "iommu_groups: group " + std::to_string(number) + " lists " + a.str() + ", which "
+                       + (d == nullptr ? std::string("is not in devices") : "devices does not put in that group");
+            }
+        }
+    }
+    return std::nullopt;
+}
+
+// The cards and their verdicts are decided from the devices and groups, as
+// scan decides them on this host; the document's own "gpus" must say the same.
+std::optional<std::string> card_mismatch(const std::vector<scan::GpuCard>& said, const std::vector<scan::GpuCard>& found)
+{
+    for (const auto& card : said) {
+        const auto it = std::find_if(found.begin(), found.end(), [&](const scan::GpuCard& c) { return c.slot == card.slot; });
+        if (it == found.end()) {
+            return "gpus: " + card.slot + " is no display device in devices";
+        }
+        if (it->isolation != card.isolation) {
+            std::string why = it->host_critical.empty() ? std::string()
+                                                        : " (" + it->host_critical.front().str() + ", a storage or network controller, "
+                                                              + "shares its IOMMU group)";
+            return "gpus: " + card.slot + " says '" + std::string(scan::to_string(card.isolation)) + "', its devices and groups make it '"
+                   + std::string(scan::to_string(it->isolation)) + "'" + why;
+        }
+        auto listed = card.functions;
+        std::sort(listed.begin(), listed.end());
+        if (it->functions != listed) {
+            return "gpus: " + card.slot + " lists other functions than devices has for that slot";
+        }
+    }
+    for (const auto& card : found) {
+        if (std::none_of(said.begin(), said.end(), [&](const scan::GpuCard& c) { return c.slot == card.slot; })) {
+            return "gpus: the display device " + card.slot + " of devices is not listed";
+        }
+    }
+    return std::nullopt;
 }
 
 } // namespace
@@ -269,8 +334,31 @@ Result<scan::Inventory> inventory_from_scan_json(const nlohmann::json& doc, cons
                                                               "a cluster mapping from --node-scan does not map NVSwitches")
                                   .with_hint("map that node from its own 'passthru plan --vm VMID --gpus ... --mapping NAME'"));
     }
-    scan::assign_vendors(read->inv, vendors);
-    return std::move(read->inv);
+    scan::Inventory& inv = read->inv;
+    auto refuse = [&what](const std::string& why) {
+        return tl::unexpected(
+            Error(Errc::usage, what + ": " + why).with_hint("give the file 'passthru scan --json' printed on that node, unedited"));
+    };
+    if (auto bad = group_mismatch(inv)) {
+        return refuse(*bad);
+    }
+    auto found = scan::find_gpu_cards(inv.devices, inv.groups, vendors);
+    if (auto bad = card_mismatch(inv.gpus, found)) {
+        return refuse(*bad);
+    }
+    if (!scan::find_nvswitches(inv.devices, inv.groups, vendors).empty()) {
+        return tl::unexpected(
+            Error(Errc::precondition, what
+                                          + ": an NVSwitch system (its devices hold fabric switches), whose switches "
+                                            "go with its GPUs; a cluster mapping from --node-scan does not map NVSwitches"));
+    }
+    for (auto& card : found) {
+        const auto it = std::find_if(inv.gpus.begin(), inv.gpus.end(), [&](const scan::GpuCard& c) { return c.slot == card.slot; });
+        card.boot_vga = card.boot_vga || (it != inv.gpus.end() && it->boot_vga);
+    }
+    inv.gpus = std::move(found);
+    scan::assign_vendors(inv, vendors);
+    return std::move(inv);
 }
 
 Result<scan::Inventory> read_node_scan(const NodeScan& node_scan, const scan::GpuVendors& vendors)

@@ -56,7 +56,11 @@ Result<std::vector<const scan::GpuCard*>> select_cards(const scan::Inventory& in
                 }
             }
             if (chosen.empty()) {
-                return tl::unexpected(Error(Errc::usage, "--gpus all: this host has no " + inv.vendors.gpus_all_names() + " GPU")
+                const std::string names = inv.vendors.gpus_all_names();
+                return tl::unexpected(Error(Errc::usage, names.empty()
+                                                             ? std::string("--gpus all: no vendor of the data (profiles/host/vendors.json) "
+                                                                           "has gpus_all, so 'all' selects no card")
+                                                             : "--gpus all: this host has no " + names + " GPU")
                                           .with_hint("run 'passthru scan' and pass a card by its slot, e.g. --gpus 0000:04:00"));
             }
             continue;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "util/command_runner.hpp"
 
+#include "util/signals.hpp"
+
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -246,6 +248,37 @@ Result<CommandResult> CommandRunner::spawn(const std::vector<std::string>& argv,
         result.exit_code = 1;
     }
     return result;
+}
+
+Result<pid_t> spawn_detached(const std::function<void()>& body)
+{
+    std::fflush(nullptr);
+    const pid_t child = ::fork();
+    if (child < 0) {
+        return fail(Errc::io, std::string("cannot fork: ") + std::strerror(errno));
+    }
+    if (child > 0) {
+        return child;
+    }
+    ::setsid();
+    for (const int sig : terminating_signals()) {
+        std::signal(sig, SIG_IGN);
+    }
+    if (const int null = ::open("/dev/null", O_RDWR); null >= 0) {
+        ::dup2(null, STDIN_FILENO);
+        ::dup2(null, STDOUT_FILENO);
+        ::dup2(null, STDERR_FILENO);
+    }
+    const long open_max = std::min(::sysconf(_SC_OPEN_MAX), 65536L);
+    for (int fd = 3; fd < open_max; ++fd) {
+        ::close(fd);
+    }
+    try {
+        body();
+    } catch (...) {
+        ::_exit(1);
+    }
+    ::_exit(0);
 }
 
 } // namespace passthru::util

@@ -96,4 +96,10 @@ private:
 // Renders argv as a shell-quoted command line for display and journals.
 std::string shell_quote(const std::vector<std::string>& argv);
 
+// Forks a detached child process that runs `body` and exits (_exit(0); 1
+// when body throws): a session of its own, the terminating signals ignored
+// (util/signals.hpp), standard input and output on /dev/null and every other
+// inherited descriptor closed, so it holds no lock of its parent. Returns its pid.
+Result<pid_t> spawn_detached(const std::function<void()>& body);
+
 } // namespace passthru::util

@@ -259,6 +259,10 @@ public:
                                    const std::optional<FileOwnership>& exact = std::nullopt) const;
     // Removes a regular file (or symlink) and fsyncs its directory.
     Result<void> remove_file(std::string_view host_path) const;
+    // Renames host_path to the name `to` in the same directory (rename(2):
+    // atomic, so of two processes renaming the same file exactly one
+    // succeeds; the other gets Errc::not_found).
+    Result<void> rename_in_dir(std::string_view host_path, std::string_view to) const;
     // mkdir -p; each new directory gets mode 0755 whatever the umask (set
     // on the directory opened O_NOFOLLOW in its parent's descriptor).
     Result<void> create_directories(std::string_view host_path) const;

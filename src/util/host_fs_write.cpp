@@ -90,6 +90,29 @@ int set_dir_mode(int parent_fd, const std::string& name, mode_t mode)
 // parent, itself opened inside the root: "mkdir -p" that no symlink swapped
 // in meanwhile can lead outside the root. A dangling symlink on the way is
 // followed inside the root (its target is created), as the kernel would.
+Result<void> HostFs::rename_in_dir(std::string_view host_path, std::string_view to) const
+{
+    std::string name;
+    const UniqueFd dir(open_parent(host_path, name, O_RDONLY));
+    if (!dir.ok()) {
+        return tl::unexpected(io_error("cannot open the directory of", host_path, errno));
+    }
+    if (to.empty() || to.find('/') != std::string_view::npos || to == "." || to == "..") {
+        return fail(Errc::usage, "rename_in_dir: '" + std::string(to) + "' is not a file name");
+    }
+    if (::renameat(dir.get(), name.c_str(), dir.get(), std::string(to).c_str()) != 0) {
+        const int err = errno;
+        if (err == ENOENT) {
+            return fail(Errc::not_found, std::string(host_path) + " does not exist");
+        }
+        return tl::unexpected(io_error("cannot rename", host_path, err));
+    }
+    if (const int err = fsync_dir_fd(dir.get()); err != 0) {
+        return tl::unexpected(io_error("cannot fsync the directory of", host_path, err));
+    }
+    return {};
+}
+
 Result<void> HostFs::create_directories(std::string_view host_path) const
 {
     std::vector<std::string> todo = split_components(host_path);

@@ -25,14 +25,30 @@ bool local_entry_exists(const std::string& path)
 
 Result<std::string> read_local_file(const std::string& path, std::size_t max)
 {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    // Looked at before it is opened: opening a device can act (opening
+    // /dev/watchdog arms it) and opening a FIFO wakes its writer. O_PATH
+    // opens nothing; the file is then opened through that very descriptor.
+    const int pfd = ::open(path.c_str(), O_PATH | O_CLOEXEC);
+    if (pfd < 0) {
+        return tl::unexpected(Error(Errc::usage, std::string("cannot read the file: ") + std::strerror(errno)));
+    }
+    const std::unique_ptr<const int, void (*)(const int*)> pcloser(&pfd, [](const int* f) { ::close(*f); });
+    struct stat st
+    {};
+    if (::fstat(pfd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        return tl::unexpected(Error(Errc::usage, "not a regular file"));
+    }
+    int fd = ::open(("/proc/self/fd/" + std::to_string(pfd)).c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {
+        fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC); // no /proc: by name, checked below
+    }
     if (fd < 0) {
         return tl::unexpected(Error(Errc::usage, std::string("cannot read the file: ") + std::strerror(errno)));
     }
     const std::unique_ptr<const int, void (*)(const int*)> closer(&fd, [](const int* f) { ::close(*f); });
-    struct stat st
+    struct stat opened
     {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (::fstat(fd, &opened) != 0 || !S_ISREG(opened.st_mode) || opened.st_dev != st.st_dev || opened.st_ino != st.st_ino) {
         return tl::unexpected(Error(Errc::usage, "not a regular file"));
     }
     std::string text;

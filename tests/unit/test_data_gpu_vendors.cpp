@@ -122,4 +122,36 @@ TEST_SUITE("data::gpu_vendors")
                          + " must be one line of text: no line break or other control character");
         }
     }
+
+    TEST_CASE("a switch_class of a storage, network, display, bridge or USB class is refused, and never makes a switch")
+    {
+        for (const char* cls : {"0108", "0106", "0200", "0300", "0302", "0604", "0600", "0806", "0c03", "0c05"}) {
+            CAPTURE(cls);
+            const auto parsed =
+                data::parse_gpu_vendors(std::string(R"({"schema": "passthru.gpu-vendors/1", "vendors": [)")
+                                            + R"({"id": "1e0f", "name": "K", "drivers": "nvme", "switch_class": ")" + cls + "\"}]}",
+                                        "v.json");
+            REQUIRE_FALSE(parsed);
+            CHECK(std::string(parsed.error().what()).find("v.json: vendors[0].switch_class") != std::string::npos);
+            // A table made without the loader cannot do it either: the device's class decides first.
+            data::GpuVendors table;
+            data::GpuVendor row;
+            row.id = 0x1e0f;
+            row.switch_class = static_cast<std::uint16_t>(std::stoul(cls, nullptr, 16));
+            table.rows.push_back(std::make_shared<const data::GpuVendor>(row));
+            CHECK_FALSE(table.is_switch(std::uint16_t{0x1e0f}, row.switch_class));
+        }
+        const auto nvswitch = data::parse_gpu_vendors(
+            R"({"schema": "passthru.gpu-vendors/1", "vendors": [{"id": "10de", "name": "NVIDIA", "drivers": "n", "switch_class": "0680"}]})",
+            "v.json");
+        REQUIRE(nvswitch);
+        CHECK(nvswitch->is_switch(std::uint16_t{0x10de}, std::uint16_t{0x0680}));
+    }
+
+    TEST_CASE("an empty vendors list is refused: --gpus all would name no vendor")
+    {
+        const auto parsed = data::parse_gpu_vendors(R"({"schema": "passthru.gpu-vendors/1", "vendors": []})", "v.json");
+        REQUIRE_FALSE(parsed);
+        CHECK(std::string(parsed.error().what()).find("v.json: vendors lists no vendor") != std::string::npos);
+    }
 }

@@ -384,6 +384,55 @@ TEST_SUITE("apply::network_guard")
         CHECK_FALSE(fs.exists(apply::k_confirm_ok));
     }
 
+    TEST_CASE("a confirm as the deadline passes: exactly one side wins and both say which")
+    {
+        TempDir root;
+        root.write("etc/network/interfaces", "new config\n");
+        auto fs = *util::HostFs::open(root.path());
+        const auto lock = apply::Journal(fs).lock();
+        REQUIRE(lock);
+        apply::NetworkGuardSpec spec;
+        spec.previous = {{"/etc/network/interfaces", std::string("old config\n")}};
+        {
+            // confirm lands on the guard's last sleep, after its last look: the guard must keep the network.
+            util::CommandRunner runner(util::RunMode::record);
+            FakeTime time;
+            std::optional<Result<void>> confirmed;
+            auto hooks = time.hooks([&] {
+                if (time.t >= std::chrono::steady_clock::time_point{} + std::chrono::seconds(30)) {
+                    confirmed = apply::confirm_network(fs, std::nullopt);
+                }
+            });
+            const auto out = apply::run_network_guard(fs, runner, spec, std::chrono::seconds(30), hooks);
+            REQUIRE(confirmed.has_value());
+            REQUIRE(*confirmed);
+            REQUIRE(out);
+            CHECK(*out == apply::GuardOutcome::confirmed);
+            CHECK(root.read("etc/network/interfaces") == "new config\n");
+            CHECK(runner.recorded().empty());
+        }
+        {
+            // confirm after the guard decided to restore: confirm says too late, the guard restores.
+            util::CommandRunner runner(util::RunMode::record);
+            FakeTime time;
+            auto hooks = time.hooks();
+            std::optional<Result<void>> late;
+            hooks.message = [&](std::string_view text) {
+                if (text.find("restoring the previous") != std::string_view::npos) {
+                    late = apply::confirm_network(fs, std::nullopt);
+                }
+            };
+            const auto out = apply::run_network_guard(fs, runner, spec, std::chrono::seconds(30), hooks);
+            REQUIRE(late.has_value());
+            REQUIRE_FALSE(*late);
+            CHECK(late->error().code() == Errc::precondition);
+            CHECK(std::string(late->error().what()).find("too late") != std::string::npos);
+            REQUIRE(out);
+            CHECK(*out == apply::GuardOutcome::restored);
+            CHECK(root.read("etc/network/interfaces") == "old config\n");
+        }
+    }
+
     TEST_CASE("confirm refuses when nothing waits and from the applying connection")
     {
         TempDir root;
@@ -404,7 +453,9 @@ TEST_SUITE("apply::network_guard")
         REQUIRE_FALSE(same);
         CHECK(same.error().code() == Errc::precondition);
         REQUIRE(apply::confirm_network(fs, std::string("10.0.0.9 40001 192.168.1.252 22")));
-        CHECK(root.read("var/lib/passthru/network-confirm.ok") == "abc\n");
+        // confirm's answer is the handshake itself, renamed: the one decision
+        CHECK(root.read("var/lib/passthru/network-confirm.ok").find("token=abc\n") == 0);
+        CHECK_FALSE(fs.exists(apply::k_confirm_pending));
     }
 
     TEST_CASE("the guard spec comes from the plan's network file changes")

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "format/grammar.hpp"
 #include "format/pve_mapping.hpp"
 #include "plan/common.hpp"
 #include "plan/vm/internal.hpp"
@@ -56,6 +57,11 @@ bool map_card(Plan& plan, const std::string& node, const Card& card, const std::
     const auto* section = file.find(map_id);
     if (section == nullptr) {
         const std::string description = card.label.substr(4) + ", added by passthru";
+        // The label carries a device name, which a --node-scan document gives: one line or nothing.
+        if (auto bad = format::invalid_value(format::Grammar::line_text, description, "the description of mapping " + map_id)) {
+            plan.refusals.push_back({*bad, {}});
+            return false;
+        }
         file.add_section(map_id, {entry}, description);
         map_reasons.push_back("new mapping " + map_id + ": " + entry.str());
         return true;
