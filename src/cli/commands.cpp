@@ -20,6 +20,8 @@ const std::vector<Command>& commands()
         {"explain", "say why a VM's last start failed after passthrough, and what to do", explain_options, run_explain, "VMID"},
         {"capture", "write the files passthru reads of this host to FILE (a tarball for --root), private data removed", capture_options,
          run_capture, "FILE"},
+        {"rom", "read a card's option ROM through sysfs, check it and save it to FILE (rom dump SLOT FILE)", rom_options, run_rom,
+         "dump SLOT FILE"},
     };
     return k_commands;
 }

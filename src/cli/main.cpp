@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -176,7 +177,8 @@ po::variables_map parse_command_options(const Command& command, const std::vecto
     }
     if (vm.count(k_operand_key) != 0U) {
         const auto& operands = vm[k_operand_key].as<std::vector<std::string>>();
-        const std::size_t allowed = command.operand.empty() ? 0 : 1;
+        const std::size_t allowed =
+            command.operand.empty() ? 0 : 1 + static_cast<std::size_t>(std::count(command.operand.begin(), command.operand.end(), ' '));
         if (operands.size() > allowed) {
             throw refuse("unexpected word '" + operands[allowed] + "'");
         }
