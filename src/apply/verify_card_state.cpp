@@ -59,8 +59,7 @@ std::vector<VerifyCheck> check_card_states(const scan::Inventory& inventory, con
         }
         const auto state = scan::card_state(inventory, card);
         if (!state.did_not_come_back()) {
-            checks.push_back({true, "GPU " + card.slot + " answers (power state and config space); resets: " + state.resets, {}});
-            continue;
+            continue; // nothing to say: the binding checks show a card that answers
         }
         std::string fix = scan::k_power_off_fix;
         const auto vms = onboot_vms(inventory, fs, card.functions);
@@ -69,7 +68,9 @@ std::vector<VerifyCheck> check_card_states(const scan::Inventory& inventory, con
                    + " (onboot: 1) would try to start with it on the next boot: 'qm set VMID --onboot 0' to hold "
                    + (vms.size() == 1 ? "it" : "them");
         }
-        checks.push_back({false, "GPU " + card.slot + " did not come back: " + util::join(state.stuck, "; "), fix});
+        checks.push_back(
+            {false, "GPU " + card.slot + " did not come back: " + util::join(state.stuck, "; ") + " (its resets: " + state.resets + ")",
+             fix});
     }
     return checks;
 }

@@ -164,7 +164,7 @@ echo D3cold > "$(realpath "$R/sys/bus/pci/devices/0000:02:00.0")/power_state"
 python3 -c 'import sys; open(sys.argv[1], "wb").write(b"\xff" * 4096)' "$(realpath "$R/sys/bus/pci/devices/0000:02:00.1")/config"
 echo 'onboot: 1' >> "$R/etc/pve/qemu-server/101.conf"
 expect_rc 1 "$P" --root "$R" verify > "$T/x570.v3" 2>&1
-grep -q 'FAIL GPU 0000:02:00 did not come back: 0000:02:00.0 is in D3cold (powered down) and does not wake; 0000:02:00.1.s config space reads all ones' "$T/x570.v3" ||
+grep -q 'FAIL GPU 0000:02:00 did not come back: 0000:02:00.0 is in D3cold (powered down) and does not wake; 0000:02:00.1.s config space reads all ones: the function does not answer (its resets: flr, bus (the card alone on its bus))' "$T/x570.v3" ||
     { cat "$T/x570.v3"; fail "x570: a card in D3cold / all ones does not fail verify"; }
 grep -q 'fix: power the host off completely and start it again: a warm reboot does not reset a card in this state; until then VM 101 (onboot: 1)' "$T/x570.v3" ||
     { cat "$T/x570.v3"; fail "x570: the fix or the onboot VM is not named"; }
