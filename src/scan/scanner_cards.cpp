@@ -81,12 +81,14 @@ void judge_groups(GpuCard& card, const std::vector<PciDevice>& devices, const st
             if (kind == GroupMember::bridge) {
                 continue;
             }
-            if (kind == GroupMember::goes_along) {
-                card.goes_along.push_back(member);
-                continue;
-            }
+            // A peer (another card's function: an NVSwitch is class 0680) moves with the
+            // card before anything goes along.
             if (is_peer(member) && !(dev != nullptr && dev->is_virtfn)) {
                 card.shares_with.push_back(member);
+                continue;
+            }
+            if (kind == GroupMember::goes_along) {
+                card.goes_along.push_back(member);
                 continue;
             }
             card.other_endpoints.push_back(member);
