@@ -62,6 +62,22 @@ seed fuzz_sysfs "${resources[@]}"
 seed fuzz_pve_mapping
 seed fuzz_pve_storage
 seed fuzz_capture_redact "$hosts"/epyc-4x2080ti/etc/pve/qemu-server/*.conf "$hosts"/epyc-4x2080ti/etc/network/interfaces "$hosts"/epyc-4x2080ti/proc/cmdline
+# An option ROM built here (never a vendor ROM): a legacy x86 image, then a UEFI one.
+mkdir -p "$seeds/fuzz_pci_rom"
+python3 - "$seeds/fuzz_pci_rom/000-legacy-uefi.rom" <<'PY'
+import struct, sys
+def image(code_type, last):
+    b = bytearray(1024)
+    b[0:2] = b"\x55\xaa"; b[2] = 2
+    if code_type == 3:
+        struct.pack_into("<IHH", b, 4, 0x0EF1, 11, 0x8664)
+    struct.pack_into("<H", b, 0x18, 0x20)
+    struct.pack_into("<4sHHHHB3sHHBB", b, 0x20, b"PCIR", 0x10DE, 0x2484, 0, 0x18, 3, b"\x00\x00\x03", 2, 0, code_type, 0x80 if last else 0)
+    if code_type == 0:
+        b[-1] = (-sum(b[:-1])) & 0xFF
+    return bytes(b)
+open(sys.argv[1], "wb").write(image(0, False) + image(3, True))
+PY
 # Plans and journal manifests as passthru writes them, on copies of two fixture hosts.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -9,6 +9,7 @@
 #include "format/pve_mapping.hpp"
 #include "plan/after_step.hpp"
 #include "scan/boot_loader.hpp"
+#include "scan/group_rule.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::apply {
@@ -158,6 +159,13 @@ void check_group(const scan::Inventory& inventory, const util::HostFs& fs, const
             continue;
         }
         const auto* dev = inventory.find(addr);
+        if (scan::group_member(dev) == scan::GroupMember::goes_along
+            || (dev != nullptr && !dev->is_bridge_like() && dev->base_class() == scan::pci_class::base_bridge && dev->driver == k_vfio
+                && dev->has_bars == std::optional<bool>(false))) {
+            c.add(true, addr.str() + " in IOMMU group " + std::to_string(g) + " " + std::string(scan::k_goes_along_why) + " ("
+                            + (dev->driver ? "on vfio-pci" : "unbound") + ")");
+            continue;
+        }
         if (dev == nullptr || dev->is_bridge_like() || !dev->driver || *dev->driver == k_vfio || *dev->driver == "pci-stub"
             || *dev->driver == "pcieport") {
             continue;
@@ -551,6 +559,9 @@ VerifyReport verify_host(const scan::Inventory& inventory, const util::HostFs& f
     }
     const std::set<scan::PciAddress> selected(target.functions.begin(), target.functions.end());
     const std::set<int> groups = check_bindings(inventory, target, c);
+    for (auto& check : check_card_states(inventory, fs, target)) {
+        rep.checks.push_back(std::move(check));
+    }
     for (int g : groups) {
         check_group(inventory, fs, selected, g, c);
     }

@@ -58,6 +58,10 @@ VerifyReport verify_host(const scan::Inventory& inventory, const util::HostFs& f
 // The same with VFIO reached through `vfio` (empty: not asked).
 VerifyReport verify_host(const scan::Inventory& inventory, const util::HostFs& fs, const VerifyTarget& target, const VfioOpener& vfio);
 
+// The state of every card with a function in TARGET (apply/verify_card_state.cpp): a card
+// in D3cold or answering all ones fails, with the power-off fix and the onboot VMs named.
+std::vector<VerifyCheck> check_card_states(const scan::Inventory& inventory, const util::HostFs& fs, const VerifyTarget& target);
+
 // The functions a Proxmox VM config passes through: its hostpciN entries
 // (raw ids, or cluster mappings resolved through /etc/pve/mapping/pci.cfg for
 // this node), matched against the functions present. Errc::not_found when

@@ -9,6 +9,7 @@
 #include "cli/request_options.hpp"
 #include "cli/scan_json.hpp"
 #include "scan/card_users.hpp"
+#include "scan/group_rule.hpp"
 #include "scan/scanner.hpp"
 #include "util/strings.hpp"
 
@@ -158,6 +159,13 @@ std::string render_gpus(const scan::Inventory& inv, bool color)
         std::string extra = g.vendor_row != nullptr ? "" : " (not " + inv.vendors.gpus_all_names() + ")";
         if (g.boot_vga) {
             extra += " boot VGA";
+        }
+        if (!g.goes_along.empty()) {
+            std::vector<std::string> along;
+            for (const auto& a : g.goes_along) {
+                along.push_back(a.str());
+            }
+            extra += " (" + util::join(along, ", ") + " " + std::string(scan::k_goes_along_why) + ")";
         }
         cards.add_row({std::to_string(i), g.slot, name.empty() ? "Device" : name,
                        std::to_string(g.functions.size()) + (g.functions.size() == 1 ? " function" : " functions"),

@@ -45,9 +45,9 @@ struct Command
     void (*add_options)(po::options_description& options);
     // Returns the exit code; throws Error for failures (mapped in main).
     int (*run)(Context& ctx, const po::variables_map& vm);
-    // The one word, not an option, that the command takes (apply's "FILE"),
-    // stored under k_operand_key; empty: it takes none. Any other word is a
-    // usage error.
+    // The words, not options, that the command takes (apply's "FILE", rom's
+    // "dump SLOT FILE": one per blank-separated name), stored under k_operand_key;
+    // empty: it takes none. Any other word is a usage error.
     std::string_view operand{};
 };
 
@@ -65,6 +65,8 @@ void apply_options(po::options_description& options);
 int run_apply(Context& ctx, const po::variables_map& vm);
 void verify_options(po::options_description& options);
 int run_verify(Context& ctx, const po::variables_map& vm);
+void rom_options(po::options_description& options);
+int run_rom(Context& ctx, const po::variables_map& vm);
 void history_options(po::options_description& options);
 int run_history(Context& ctx, const po::variables_map& vm);
 void rollback_options(po::options_description& options);

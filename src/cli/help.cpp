@@ -254,6 +254,23 @@ rename: it is the whole archive or is left as it was. An existing FILE is
 refused (exit 3) unless --force is given; a symlink or anything but a regular
 file at FILE is refused even then.)",
      "none of its own: it ends at once; FILE is only put in place whole (written to a temporary file, then renamed)."},
+    {"rom", "dump SLOT FILE [--force]",
+     R"(Reads the option ROM of one card (SLOT as --gpus takes it: an index from scan
+or a slot) through sysfs and saves it to FILE on this machine:
+
+  passthru rom dump 0000:01:00 /root/card.rom
+
+The card's display function must be held by no driver or by vfio-pci (after
+the reboot into vfio-pci); a card a host driver holds is refused (exit 3). The
+ROM is switched on (its sysfs rom file), read, and switched off again whatever
+the read gave. The bytes are checked as a PCI option ROM for the card: the
+55 AA signature, the PCIR structure, the image lengths, the x86 checksum, the
+UEFI image's signature, the last-image flag, and the card's vendor:device
+among the images' ids. FILE is written only when they pass; a read that fails
+(EIO: the boot VGA card's shadowed ROM, or a card that does not expose it) or
+bytes that fail a check exit 1 and write nothing. An existing FILE is refused
+(exit 3) unless --force is given.)",
+     "held while the ROM is switched on: it is switched off again first, then the command ends; FILE is written only whole."},
 };
 
 const std::vector<ExitCodeDoc> k_exit_codes{

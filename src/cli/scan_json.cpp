@@ -366,6 +366,7 @@ json gpus_json(const scan::Inventory& inv)
         jg["shares_with"] = addresses(g.shares_with);
         jg["other_endpoints"] = addresses(g.other_endpoints);
         jg["host_critical"] = addresses(g.host_critical);
+        jg["goes_along"] = addresses(g.goes_along);
         jg["boot_vga"] = g.boot_vga;
         jg["numa_node"] = opt(g.numa_node);
         const scan::PciDevice* first = g.functions.empty() ? nullptr : inv.find(g.functions.front());

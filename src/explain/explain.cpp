@@ -10,6 +10,7 @@
 #include "apply/rollback.hpp"
 #include "apply/verify.hpp"
 #include "format/pve_config.hpp"
+#include "scan/card_state.hpp"
 #include "util/lex.hpp"
 #include "util/strings.hpp"
 
@@ -275,6 +276,21 @@ void match_kernel_log(const ExplainInput& in, const HostFacts& facts, Report& re
     }
 }
 
+// A card of the VM's that did not come back from its last run (scan/card_state.hpp):
+// the reason the next start fails whatever the logs say.
+void card_state_notes(const scan::Inventory& inventory, Report& report)
+{
+    for (const auto& card : inventory.gpus) {
+        const bool passed = std::any_of(card.functions.begin(), card.functions.end(), [&](const scan::PciAddress& a) {
+            return std::find(report.vm_functions.begin(), report.vm_functions.end(), a.str()) != report.vm_functions.end();
+        });
+        if (const auto state = scan::card_state(inventory, card); passed && state.did_not_come_back()) {
+            report.notes.push_back("GPU " + card.slot + " did not come back: " + util::join(state.stuck, "; ") + "; "
+                                   + scan::k_power_off_fix);
+        }
+    }
+}
+
 void read_vm_config(const ExplainInput& in, Report& report)
 {
     const std::string path = "/etc/pve/qemu-server/" + std::to_string(in.vmid) + ".conf";
@@ -292,6 +308,7 @@ void read_vm_config(const ExplainInput& in, Report& report)
     if (report.vm_functions.empty()) {
         report.notes.push_back("VM " + std::to_string(in.vmid) + "'s config passes no PCI function of this host");
     }
+    card_state_notes(in.inventory, report);
 }
 
 void journal_note(const ExplainInput& in, Report& report)

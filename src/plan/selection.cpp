@@ -5,6 +5,8 @@
 #include <set>
 
 #include "plan/common.hpp"
+#include "scan/group_rule.hpp"
+#include "scan/rom_need.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan {
@@ -228,6 +230,25 @@ SharedGroup check_other_endpoints(const scan::Inventory& inv, const Request& req
     return SharedGroup::fine;
 }
 
+// The functions that go along with a card (scan/group_rule.hpp), named in the plan:
+// VFIO accepts them unbound, and Proxmox VE binds them to vfio-pci with the rest of the
+// group when the VM starts (docs/facts.md: group-rule).
+void note_goes_along(const scan::Inventory& inv, const scan::GpuCard& card, Plan& plan)
+{
+    if (card.goes_along.empty()) {
+        return;
+    }
+    std::vector<std::string> devices;
+    devices.reserve(card.goes_along.size());
+    for (const auto& addr : card.goes_along) {
+        devices.push_back(describe_device(inv, addr));
+    }
+    plan.notes.push_back(card_label(inv, card) + " shares IOMMU group " + group_list(card.iommu_groups) + " with "
+                         + util::join(devices, "; ") + ", which " + std::string(scan::k_goes_along_why)
+                         + " (VFIO accepts it unbound, Proxmox VE's VM start binds it to vfio-pci with the rest of the "
+                           "group, and it is not passed to the guest)");
+}
+
 } // namespace
 
 bool detail::check_groups(const scan::Inventory& inv, const Request& req, const std::vector<const scan::GpuCard*>& cards, Plan& plan)
@@ -251,6 +272,10 @@ bool detail::check_groups(const scan::Inventory& inv, const Request& req, const 
             }
         }
         refuse_unselected_partners(inv, *card, selected_slots, plan);
+        note_goes_along(inv, *card, plan);
+        if (auto need = scan::rom_file_need(inv, *card)) {
+            plan.notes.push_back(card_label(inv, *card) + " is likely to need a ROM file (romfile=): " + *need);
+        }
         const SharedGroup shared = check_other_endpoints(inv, req, *card, plan);
         if (shared == SharedGroup::no_acs_kernel) {
             continue;

@@ -89,6 +89,16 @@ struct PciDevice
     // functions of a GPU vendor (profiles/host/vendors.json) only, whose 64-bit BARs
     // the guest must place (docs/facts.md: address-space).
     std::vector<MemBar> mem_bars;
+    // Whether BAR0-BAR5 hold any memory or I/O resource; read for the non-bridge functions
+    // of base class 06 only (nullopt elsewhere, or when `resource` is unreadable), which may
+    // go along with a card in its IOMMU group (scan/group_rule.hpp).
+    std::optional<bool> has_bars;
+    // The state a card may be left in after a VM (scan/card_state.hpp); read for display
+    // functions and the functions of a GPU vendor only. power_state: sysfs `power_state`
+    // ("D0" ... "D3cold"); config_all_ones: the config space reads back as all ones (the
+    // function does not answer).
+    std::optional<std::string> power_state;
+    bool config_all_ones = false;
 
     std::optional<std::uint16_t> class16() const
     {
@@ -127,7 +137,7 @@ struct IommuGroup
 
 enum class Isolation
 {
-    clean,           // only the card's functions plus ports/bridges
+    clean,           // only the card's functions plus ports/bridges and functions that go along
     shared_with_gpu, // another GPU card is in the group: they move together
     shared,          // other endpoints share the group
     unknown,         // no IOMMU groups at all
@@ -168,6 +178,7 @@ struct GpuCard
     std::vector<PciAddress> shares_with;     // functions of other GPU cards in the groups
     std::vector<PciAddress> other_endpoints; // every other non-bridge device in the groups
     std::vector<PciAddress> host_critical;   // storage and network among other_endpoints
+    std::vector<PciAddress> goes_along;      // driverless, BAR-less 06xx functions in the groups (scan/group_rule.hpp)
     bool boot_vga = false;
     std::optional<int> numa_node;
     // The row of the card's vendor in profiles/host/vendors.json (nullptr: a vendor

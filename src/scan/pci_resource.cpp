@@ -47,6 +47,31 @@ std::optional<std::vector<MemBar>> parse_pci_resource(std::string_view text)
     return bars;
 }
 
+std::optional<bool> any_assigned_bar(std::string_view text)
+{
+    bool well_formed = false;
+    bool assigned = false;
+    int index = 0;
+    for (const auto& line : util::split_lines(text)) {
+        if (index++ >= k_standard_bars) {
+            break;
+        }
+        const auto fields = util::split(util::trim(line), " ");
+        const auto start = fields.size() == 3 ? util::parse_hex(fields[0]) : std::nullopt;
+        const auto end = fields.size() == 3 ? util::parse_hex(fields[1]) : std::nullopt;
+        const auto flags = fields.size() == 3 ? util::parse_hex(fields[2]) : std::nullopt;
+        if (!start || !end || !flags) {
+            continue;
+        }
+        well_formed = true;
+        assigned = assigned || *end > *start || *flags != 0;
+    }
+    if (!well_formed) {
+        return std::nullopt;
+    }
+    return assigned;
+}
+
 std::uint64_t prefetchable64_bytes(const std::vector<MemBar>& bars)
 {
     std::uint64_t total = 0;

@@ -25,6 +25,10 @@ struct MemBar
 // malformed lines are skipped; nullopt when the text has no well-formed line at all.
 std::optional<std::vector<MemBar>> parse_pci_resource(std::string_view text);
 
+// Whether any of BAR0-BAR5 of a `resource` file is assigned (memory or I/O ports; the
+// ROM and SR-IOV lines aside); nullopt when the text has no well-formed line at all.
+std::optional<bool> any_assigned_bar(std::string_view text);
+
 // Bytes of the 64-bit prefetchable BARs of BARS.
 std::uint64_t prefetchable64_bytes(const std::vector<MemBar>& bars);
 

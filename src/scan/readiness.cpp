@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "format/kernel_cmdline.hpp"
+#include "scan/card_state.hpp"
+#include "scan/rom_need.hpp"
 #include "scan/scanner.hpp"
 #include "util/strings.hpp"
 
@@ -117,6 +119,12 @@ void check_gpu_slot(const Inventory& inv, const GpuCard& gpu, const std::string&
     } else if (gpu.isolation == Isolation::shared_with_gpu) {
         problems.push_back({Severity::info, label + " shares its IOMMU group with another GPU: " + names_of(inv, gpu.shares_with),
                             "pass both cards to the same VM, or move one to another slot"});
+    }
+    if (const auto state = card_state(inv, gpu); state.did_not_come_back()) {
+        problems.push_back({Severity::error, label + " did not come back: " + util::join(state.stuck, "; "), k_power_off_fix});
+    }
+    if (auto need = rom_file_need(inv, gpu)) {
+        problems.push_back({Severity::info, label + ": likely to need a ROM file (romfile=)", *need});
     }
     if (gpu.boot_vga) {
         problems.push_back(

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "scan/group_rule.hpp"
 #include "scan/scanner.hpp"
 
 namespace passthru::scan {
@@ -55,8 +56,8 @@ std::map<std::string, GpuCard> cards_of(const std::vector<PciDevice>& devices, c
     return cards;
 }
 
-// The group verdict of one card: the other members of its groups, bridges aside, are
-// peers (shares_with: they can go along to the same VM) or other endpoints.
+// The group verdict of one card: the other members of its groups, bridges and the
+// functions that go along aside (scan/group_rule.hpp), are peers (shares_with: they can go along to the same VM) or other endpoints.
 void judge_groups(GpuCard& card, const std::vector<PciDevice>& devices, const std::map<int, IommuGroup>& groups,
                   const std::function<bool(const PciAddress&)>& is_peer)
 {
@@ -76,11 +77,18 @@ void judge_groups(GpuCard& card, const std::vector<PciDevice>& devices, const st
                 continue;
             }
             const PciDevice* dev = find_device(devices, member);
-            if (dev != nullptr && dev->is_bridge_like()) {
+            const GroupMember kind = group_member(dev);
+            if (kind == GroupMember::bridge) {
                 continue;
             }
+            // A peer (another card's function: an NVSwitch is class 0680) moves with the
+            // card before anything goes along.
             if (is_peer(member) && !(dev != nullptr && dev->is_virtfn)) {
                 card.shares_with.push_back(member);
+                continue;
+            }
+            if (kind == GroupMember::goes_along) {
+                card.goes_along.push_back(member);
                 continue;
             }
             card.other_endpoints.push_back(member);

@@ -366,9 +366,14 @@ PciDevice read_pci_device(const util::HostFs& fs, LibPci& pci, const util::HostD
     read_binding_and_placement(*dir, ue, dev);
     if (dev.is_display() || vendors.find(dev.vendor) != nullptr) {
         dev.mem_bars = parse_pci_resource(dir->attr("resource").value_or("")).value_or(std::vector<MemBar>{});
+        dev.power_state = dir->attr("power_state");
+        dev.config_all_ones = config.size() >= 4 && config.substr(0, 4) == std::string(4, '\xff');
     }
     dev.link = read_link(*dir, facts, config.size());
     read_reset_sriov_topology(*dir, facts, dev);
+    if (dev.base_class() == pci_class::base_bridge && !dev.is_bridge) {
+        dev.has_bars = any_assigned_bar(dir->attr("resource").value_or(""));
+    }
     return dev;
 }
 

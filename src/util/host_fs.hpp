@@ -263,6 +263,11 @@ public:
     // atomic, so of two processes renaming the same file exactly one
     // succeeds; the other gets Errc::not_found).
     Result<void> rename_in_dir(std::string_view host_path, std::string_view to) const;
+    // Writes TEXT into an attribute file that exists (a sysfs switch, such as a PCI
+    // function's `rom`): opened write-only, never created, no temporary file; the whole
+    // text in one write(2), whose errno the error names. Not journaled: for switches the
+    // caller turns back itself.
+    Result<void> write_attr(std::string_view host_path, std::string_view text) const;
     // mkdir -p; each new directory gets mode 0755 whatever the umask (set
     // on the directory opened O_NOFOLLOW in its parent's descriptor).
     Result<void> create_directories(std::string_view host_path) const;

@@ -298,6 +298,23 @@ Result<void> HostFs::remove_file(std::string_view host_path) const
     return {};
 }
 
+Result<void> HostFs::write_attr(std::string_view host_path, std::string_view text) const
+{
+    const UniqueFd fd(open_in_root(host_path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    if (!fd.ok()) {
+        return tl::unexpected(io_error("cannot open", host_path, errno));
+    }
+    const ssize_t n = ::write(fd.get(), text.data(), text.size());
+    if (n < 0) {
+        return tl::unexpected(io_error("cannot write to", host_path, errno));
+    }
+    if (static_cast<std::size_t>(n) != text.size()) {
+        return fail(Errc::io, "cannot write to " + std::string(host_path) + ": only " + std::to_string(n) + " of "
+                                  + std::to_string(text.size()) + " bytes written");
+    }
+    return {};
+}
+
 // ---- directories and locks ----------------------------------------------
 
 Result<void> HostFs::remove_lock_file(std::string_view host_path) const

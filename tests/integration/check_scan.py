@@ -150,7 +150,7 @@ def main(argv):
         err("NVIDIA cards %s, expected %s" % (sorted(gpus), sorted(egpus)))
     for slot in sorted(set(gpus) & set(egpus)):
         g, e = gpus[slot], egpus[slot]
-        for key in ("functions", "iommu_groups", "host_critical"):
+        for key in ("functions", "iommu_groups", "host_critical", "goes_along"):
             if key in e and sorted(g.get(key) or []) != sorted(e[key]):
                 err("gpu %s: %s %s, expected %s" % (slot, key, g.get(key), e[key]))
         # "shares_with" in expect = every other endpoint in the card's group(s).  The scan

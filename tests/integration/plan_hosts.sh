@@ -228,6 +228,18 @@ if expect_plan_rc 3 consumer-shared; then
     fi
 fi
 
+# ryzen-x570-dummy: the GT 710's group holds AMD's dummy host bridge (which goes along)
+# and the I211 NIC, the host's network: still refused, naming the NIC.
+root=$(fresh ryzen-x570-dummy)
+plan "$root" --vm 101 --gpus 1
+if expect_plan_rc 3 "ryzen-x570-dummy --gpus 1"; then
+    msg=$(jq -r '[.refusals[] | .message] | join(" ")' "$OUT")
+    for want in 0000:04:00.0 igb host-critical; do
+        grep -q -- "$want" <<<"$msg" || fail "ryzen-x570-dummy: refusal does not name '$want'"
+    done
+    ok "ryzen-x570-dummy --gpus 1 (dummy bridge and NIC in the group: refused)"
+fi
+
 # two-nvidia-bootvga: RTX 3060 (boot VGA, host console) + RTX 3090; kernel 6.8, systemd-boot.
 root=$(fresh two-nvidia-bootvga)
 plan "$root" --vm 101 --gpus 1

@@ -117,6 +117,64 @@ grep -q 'ok   VM 101 passes every selected function' "$T/fqdn.out" || { cat "$T/
 grep -q 'ok   0000:82:00.3 is bound to vfio-pci' "$T/fqdn.out" || fail "fqdn: the mapped cards were not all verified"
 ok "fqdn: verify --vm finds the cards a mapping passes on a node whose hostname has dots"
 
+# The group rule (docs/facts.md: group-rule): on the X570 host the RTX 3070 shares group 2
+# with AMD's dummy host bridge 00:03.0 (no driver, no BARs). scan calls the group clean and
+# names it; plan and apply go ahead; verify expects it unbound or on vfio-pci, and fails
+# once a host driver holds it.
+R=$T/x570
+copy_host ryzen-x570-dummy "$R"
+"$P" --root "$R" scan > "$T/x570.scan" 2>&1
+grep -q 'clean (0000:00:03.0 goes along: no driver, no BARs)' "$T/x570.scan" || { cat "$T/x570.scan"; fail "x570: scan does not name the function that goes along"; }
+"$P" --root "$R" plan --vm 101 --gpus 0 --json > "$T/x570.json"
+jq -e '[.notes[] | select(test("0000:00:03.0 .*goes along: no driver, no BARs"))] | length == 1' "$T/x570.json" > /dev/null ||
+    fail "x570: the plan does not name 0000:00:03.0 as going along"
+expect_rc 0 "$P" --root "$R" apply --vm 101 --gpus 0 --yes > /dev/null 2>&1
+grep -q '^hostpci0: 0000:02:00,' "$R/etc/pve/qemu-server/101.conf" || fail "x570: the card is not in the VM config"
+! grep -q '00:03' "$R/etc/pve/qemu-server/101.conf" || fail "x570: the dummy bridge was passed to the guest"
+reboot_into_vfio "$R" "$T/x570.json"
+expect_rc 0 "$P" --root "$R" verify > "$T/x570.v1" 2>&1
+grep -q 'ok   0000:00:03.0 in IOMMU group 2 goes along: no driver, no BARs (unbound)' "$T/x570.v1" || { cat "$T/x570.v1"; fail "x570: verify does not expect the dummy bridge unbound"; }
+# rom dump (docs/facts.md: rom-files): on the fixture the card has no rom file (exit 3);
+# a regular file stands in for the sysfs switch, so the "1" written over its first byte
+# spoils the bytes read: the check refuses them, FILE is not written, and the "0" written
+# last shows the switch was turned off again.
+expect_rc 3 "$P" --root "$R" rom dump 0000:02:00 "$T/x570.rom" > /dev/null 2> "$T/x570.rom.err"
+grep -q 'has no ROM BAR' "$T/x570.rom.err" || { cat "$T/x570.rom.err"; fail "x570: rom dump without a rom file not refused"; }
+rom=$(realpath "$R/sys/bus/pci/devices/0000:02:00.0")/rom
+printf 'U\252 the rest of an option ROM, past its header' > "$rom"
+expect_rc 1 "$P" --root "$R" rom dump 0000:02:00 "$T/x570.rom" > /dev/null 2> "$T/x570.rom.err"
+grep -q 'is not a usable option ROM: image 0 at 0x0 does not start with 55 AA (.*x570.rom not written)' "$T/x570.rom.err" ||
+    { cat "$T/x570.rom.err"; fail "x570: rom dump of bad bytes not refused"; }
+[[ ! -e $T/x570.rom && $(head -c 1 "$rom") == 0 ]] || fail "x570: rom dump wrote FILE, or left the rom switch on"
+expect_rc 3 "$P" --root "$R" rom dump 0000:03:00 "$T/x570.rom" > /dev/null 2> "$T/x570.rom.err"
+grep -q 'refused: 0000:03:00.0 is held by nouveau' "$T/x570.rom.err" || { cat "$T/x570.rom.err"; fail "x570: rom dump of a card a driver holds not refused"; }
+rm "$rom"
+mkdir -p "$R/sys/bus/pci/drivers/k10temp"
+ln -s ../../../../bus/pci/drivers/k10temp "$(realpath "$R/sys/bus/pci/devices/0000:00:03.0")/driver"
+expect_rc 1 "$P" --root "$R" verify > "$T/x570.v2" 2>&1
+grep -q 'FAIL IOMMU group 2 also holds 0000:00:03.0 on the host driver k10temp' "$T/x570.v2" || { cat "$T/x570.v2"; fail "x570: a host driver on the bridge does not fail verify"; }
+ok "ryzen-x570-dummy: the dummy host bridge goes along (scan, plan, apply, verify)"
+
+# A card that did not come back after its VM stopped (docs/facts.md: card-state): the
+# display function left in D3cold, the audio function answering all ones. verify fails
+# before the next start, with the power-off fix and the VM that starts it on boot.
+rm "$(realpath "$R/sys/bus/pci/devices/0000:00:03.0")/driver"
+expect_rc 0 "$P" --root "$R" verify > /dev/null 2>&1
+echo D3cold > "$(realpath "$R/sys/bus/pci/devices/0000:02:00.0")/power_state"
+python3 -c 'import sys; open(sys.argv[1], "wb").write(b"\xff" * 4096)' "$(realpath "$R/sys/bus/pci/devices/0000:02:00.1")/config"
+echo 'onboot: 1' >> "$R/etc/pve/qemu-server/101.conf"
+expect_rc 1 "$P" --root "$R" verify > "$T/x570.v3" 2>&1
+grep -q 'FAIL GPU 0000:02:00 did not come back: 0000:02:00.0 is in D3cold (powered down) and does not wake; 0000:02:00.1.s config space reads all ones: the function does not answer (its resets: flr, bus (the card alone on its bus))' "$T/x570.v3" ||
+    { cat "$T/x570.v3"; fail "x570: a card in D3cold / all ones does not fail verify"; }
+grep -q 'fix: power the host off completely and start it again: a warm reboot does not reset a card in this state; until then VM 101 (onboot: 1)' "$T/x570.v3" ||
+    { cat "$T/x570.v3"; fail "x570: the fix or the onboot VM is not named"; }
+"$P" --root "$R" scan > "$T/x570.scan2" 2>&1 || true
+grep -q 'did not come back' "$T/x570.scan2" || { cat "$T/x570.scan2"; fail "x570: scan does not name the card that did not come back"; }
+"$P" --root "$R" explain 101 --json > "$T/x570.explain" 2>&1 || true
+jq -e '[.notes[] | select(test("GPU 0000:02:00 did not come back: .*power the host off completely"))] | length == 1' "$T/x570.explain" > /dev/null ||
+    { cat "$T/x570.explain"; fail "x570: explain does not name the card that did not come back"; }
+ok "ryzen-x570-dummy: a card in D3cold or answering all ones fails verify with the power-off fix and the onboot VM"
+
 copy_host qemu-noiommu "$T/noiommu"
 expect_rc 3 "$P" --root "$T/noiommu" verify --gpus 0000:04:00 > "$T/v5.out" 2>&1
 grep -q 'the IOMMU is off' "$T/v5.out" || fail "no-IOMMU host not reported"

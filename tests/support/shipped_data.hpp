@@ -45,9 +45,11 @@ struct ScannedFixture
     util::HostFs fs;
     scan::Inventory inventory;
 };
-inline std::optional<ScannedFixture> scan_fixture(const std::string& name)
+// Any tree (a fixture host, a FakeHost's directory) opened and scanned as the commands
+// scan it under --root; nullopt when it cannot be opened or scanned.
+inline std::optional<ScannedFixture> scan_root(const std::filesystem::path& root)
 {
-    auto fs = util::HostFs::open(std::filesystem::path(PASSTHRU_FIXTURES_DIR) / "hosts" / name);
+    auto fs = util::HostFs::open(root);
     if (!fs) {
         return std::nullopt;
     }
@@ -57,6 +59,10 @@ inline std::optional<ScannedFixture> scan_fixture(const std::string& name)
         return std::nullopt;
     }
     return ScannedFixture{std::move(*fs), std::move(*inv)};
+}
+inline std::optional<ScannedFixture> scan_fixture(const std::string& name)
+{
+    return scan_root(std::filesystem::path(PASSTHRU_FIXTURES_DIR) / "hosts" / name);
 }
 
 } // namespace passthru::test

@@ -529,6 +529,17 @@ def check_vfio_answers(ck, files, grp, vout):
         print("       evidence: %s" % busy.group(0).strip())
 
 
+def check_rom_dump(ck, files):
+    """passthru rom dump of the std VGA: refused while bochs holds it, then read through
+    sysfs, checked as an x86 option ROM for 1234:1111 and written (docs/facts.md: rom-files)."""
+    out = (text(files, "rom-dump.out") or "") + (text(files, "rom-dump.err") or "")
+    ck.check("held rc=3" in out and re.search(r"refused: 0000:00:0[18]\.0 is held by bochs", out) is not None,
+             "rom dump refuses the std VGA while bochs holds it", out[-600:])
+    ck.check("dump rc=0" in out and re.search(r"x86 \(legacy BIOS\) for 1234:1111", out) is not None
+             and "saved file:  55 aa" in out,
+             "rom dump reads the std VGA's ROM through sysfs and checks it as an x86 option ROM for 1234:1111", out[-600:])
+
+
 def check_smoke(ck, files, groups):
     drivers_after = parse_drivers(text(files, "drivers-after.out"))
     got = [drivers_after.get(a) for a in (CARD_VGA, CARD_AUDIO)]
@@ -616,6 +627,7 @@ def main():
     elif "before" in trees:
         check_scan(ck, files, drivers, groups, trees["before"])
         check_passthrough(ck, files, drivers, groups)
+        check_rom_dump(ck, files)
         hostname_file = os.path.join(trees["before"], "etc", "hostname")
         hostname = open(hostname_file).read().strip() if os.path.exists(hostname_file) else ""
         check_capture(ck, files, hostname)

@@ -136,6 +136,25 @@ verify_busy() {
     return $rc
 }
 
+# passthru rom dump of QEMU's std VGA (the boot VGA, whose ROM BAR holds
+# vgabios-stdvga.bin): refused while bochs holds it, then read through sysfs once the
+# driver is unbound, checked as an option ROM for 1234:1111 and saved. Runs after the
+# "after" capture, since it leaves the std VGA without its driver.
+rom_dump_vga() {
+    vga=
+    for d in /sys/bus/pci/devices/*; do
+        [ "$(cat "$d/boot_vga" 2>/dev/null)" = 1 ] && vga=${d##*/}
+    done
+    [ -n "$vga" ] || { echo "no boot VGA"; return 1; }
+    echo "boot VGA $vga"
+    passthru rom dump "${vga%.*}" /tmp/vga.rom
+    echo "held rc=$?"
+    echo "$vga" >"/sys/bus/pci/devices/$vga/driver/unbind" || { echo "unbind failed"; return 1; }
+    passthru rom dump "${vga%.*}" /tmp/vga.rom
+    echo "dump rc=$?"
+    echo "saved file: $(od -A n -t x1 -N 2 /tmp/vga.rom 2>/dev/null) bytes=$(wc -c </tmp/vga.rom 2>/dev/null)"
+}
+
 # Used only when the image holds no passthru binary (harness smoke test): bind the card's
 # two functions to vfio-pci the way the kernel documents (driver_override, unbind, probe).
 smoke_bind() {
@@ -341,6 +360,7 @@ else
     step drivers-after drivers
 fi
 send_capture after /etc
+[ -x /usr/sbin/passthru ] && step rom-dump rom_dump_vga
 
 dmesg >"$OUT/dmesg.txt"
 send "$OUT/dmesg.txt"

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "../support/fake_host.hpp"
+#include "../support/shipped_data.hpp"
+#include "scan/card_state.hpp"
+#include "scan/scanner.hpp"
+
+using namespace passthru;
+using passthru::test::FakeHost;
+
+namespace {
+
+scan::Inventory scan_card_state_host(const FakeHost& host)
+{
+    auto scanned = test::scan_root(host.dir.path());
+    REQUIRE(scanned);
+    return std::move(scanned->inventory);
+}
+
+const char* const k_port = "pci0000:00/0000:00:01.1";
+
+// A GPU behind a root port, with the given power state and reset methods.
+void card_host(FakeHost& host, const std::string& power, const std::string& resets, bool all_ones = false)
+{
+    host.add("0000:00:01.1").ids(0x1022, 0x1483).pci_class(0x060400).group(1).driver("pcieport");
+    auto vga = host.add("0000:01:00.0", k_port).ids(0x10de, 0x2b85).pci_class(0x030000).group(1).attr("power_state", power);
+    auto audio = host.add("0000:01:00.1", k_port).ids(0x10de, 0x22e8).pci_class(0x040300).group(1).attr("power_state", power);
+    if (all_ones) {
+        vga.attr("config", std::string(256, '\xff'));
+    }
+    if (!resets.empty()) {
+        vga.attr("reset_method", resets);
+        audio.attr("reset_method", resets);
+    }
+}
+
+scan::CardState state_of(const scan::Inventory& inv)
+{
+    REQUIRE(inv.gpus.size() == 1);
+    return scan::card_state(inv, inv.gpus[0]);
+}
+
+scan::CardState state_for(const std::string& power, const std::string& resets)
+{
+    FakeHost host;
+    card_host(host, power, resets);
+    return state_of(scan_card_state_host(host));
+}
+
+bool scan_names(const scan::Inventory& inv, const std::string& needle)
+{
+    for (const auto& p : inv.problems) {
+        if (p.severity == scan::Severity::error && p.message.find(needle) != std::string::npos
+            && p.fix.find("warm reboot does not reset") != std::string::npos) {
+            return true;
+        }
+    }
+    return false;
+}
+
+} // namespace
+
+TEST_SUITE("scan::card_state")
+{
+    TEST_CASE("a card in D0 came back; one in D3cold did not, and scan says so with the power-off fix")
+    {
+        FakeHost awake;
+        card_host(awake, "D0", "flr bus");
+        auto inv = scan_card_state_host(awake);
+        CHECK_FALSE(state_of(inv).did_not_come_back());
+        CHECK_FALSE(scan_names(inv, "did not come back"));
+        FakeHost asleep;
+        card_host(asleep, "D3cold", "flr bus");
+        inv = scan_card_state_host(asleep);
+        const auto state = state_of(inv);
+        REQUIRE(state.did_not_come_back());
+        CHECK(state.stuck[0] == "0000:01:00.0 is in D3cold (powered down) and does not wake");
+        CHECK(scan_names(inv, "did not come back: 0000:01:00.0 is in D3cold"));
+    }
+
+    TEST_CASE("config space that reads all ones: the card does not answer")
+    {
+        FakeHost host;
+        card_host(host, "D0", "flr", true);
+        const auto inv = scan_card_state_host(host);
+        const auto state = state_of(inv);
+        REQUIRE(state.stuck.size() == 1);
+        CHECK(state.stuck[0] == "0000:01:00.0's config space reads all ones: the function does not answer");
+    }
+
+    TEST_CASE("reset methods: FLR, PM, bus alone on its bus, bus that also resets another slot, none")
+    {
+        CHECK(state_for("D0", "flr").resets == "flr");
+        CHECK(state_for("D0", "pm").resets == "pm");
+        CHECK(state_for("D0", "bus").resets == "bus (the card alone on its bus)");
+        FakeHost host;
+        card_host(host, "D0", "flr bus");
+        host.add("0000:01:01.0", k_port).ids(0x8086, 0x1539).pci_class(0x020000).group(1).driver("igb");
+        const auto shared = state_of(scan_card_state_host(host));
+        CHECK(shared.resets == "flr, bus (also resets 0000:01:01.0)");
+        REQUIRE(shared.bus_siblings.size() == 1);
+        const auto none = state_for("D0", "");
+        CHECK(none.resets == "none");
+        CHECK(none.no_reset);
+    }
+}
