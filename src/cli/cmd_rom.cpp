@@ -7,6 +7,7 @@
 #include "apply/rom_dump.hpp"
 #include "cli/apply_common.hpp"
 #include "cli/commands.hpp"
+#include "data/data_dir.hpp"
 #include "plan/planner.hpp"
 #include "util/host_fs.hpp"
 #include "util/local_file.hpp"
@@ -32,7 +33,7 @@ int run_rom(Context& ctx, const po::variables_map& vm)
         throw Error(Errc::precondition, "refused: " + file + " exists; rom dump does not replace it")
             .with_hint("add --force to replace it");
     }
-    const plan::DataDir data(ctx.fs, ctx.global.data_dir);
+    const data::DataDir data(ctx.fs, ctx.global.data_dir);
     const scan::Inventory inventory = scan_with_data(ctx, data);
     auto cards = plan::select_cards(inventory, words[1]);
     if (!cards) {

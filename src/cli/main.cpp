@@ -187,10 +187,10 @@ po::variables_map parse_command_options(const Command& command, const std::vecto
         const auto& operands = vm[k_operand_key].as<std::vector<std::string>>();
         // An operand with "..." takes any number of words (kernel's "check [KVER...]"),
         // another one word for each of its own ("dump SLOT FILE": three).
-        const std::size_t words = 1 + static_cast<std::size_t>(std::count(command.operand.begin(), command.operand.end(), ' '));
+        const std::size_t operand_words = 1 + static_cast<std::size_t>(std::count(command.operand.begin(), command.operand.end(), ' '));
         const std::size_t allowed = command.operand.empty()                                 ? 0
                                     : command.operand.find("...") != std::string_view::npos ? operands.size()
-                                                                                            : words;
+                                                                                            : operand_words;
         if (operands.size() > allowed) {
             throw refuse("unexpected word '" + operands[allowed] + "'");
         }
