@@ -84,6 +84,6 @@ while [[ -e $R/var/lib/passthru/network-confirm.pending || -e $R/var/lib/passthr
 done
 cmp -s "$R/etc/network/interfaces" "$orig" || fail "killed apply: the previous interfaces file is not back at the deadline"
 no_handshake_left kill
-"$P" --root "$R" rollback > "$T/rollback.out" 2>&1 || fail "rollback after the killed apply: $(tail -3 "$T/rollback.out")"
+"$P" --root "$R" rollback --yes > "$T/rollback.out" 2>&1 || fail "rollback after the killed apply: $(tail -3 "$T/rollback.out")"
 [[ $(tree_sum "$R") == "$S0" ]] || fail "killed apply, rolled back: the host tree is not as before"
 finish "SIGKILL while the guard waits: the previous network is back at the deadline; rollback undoes the rest"

@@ -90,7 +90,7 @@ if "$bin" apply --yes --root "$T/root" "${seed[@]}" >"$T/apply.out" 2>&1; then
     ifupdown2_check "$T/root/etc/network/interfaces.new"
     "$python" "$src/tests/integration/network_pve_rules.py" "$T/root/etc/network/interfaces.new" || fail "PVE rules (seed)"
     # Rollback puts the host back: interfaces.new did not exist.
-    "$bin" rollback --root "$T/root" >/dev/null 2>&1 || fail "rollback failed"
+    "$bin" rollback --yes --root "$T/root" >/dev/null 2>&1 || fail "rollback failed"
     [[ ! -e "$T/root/etc/network/interfaces.new" ]] || fail "rollback left interfaces.new behind"
 else
     fail "apply of the seed request failed"; cat "$T/apply.out"

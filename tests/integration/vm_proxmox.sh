@@ -51,6 +51,9 @@ for host_dir in "$SRC"/tests/fixtures/hosts/*/; do
   host=$(basename "$host_dir")
   # Containers use a card there, so --gpus all is refused (card_owners.sh tests that).
   [ "$host" = lxc-epyc-4x2080ti ] && continue
+  # One of its two cards shares its group with a NIC, so --gpus all is refused there
+  # (plan_hosts.sh tests that; verify_after_reboot.sh plans and applies the other card).
+  [ "$host" = ryzen-x570-dummy ] && continue
   for input in fixture fresh-linux snapshots-pending cloudinit; do
     root=$T/$host-$input
     copy_host "$host" "$root"
