@@ -544,6 +544,50 @@ std::string Redactor::hostnames_in(std::string_view file, std::string_view text,
     return out;
 }
 
+namespace {
+
+// KEY=VALUE and "KEY": "VALUE" anywhere in LINE: each secret value, to the next blank,
+// comma, semicolon, ampersand or quote, goes; the line is appended to OUT. Returns how
+// many went.
+std::size_t inline_secrets(std::string_view line, std::string& out)
+{
+    std::size_t found = 0;
+    std::size_t i = 0;
+    while (i < line.size()) {
+        if (!key_char(line[i]) || (i > 0 && key_char(line[i - 1]))) {
+            out += line[i++];
+            continue;
+        }
+        std::size_t e = i;
+        while (e < line.size() && key_char(line[e])) {
+            ++e;
+        }
+        std::size_t vs = e;
+        if (vs < line.size() && line[vs] == '"') {
+            ++vs;
+        }
+        const bool eq = vs < line.size() && (line[vs] == '=' || (line[vs] == ':' && vs > e));
+        if (eq) {
+            ++vs;
+            while (vs < line.size() && (line[vs] == ' ' || line[vs] == '"')) {
+                ++vs;
+            }
+        }
+        const std::size_t ve = eq ? std::min(line.find_first_of(" \t,;&\"'\r", vs), line.size()) : vs;
+        if (eq && secret_key(line.substr(i, e - i)) && !flag_value(line.substr(vs, ve - vs))) {
+            out += line.substr(i, vs - i);
+            out += "redacted";
+            ++found;
+        } else {
+            out += line.substr(i, ve - i);
+        }
+        i = ve;
+    }
+    return found;
+}
+
+} // namespace
+
 std::string Redactor::secrets_in(std::string_view file, std::string_view text)
 {
     std::string out;
@@ -594,39 +638,7 @@ std::string Redactor::secrets_in(std::string_view file, std::string_view text)
             out += line.substr(v + value.size());
             ++secrets;
         } else {
-            // KEY=VALUE and "KEY": "VALUE" anywhere in the line: the value, to
-            // the next blank, comma, semicolon, ampersand or quote.
-            std::size_t i = 0;
-            while (i < line.size()) {
-                if (!key_char(line[i]) || (i > 0 && key_char(line[i - 1]))) {
-                    out += line[i++];
-                    continue;
-                }
-                std::size_t e = i;
-                while (e < line.size() && key_char(line[e])) {
-                    ++e;
-                }
-                std::size_t vs = e;
-                if (vs < line.size() && line[vs] == '"') {
-                    ++vs;
-                }
-                const bool eq = vs < line.size() && (line[vs] == '=' || (line[vs] == ':' && vs > e));
-                if (eq) {
-                    ++vs;
-                    while (vs < line.size() && (line[vs] == ' ' || line[vs] == '"')) {
-                        ++vs;
-                    }
-                }
-                const std::size_t ve = eq ? std::min(line.find_first_of(" \t,;&\"'\r", vs), line.size()) : vs;
-                if (eq && secret_key(line.substr(i, e - i)) && !flag_value(line.substr(vs, ve - vs))) {
-                    out += line.substr(i, vs - i);
-                    out += "redacted";
-                    ++secrets;
-                } else {
-                    out += line.substr(i, ve - i);
-                }
-                i = ve;
-            }
+            secrets += inline_secrets(line, out);
         }
         if (end < text.size()) {
             out += '\n';

@@ -162,6 +162,7 @@ std::string render_gpus(const scan::Inventory& inv, bool color)
         }
         if (!g.goes_along.empty()) {
             std::vector<std::string> along;
+            along.reserve(g.goes_along.size());
             for (const auto& a : g.goes_along) {
                 along.push_back(a.str());
             }

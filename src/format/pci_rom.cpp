@@ -219,8 +219,8 @@ Verdict check(std::string_view bytes)
             return v; // what follows the last image (a ROM BAR's padding) is not read
         }
         if (off >= bytes.size()) {
-            return fail(std::move(v), Problem::no_last_image,
-                        "the file ends after image " + std::to_string(v.images.size() - 1) + ", which does not say it is the last");
+            std::string why = "the file ends after image " + std::to_string(v.images.size() - 1) + ", which does not say it is the last";
+            return fail(std::move(v), Problem::no_last_image, std::move(why));
         }
     }
 }
@@ -244,7 +244,8 @@ Verdict check_for(std::string_view bytes, std::uint16_t vendor, std::uint16_t de
             }
         }
     }
-    return fail(std::move(v), Problem::id_mismatch, "the ROM is for " + v.summary() + ", not for the card's " + id_text(vendor, device));
+    std::string why = "the ROM is for " + v.summary() + ", not for the card's " + id_text(vendor, device);
+    return fail(std::move(v), Problem::id_mismatch, std::move(why));
 }
 
 std::string_view to_string(Problem problem)

@@ -116,9 +116,8 @@ ModprobeWords modprobe_words(std::string_view text)
         }
         if (words[0] == "softdep") {
             out.softdeps.insert(util::module_key(words[1]));
-        } else if (words[0] == "blacklist") {
-            out.blacklists.insert(util::module_key(words[1]));
-        } else if (words[0] == "install" && words.size() == 3 && (words[2] == "/bin/false" || words[2] == "/bin/true")) {
+        } else if (words[0] == "blacklist"
+                   || (words[0] == "install" && words.size() == 3 && (words[2] == "/bin/false" || words[2] == "/bin/true"))) {
             out.blacklists.insert(util::module_key(words[1]));
         }
     }
