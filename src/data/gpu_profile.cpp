@@ -92,12 +92,12 @@ ProfileFunction profile_function(const Field& f)
         }
     }
     ProfileFunction out;
-    const nlohmann::json& number = f["function"].json();
+    const nlohmann::json number = f["function"].json(); // a copy: no reference into a temporary Field
     if (!number.is_number_integer() || number.get<int>() < 0 || number.get<int>() > 7) {
         f["function"].fail("must be the PCI function number, 0 to 7");
     }
     out.function = number.get<int>();
-    const nlohmann::json& cls = f["class"].json();
+    const nlohmann::json cls = f["class"].json();
     const std::string cls_text = cls.is_string() ? cls.get<std::string>() : std::string();
     if (!lower_hex(cls_text, 4)) {
         f["class"].fail("must be the PCI class and subclass, 4 lower-case hex digits (\"0403\")");
@@ -167,7 +167,7 @@ GpuProfile gpu_profile_document(const Field& root)
     p.name = profile_text(root["name"]);
     p.ids = profile_ids(root["ids"]);
     if (root.has("vram_gib")) {
-        const nlohmann::json& vram = root["vram_gib"].json();
+        const nlohmann::json vram = root["vram_gib"].json();
         if (!vram.is_number() || vram.get<double>() <= 0) {
             root["vram_gib"].fail("must be a positive number (GiB)");
         }

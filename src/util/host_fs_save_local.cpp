@@ -117,7 +117,12 @@ Result<void> save_local_file(const std::filesystem::path& path, std::string_view
 {
     const std::string name = path.filename().string();
     if (name.empty() || name == "." || name == "..") {
-        return fail(Errc::usage, "'" + path.string() + "' does not name a file");
+        // Appended rather than "'" + string: GCC 12's -Wstringop-overflow misreads that
+        // operator+ once inlined in a Release build.
+        std::string what = "'";
+        what += path.string();
+        what += "' does not name a file";
+        return fail(Errc::usage, what);
     }
     const std::string dir = path.has_parent_path() ? path.parent_path().string() : ".";
     const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
