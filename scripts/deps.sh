@@ -24,7 +24,10 @@ build=(
 )
 # test: the real parsers and tools the generated files must satisfy
 test=(python3 pciutils kmod patch time libxml2-utils libvirt-clients strace jq
-  grub2-common shellcheck) # grub2-common: Debian's update-grub inside the live-path test's chroot
+  grub2-common shellcheck zstd)
+# grub2-common: Debian's update-grub inside the live-path test's chroot; zstd: the
+# zstd-compressed initramfs images kernel_check.sh builds (as Proxmox VE's and Debian's
+# initramfs-tools make them by default)
 # docs: the man page and the shell completions are checked with these
 docs=(man-db bash-completion zsh)
 # vm: the real-kernel test (the kernel itself is downloaded, never installed) and the reboot
