@@ -43,19 +43,6 @@ struct UsersCtx
     std::vector<DrmNode> drm;
 };
 
-// "105.conf" -> "105" (a VMID: 3 to 9 digits, no leading zero).
-std::optional<std::string> conf_vmid(std::string_view name)
-{
-    if (!name.ends_with(".conf")) {
-        return std::nullopt;
-    }
-    name.remove_suffix(5);
-    if (name.size() < 3 || name.size() > 9 || name.front() == '0' || !lex::all_of(name, lex::is_digit)) {
-        return std::nullopt;
-    }
-    return std::string(name);
-}
-
 std::vector<std::string> conf_names(const util::HostFs& fs, std::string_view dir)
 {
     auto names = fs.list_dir(dir);
@@ -417,7 +404,7 @@ void scan_card_users(const util::HostFs& fs, Inventory& inventory)
         mappings = format::pve::PciMappingFile::parse(*text);
     }
     for (const auto& name : conf_names(fs, k_qemu_conf_dir)) {
-        const auto vmid = conf_vmid(name);
+        const auto vmid = guest_conf_vmid(name);
         const std::string path = std::string(k_qemu_conf_dir) + "/" + name;
         if (!vmid) {
             continue;
@@ -427,7 +414,7 @@ void scan_card_users(const util::HostFs& fs, Inventory& inventory)
         }
     }
     for (const auto& name : conf_names(fs, k_lxc_conf_dir)) {
-        const auto vmid = conf_vmid(name);
+        const auto vmid = guest_conf_vmid(name);
         const std::string path = std::string(k_lxc_conf_dir) + "/" + name;
         if (!vmid) {
             continue;
@@ -459,6 +446,18 @@ std::string card_owner(const GpuCard& card)
         return std::string(cts.size() == 1 ? "container " : "containers ") + util::join(cts, ", ") + " (" + driver + ")";
     }
     return "host (" + driver + ")";
+}
+
+std::optional<std::string> guest_conf_vmid(std::string_view name)
+{
+    if (!name.ends_with(".conf")) {
+        return std::nullopt;
+    }
+    name.remove_suffix(5);
+    if (name.size() < 3 || name.size() > 9 || name.front() == '0' || !lex::all_of(name, lex::is_digit)) {
+        return std::nullopt;
+    }
+    return std::string(name);
 }
 
 } // namespace passthru::scan

@@ -6,7 +6,9 @@
 // docs/facts.md: lxc-config, nvidia-nodes.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "scan/inventory.hpp"
 #include "util/host_fs.hpp"
@@ -26,5 +28,9 @@ std::string card_owner(const GpuCard& card);
 std::map<std::string, std::uint32_t> parse_char_majors(std::string_view proc_devices);
 // The "Device Minor:" of /proc/driver/nvidia/gpus/<BDF>/information.
 std::optional<std::uint32_t> parse_nvidia_minor(std::string_view information);
+
+// A guest config's file name, VMID.conf (qemu-server or lxc), to its VMID: 3 to 9 digits
+// (100..999999999), no leading zero; nullopt for any other name.
+std::optional<std::string> guest_conf_vmid(std::string_view name);
 
 } // namespace passthru::scan

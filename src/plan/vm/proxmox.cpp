@@ -24,6 +24,7 @@
 #include "plan/vm/address_space.hpp"
 #include "plan/vm/internal.hpp"
 #include "plan/vm/proxmox_job.hpp"
+#include "scan/card_users.hpp"
 #include "util/json.hpp"
 #include "util/lex.hpp"
 
@@ -33,21 +34,6 @@ namespace {
 
 using format::pve::PropertyString;
 using format::pve::VmConfig;
-
-namespace lex = util::lex;
-
-// A VM config's file name: VMID.conf with VMID in 100..999999999; the VMID.
-std::optional<std::string_view> conf_name_vmid(std::string_view name)
-{
-    if (!name.ends_with(".conf")) {
-        return std::nullopt;
-    }
-    name.remove_suffix(5);
-    if (name.size() < 3 || name.size() > 9 || name.front() == '0' || !lex::all_of(name, lex::is_digit)) {
-        return std::nullopt;
-    }
-    return name;
-}
 
 // Refuses when another VM config of this node already uses a selected card
 // (by a hostpci id PVE would prefix-match, or by a mapping whose entry for
@@ -62,7 +48,7 @@ void check_other_vms(const PlanContext& ctx, std::uint64_t vmid, const std::vect
     std::sort(names->begin(), names->end());
     const format::pve::PciMappingFile* mappings = mctx.file ? &*mctx.file : nullptr;
     for (const auto& name : *names) {
-        const auto id = conf_name_vmid(name);
+        const auto id = scan::guest_conf_vmid(name);
         if (!id || *id == std::to_string(vmid)) {
             continue;
         }
