@@ -21,7 +21,8 @@ stamp "dependencies: the build group (scripts/deps.sh --group build)"
 bash "$here/scripts/deps.sh" --group build >&2
 stamp "configuring $build"
 # the configuration of scripts/test.sh --quick (keep the two alike)
-cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DPASSTHRU_WARNINGS_AS_ERRORS=ON >/dev/null
+cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
+      -DPASSTHRU_WARNINGS_AS_ERRORS=ON >/dev/null
 stamp "building passthru and its man page on $(nproc) CPUs"
 cmake --build "$build" -j"$(nproc)" --target passthru passthru_docs >&2
 stamp "passthru --root $sample scan"

@@ -53,7 +53,7 @@ export PASSTHRU_RACE_ROUNDS=10 PASSTHRU_KILL_RUNS=15 PASSTHRU_FAULT_FULL_HOSTS=
 if [ "$PASSTHRU_DEBIAN13_SANITIZE" = 1 ]; then
     PASSTHRU_SANITIZE_BUILD_DIR=/build/sanitize exec bash /src/scripts/test-sanitize.sh "$@"
 fi
-cmake -S /src -B /build/b -DCMAKE_BUILD_TYPE=Debug -DPASSTHRU_WARNINGS_AS_ERRORS=ON \
+cmake -S /src -B /build/b -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DPASSTHRU_WARNINGS_AS_ERRORS=ON \
       -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
 cmake --build /build/b -j"$(nproc)"
 cd /build/b

@@ -24,7 +24,7 @@ launcher=()
 if command -v ccache > /dev/null; then
     launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
-cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ -DPASSTHRU_FUZZ=ON \
+cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCMAKE_CXX_COMPILER=clang++ -DPASSTHRU_FUZZ=ON \
     -DPASSTHRU_TESTING=OFF -DPASSTHRU_SANITIZE='address;undefined' "${launcher[@]}" > /dev/null
 cmake --build "$build" -j"$(nproc)"
 

@@ -37,7 +37,7 @@ if command -v ccache > /dev/null; then
     launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 
-cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DPASSTHRU_WARNINGS_AS_ERRORS=ON \
+cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DPASSTHRU_WARNINGS_AS_ERRORS=ON \
     -DPASSTHRU_SANITIZE='address;undefined' "${launcher[@]}" > /dev/null
 cmake --build "$build" -j"$(nproc)"
 
