@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// passthru explain VMID [--kernel-log FILE] [--json]: why the VM's most
-// recent start failed, from its Proxmox VE task log and the kernel's log,
+// passthru explain VMID [--kernel-log FILE] [--json]: why the VM's (or the
+// container's) most recent start failed, from its Proxmox VE task log and the kernel's log,
 // matched against profiles/failures.json and tied to this host. Exit 0 when
 // a known cause was found or there is no failed start, 1 when the start
 // failed for a reason no known failure matches (the lines are shown), 2 for
@@ -72,6 +72,12 @@ explain::KernelLog kernel_log(const Context& ctx, const po::variables_map& vm)
     return explain::KernelLog{"--kernel-log " + file, std::move(*messages), std::nullopt};
 }
 
+// "VM 101" or "container 105".
+std::string guest_word(const explain::Report& r)
+{
+    return (r.guest == scan::GuestKind::container ? "container " : "VM ") + std::to_string(r.vmid);
+}
+
 nlohmann::json report_json(const explain::Report& r)
 {
     nlohmann::json task = nullptr;
@@ -99,6 +105,7 @@ nlohmann::json report_json(const explain::Report& r)
     }
     return {{"schema", k_explain_schema},
             {"vmid", r.vmid},
+            {"guest", r.guest == scan::GuestKind::container ? "container" : "vm"},
             {"vm_name", r.vm_name ? nlohmann::json(*r.vm_name) : nlohmann::json(nullptr)},
             {"vm_functions", r.vm_functions},
             {"verdict", explain::to_string(r.verdict)},
@@ -111,7 +118,7 @@ nlohmann::json report_json(const explain::Report& r)
 
 void print_human(const Context& ctx, const explain::Report& r)
 {
-    const std::string vm = "VM " + std::to_string(r.vmid) + (r.vm_name ? " (" + *r.vm_name + ")" : "");
+    const std::string vm = guest_word(r) + (r.vm_name ? " (" + *r.vm_name + ")" : "");
     if (!r.task) {
         std::printf("%s: no start task recorded in %s (index, active)\n", vm.c_str(), explain::k_task_dir.data());
     } else {
@@ -163,12 +170,12 @@ int run_explain(Context& ctx, const po::variables_map& vm)
         }
         return exit_code::ok;
     case explain::Verdict::unexplained:
-        std::fprintf(stderr, "passthru: error: VM %llu's start failed for a reason passthru does not know; the lines above are the log\n",
-                     static_cast<unsigned long long>(vmid));
+        std::fprintf(stderr, "passthru: error: %s's start failed for a reason passthru does not know; the lines above are the log\n",
+                     guest_word(report).c_str());
         return exit_code::error;
     case explain::Verdict::no_failure:
         if (vm.count("json") == 0U) {
-            std::printf("Nothing to explain: VM %llu has no failed start.\n", static_cast<unsigned long long>(vmid));
+            std::printf("Nothing to explain: %s has no failed start.\n", guest_word(report).c_str());
         }
         return exit_code::ok;
     }

@@ -10,6 +10,9 @@
 // kernel arguments has not booted with it: verify says so first and groups
 // the failures per card. Exit 0 when all is well, 1 with the problems and
 // their fixes, 3 when the IOMMU is off.
+// verify --ct N checks container N's NVIDIA devices instead (apply/verify_ct.hpp):
+// the nodes on the host and, when it runs, inside it through pct exec (lxc-attach
+// where pct is missing). Exit 0, or 1 with the fixes.
 #include <algorithm>
 #include <cstdio>
 #include <optional>
@@ -18,6 +21,7 @@
 #include "apply/journal.hpp"
 #include "apply/rollback.hpp"
 #include "apply/verify.hpp"
+#include "apply/verify_ct.hpp"
 #include "cli/apply_common.hpp"
 #include "cli/commands.hpp"
 #include "cli/global_words.hpp"
@@ -32,7 +36,9 @@ void verify_options(po::options_description& options)
 {
     options.add_options()("vm", po::value<std::uint64_t>()->value_name("VMID"),
                           "check the cards VM VMID's config passes (hostpci entries)")(
-        "gpus", po::value<std::string>()->value_name("SEL"), "check these cards: all, indexes from scan (0,2) or slots (0000:01:00)");
+        "gpus", po::value<std::string>()->value_name("SEL"), "check these cards: all, indexes from scan (0,2) or slots (0000:01:00)")(
+        "ct", po::value<std::uint64_t>()->value_name("CTID"),
+        "check container CTID's NVIDIA devices: the nodes on the host and, when it runs, inside it");
 }
 
 namespace {
@@ -146,10 +152,58 @@ std::size_t print_checks(const Context& ctx, const apply::VerifyReport& report, 
     return failed;
 }
 
+// Runs argv inside container `id`: pct exec, or lxc-attach where pct is not installed.
+apply::CtExec container_exec(const Context& ctx, const std::string& id)
+{
+    if (!ctx.fs.is_live()) {
+        return {};
+    }
+    return [&ctx, id](const std::vector<std::string>& argv) -> Result<util::CommandResult> {
+        std::vector<std::string> pct{"pct", "exec", id, "--"};
+        pct.insert(pct.end(), argv.begin(), argv.end());
+        auto r = ctx.runner.query(pct);
+        if (r || r.error().code() != Errc::not_found) {
+            return r;
+        }
+        std::vector<std::string> attach{"lxc-attach", "-n", id, "--"};
+        attach.insert(attach.end(), argv.begin(), argv.end());
+        return ctx.runner.query(attach);
+    };
+}
+
+int run_verify_ct(Context& ctx, const po::variables_map& vm)
+{
+    if (vm.count("vm") != 0U || vm.count("gpus") != 0U) {
+        throw Error(Errc::usage, "verify --ct checks one container: give it without --vm and --gpus")
+            .with_hint("e.g. passthru verify --ct 105, and passthru verify --vm 101 for the VM");
+    }
+    const std::uint64_t ctid = vm["ct"].as<std::uint64_t>();
+    if (ctid < 100 || ctid > 999999999) {
+        throw Error(Errc::usage, "--ct " + std::to_string(ctid) + ": a container id is a number from 100 to 999999999");
+    }
+    const data::DataDir data(ctx.fs, ctx.global.data_dir);
+    const scan::Inventory inventory = scan_with_data(ctx, data);
+    auto report = apply::verify_container(inventory, ctx.fs, ctid, container_exec(ctx, std::to_string(ctid)));
+    if (!report) {
+        throw Error(report.error()).with_hint("pct list shows the containers of this node");
+    }
+    std::printf("Verifying container %llu's NVIDIA devices\n", static_cast<unsigned long long>(ctid));
+    const std::size_t failed = print_checks(ctx, *report, false);
+    if (failed != 0) {
+        std::fprintf(stderr, "passthru: error: %zu check(s) failed; see the fixes above\n", failed);
+        return exit_code::error;
+    }
+    std::printf("Everything is ready: container %llu has its NVIDIA devices.\n", static_cast<unsigned long long>(ctid));
+    return exit_code::ok;
+}
+
 } // namespace
 
 int run_verify(Context& ctx, const po::variables_map& vm)
 {
+    if (vm.count("ct") != 0U) {
+        return run_verify_ct(ctx, vm);
+    }
     const data::DataDir data(ctx.fs, ctx.global.data_dir);
     const scan::Inventory inventory = scan_with_data(ctx, data);
     const apply::Journal journal(ctx.fs);

@@ -94,7 +94,7 @@ GRUB through proxmox-boot-tool (legacy BIOS) and with network changes.)",
      "leaves it waiting for a confirm from a new connection and the other signals restore the previous network at once; if the process is "
      "killed all the same, a detached restorer puts the previous /etc/network/interfaces back at the deadline and the generation is left "
      "interrupted for rollback."},
-    {"verify", "[--vm VMID] [--gpus SEL]",
+    {"verify", "[--vm VMID] [--gpus SEL] | --ct CTID",
      R"(Run after the reboot. Checks that the IOMMU is on, that the kernel
 arguments passthru set are active, that every function of the cards is bound
 to vfio-pci and to no host driver, that /dev/vfio/GROUP exists for their
@@ -112,7 +112,18 @@ The kernel arguments of the newest applied generation are checked in every
 case, with --vm and --gpus too. When the running kernel's command line
 (/proc/cmdline under --root) lacks every argument that generation added,
 nothing has booted with its files yet (a copy of a host tree, or before the
-reboot): verify says so first and lists the failures per card.)",
+reboot): verify says so first and lists the failures per card.
+
+With --ct CTID, verify checks container CTID's NVIDIA devices instead: every
+/dev/nvidia* node its devN:, lxc.mount.entry and lxc.cgroup2.devices.allow lines
+name exists on the host as a character device with the right numbers (195 and
+the card's minor from /proc/driver/nvidia/gpus/*/information, 255 for
+nvidiactl, nvidia-uvm's major from /proc/devices), a bind-mounted node has its
+cgroup rule, and no rule names a minor no card has. When the container runs,
+it also checks from inside (pct exec, or lxc-attach) that each node opens and
+that the NVIDIA userspace (libnvidia-ml) is the version of the host's module
+(/proc/driver/nvidia/version); under --root that is a note. Exit 0 when all is
+well, 1 with the fixes.)",
      "none of its own: it only reads."},
     {"history", "[--json]",
      R"(Lists the generations recorded under /var/lib/passthru/generations, oldest

@@ -9,6 +9,8 @@
 #include "apply/journal.hpp"
 #include "apply/rollback.hpp"
 #include "apply/verify.hpp"
+#include "apply/verify_ct.hpp"
+#include "format/lxc_config.hpp"
 #include "format/pve_config.hpp"
 #include "scan/card_state.hpp"
 #include "util/lex.hpp"
@@ -33,7 +35,8 @@ namespace {
 
 std::optional<StartTask> read_start_task(const util::HostFs& fs, std::uint64_t vmid, Report& report)
 {
-    auto entry = latest_task(fs, "qmstart", std::to_string(vmid), report.unreadable_index_lines);
+    const std::string_view type = report.guest == scan::GuestKind::container ? "vzstart" : "qmstart";
+    auto entry = latest_task(fs, type, std::to_string(vmid), report.unreadable_index_lines);
     if (!entry) {
         return std::nullopt;
     }
@@ -104,6 +107,10 @@ public:
     {
         std::map<std::string, std::string> v = captures;
         v["vmid"] = std::to_string(m_in.vmid);
+        v["guest"] = (m_report.guest == scan::GuestKind::container ? "container " : "VM ") + std::to_string(m_in.vmid);
+        const auto proc_version = m_in.fs.read_file("/proc/driver/nvidia/version");
+        v["nvidia_version"] = proc_version ? apply::nvidia_module_version(*proc_version).value_or("unknown") : "not loaded";
+        v["nvidia_nodes"] = nvidia_nodes();
         const auto& host = m_in.inventory.host;
         v["address_bits"] = host.phys_address_bits ? std::to_string(*host.phys_address_bits) : "an unknown number of";
         v["interrupt_remapping"] = !host.iommu.interrupt_remapping ? "unknown" : (*host.iommu.interrupt_remapping ? "yes" : "no");
@@ -156,6 +163,18 @@ public:
     }
 
 private:
+    // "0000:81:00 /dev/nvidia0, 0000:82:00 /dev/nvidia1": the cards on nvidia and their nodes now.
+    std::string nvidia_nodes() const
+    {
+        std::string out;
+        for (const auto& card : m_in.inventory.gpus) {
+            if (card.nvidia_minor) {
+                out += (out.empty() ? "" : ", ") + card.slot + " /dev/nvidia" + std::to_string(*card.nvidia_minor);
+            }
+        }
+        return out.empty() ? "none" : out;
+    }
+
     // The other devices of a group (not `pci`, no bridges), with their drivers.
     std::string group_members(int group, const std::optional<scan::PciAddress>& pci) const
     {
@@ -311,6 +330,28 @@ void read_vm_config(const ExplainInput& in, Report& report)
     card_state_notes(in.inventory, report);
 }
 
+// A container's config: its hostname, and the functions of the cards its lines reach (scan's card users).
+void read_ct_config(const ExplainInput& in, Report& report)
+{
+    const std::string id = std::to_string(in.vmid);
+    const auto text = in.fs.read_file("/etc/pve/lxc/" + id + ".conf");
+    if (text) {
+        report.vm_name = format::lxc::CtConfig::parse(*text).get("hostname");
+    }
+    for (const auto& card : in.inventory.gpus) {
+        const bool used = std::any_of(card.users.begin(), card.users.end(),
+                                      [&](const scan::CardUser& u) { return u.kind == scan::GuestKind::container && u.vmid == id; });
+        if (used) {
+            for (const auto& f : card.functions) {
+                report.vm_functions.push_back(f.str());
+            }
+        }
+    }
+    if (report.vm_functions.empty()) {
+        report.notes.push_back("container " + id + "'s config reaches no GPU card of this host");
+    }
+}
+
 void journal_note(const ExplainInput& in, Report& report)
 {
     const apply::Journal journal(in.fs);
@@ -334,7 +375,13 @@ Report explain_start(const ExplainInput& in)
 {
     Report report;
     report.vmid = in.vmid;
-    read_vm_config(in, report);
+    const std::string id = std::to_string(in.vmid);
+    if (in.fs.exists("/etc/pve/lxc/" + id + ".conf") && !in.fs.exists("/etc/pve/qemu-server/" + id + ".conf")) {
+        report.guest = scan::GuestKind::container;
+        read_ct_config(in, report);
+    } else {
+        read_vm_config(in, report);
+    }
     journal_note(in, report);
     report.kernel_source = in.kernel.source;
     report.kernel_messages = in.kernel.messages.size();
@@ -346,11 +393,17 @@ Report explain_start(const ExplainInput& in)
         report.notes.push_back(std::to_string(report.unreadable_index_lines) + " line(s) of " + std::string(k_task_dir)
                                + "/index, index.1 and active are no task entry and were skipped");
     }
+    const HostFacts facts(in, report);
     if (!report.task || !report.task->failed) {
         report.verdict = Verdict::no_failure;
+        // A container that started can still fail its users (a userspace of another version than the
+        // module's): the kernel's messages about its cards say so.
+        if (report.guest == scan::GuestKind::container && !report.vm_functions.empty()) {
+            match_kernel_log(in, facts, report);
+            report.verdict = report.causes.empty() ? Verdict::no_failure : Verdict::explained;
+        }
         return report;
     }
-    const HostFacts facts(in, report);
     match_task_log(in, facts, report);
     match_kernel_log(in, facts, report);
     report.verdict = report.causes.empty() ? Verdict::unexplained : Verdict::explained;

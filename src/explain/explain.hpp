@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// passthru explain VMID: why the VM's most recent start failed. The start
-// task's log and the kernel's log are matched against the known failures
+// passthru explain VMID: why the VM's (or the container's) most recent start
+// failed. The start task's log (qmstart for a VM, vzstart for a container,
+// docs/facts.md: pve-task-logs) and the kernel's log are matched against the known failures
 // (profiles/failures.json), and each cause is tied to this host: the device,
 // its driver, its IOMMU group and the group's other members from the scan's
 // Inventory, the VM's config, and passthru's own journal.
@@ -20,7 +21,7 @@
 
 namespace passthru::explain {
 
-// The most recent qmstart task of the VM.
+// The most recent start task of the guest (qmstart, vzstart).
 struct StartTask
 {
     TaskEntry entry;
@@ -54,8 +55,10 @@ std::string_view to_string(Verdict verdict);
 struct Report
 {
     std::uint64_t vmid = 0;
-    std::optional<std::string> vm_name;     // the config's name
-    std::vector<std::string> vm_functions;  // the functions the config passes (on this host)
+    // A container when /etc/pve/lxc/VMID.conf exists and no VM config does.
+    scan::GuestKind guest = scan::GuestKind::vm;
+    std::optional<std::string> vm_name;     // the config's name (a container's hostname)
+    std::vector<std::string> vm_functions;  // the functions the config passes (a container: of the cards it reaches)
     std::optional<StartTask> task;          // nullopt: no start task recorded
     std::size_t unreadable_index_lines = 0; // lines of index/active that are no task entry
     std::string kernel_source;              // where the kernel log came from

@@ -50,6 +50,9 @@ std::optional<CaptureClass> capture_class(std::string_view name)
     if (name == "bracket") {
         return CaptureClass::bracket;
     }
+    if (name == "version") {
+        return CaptureClass::version;
+    }
     return std::nullopt;
 }
 
@@ -85,6 +88,9 @@ std::size_t class_span(CaptureClass cls, std::string_view s, std::size_t pos)
         return pci_span(s, pos);
     case CaptureClass::word:
         return lex::span(s, pos, [](char c) { return !lex::is_space(c) && c != '\'' && c != '"'; });
+    case CaptureClass::version:
+        return pos < s.size() && lex::is_digit(s[pos]) ? lex::span(s, pos, [](char c) { return lex::is_digit(c) || c == '.' || c == '-'; })
+                                                       : 0;
     case CaptureClass::bracket: {
         if (pos >= s.size() || s[pos] != '[') {
             return 0;
@@ -145,7 +151,7 @@ Result<std::size_t> compile_capture(std::string_view text, std::size_t open, std
     const auto cls = colon == std::string_view::npos ? std::nullopt : capture_class(inside.substr(colon + 1));
     if (!cls || !lex::all_of(name, [](char c) { return lex::is_lower(c) || c == '_'; })) {
         return fail(Errc::usage, "'{" + std::string(inside) + "}' in pattern '" + std::string(text)
-                                     + "': write {name:class}, class one of num, hex, pci, word, bracket");
+                                     + "': write {name:class}, class one of num, hex, pci, word, bracket, version");
     }
     if (std::find(names.begin(), names.end(), name) != names.end()) {
         return fail(Errc::usage, "capture '" + std::string(name) + "' is named twice in pattern '" + std::string(text) + "'");

@@ -31,6 +31,7 @@ enum class CaptureClass
     pci,     // 0000:01:00.0 or 01:00.0 (captured as 0000:01:00.0, lower case)
     word,    // a run without white space and quotes (' ")
     bracket, // "[" up to the next "]", both kept
+    version, // a digit, then digits, '.' and '-' ("550.163.01", "185.18-36")
 };
 
 // A compiled pattern: literal runs, gaps (`*`) and captures.
@@ -91,7 +92,10 @@ struct Signature
 
 // The host facts a cause or fix may name besides its pattern's captures.
 inline constexpr std::string_view k_host_placeholders[] = {
-    "vmid", "gpus", "pci", "driver", "group", "group_members", "address_bits", "interrupt_remapping", "bar_size",
+    "vmid",           "gpus", "pci", "driver", "group", "group_members", "address_bits", "interrupt_remapping", "bar_size",
+    "nvidia_version", // the host's nvidia kernel module (/proc/driver/nvidia/version), or "not loaded"
+    "nvidia_nodes",   // the cards on nvidia and their nodes: "0000:82:00 /dev/nvidia1", or "none"
+    "guest",          // "VM 101" or "container 105"
 };
 
 // profiles/failures.json (schema passthru.failures/1). Errc::usage naming

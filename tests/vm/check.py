@@ -540,6 +540,23 @@ def check_rom_dump(ck, files):
              "rom dump reads the std VGA's ROM through sysfs and checks it as an x86 option ROM for 1234:1111", out[-600:])
 
 
+def check_container(ck, files):
+    """Debian's lxc starts an unprivileged container with the cgroup rules pve-container writes
+    for "dev0: /dev/nvidia0" (guest-init.sh: ct_check; docs/facts.md: ct-devices): the allowed
+    node c 195:0, with no driver behind major 195, opens with ENXIO; c 195:1, named by no rule,
+    with EPERM."""
+    out = text(files, "ct.out") or ""
+    detail = out.strip() + "\n  stderr (last lines):\n    " + "\n    ".join((text(files, "ct.err") or "").splitlines()[-8:])
+    lxc_log = text(files, "lxc.log") or ""
+    if "lxc-start rc=" not in out or "nvidia0 rc=" not in out:
+        detail += "\n  lxc.log (last lines):\n    " + "\n    ".join(lxc_log.splitlines()[-25:])
+    ck.check(rc(files, "ct") == 0, "lxc-start runs the unprivileged container to its end", detail)
+    ck.check(re.search(r"^nvidia0 rc=[1-9]\d* .*No such device or address", out, re.M) is not None,
+             "inside, /dev/nvidia0 (allowed by c 195:0 rw, no driver) fails to open with ENXIO", detail)
+    ck.check(re.search(r"^nvidia1 rc=[1-9]\d* .*Operation not permitted", out, re.M) is not None,
+             "inside, /dev/nvidia1 (c 195:1, named by no rule) fails to open with EPERM", detail)
+
+
 def check_smoke(ck, files, groups):
     drivers_after = parse_drivers(text(files, "drivers-after.out"))
     got = [drivers_after.get(a) for a in (CARD_VGA, CARD_AUDIO)]
@@ -631,6 +648,8 @@ def main():
         hostname_file = os.path.join(trees["before"], "etc", "hostname")
         hostname = open(hostname_file).read().strip() if os.path.exists(hostname_file) else ""
         check_capture(ck, files, hostname)
+        if a.variant == "intel" and a.debian == "12":
+            check_container(ck, files)
 
     for state, tree in sorted(trees.items()):
         fixture = os.path.join(a.fixtures, fixture_name(a.variant, state))

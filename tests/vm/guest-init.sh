@@ -328,6 +328,65 @@ capture_unpack() {
     mkdir -p /tmp/c && tar -xzf /tmp/c.tar.gz -C /tmp/c
 }
 
+# ct_check: Debian's lxc starts an unprivileged container (ids mapped to 100000, as Proxmox VE
+# maps them) whose config carries what pve-container generates for "dev0: /dev/nvidia0": the
+# device rules of lxc's common.conf (deny all, then mknod for all) plus
+# "lxc.cgroup2.devices.allow = c 195:0 rw", and the node made with the host's numbers under
+# /var/lib/lxc/105/passthrough, owned by the container's root, bound in. No driver has major 195
+# here. Inside, opening /dev/nvidia0 (allowed) must fail with ENXIO, /dev/nvidia1 (c 195:1, bound
+# in but named by no rule) with EPERM. Prints one line per node: NAME rc=N, then dd's message.
+ct_check() {
+    L=/var/lib/lxc/105
+    mkdir -p /sys/fs/cgroup /run/lxc "$L/passthrough" /tmp/ctout
+    for d in bin dev proc sys tmp/out; do mkdir -p "$L/rootfs/$d"; done
+    grep -q ' /sys/fs/cgroup cgroup2 ' /proc/mounts || mount -t cgroup2 cgroup2 /sys/fs/cgroup || return 1
+    mount -t tmpfs -o size=8k none "$L/passthrough" || return 1
+    mkdir -p "$L/passthrough/dev"
+    for m in 0 1; do
+        mknod "$L/passthrough/dev/nvidia$m" c 195 "$m" || return 1
+        chmod 0660 "$L/passthrough/dev/nvidia$m"
+        chown 100000:100000 "$L/passthrough/dev/nvidia$m"
+        : >"$L/rootfs/dev/nvidia$m"
+    done
+    cp /bin/busybox "$L/rootfs/bin/busybox"
+    # The rootfs belongs to the container's root, as an unprivileged container's does: lxc
+    # makes /proc's and /dev's entries in it as that user.
+    chown -R 100000:100000 "$L/rootfs" /tmp/ctout
+    cat >"$L/rootfs/probe.sh" <<'EOF'
+for n in nvidia0 nvidia1; do
+    /bin/busybox dd if=/dev/$n of=/tmp/out/sink bs=1 count=0 2>/tmp/out/$n.err
+    echo "$n rc=$? $(/bin/busybox cat /tmp/out/$n.err)" >>/tmp/out/result
+done
+EOF
+    cat >"$L/config" <<EOF
+lxc.uts.name = ct105
+lxc.rootfs.path = dir:$L/rootfs
+lxc.idmap = u 0 100000 65536
+lxc.idmap = g 0 100000 65536
+lxc.apparmor.profile = unconfined
+lxc.console.path = none
+lxc.tty.max = 0
+lxc.pty.max = 0
+lxc.autodev = 0
+lxc.net.0.type = empty
+lxc.cgroup2.devices.deny = a
+lxc.cgroup2.devices.allow = c *:* m
+lxc.cgroup2.devices.allow = b *:* m
+lxc.cgroup2.devices.allow = c 195:0 rw
+lxc.mount.entry = $L/passthrough/dev/nvidia0 dev/nvidia0 none bind 0 0
+lxc.mount.entry = $L/passthrough/dev/nvidia1 dev/nvidia1 none bind 0 0
+lxc.mount.entry = /tmp/ctout tmp/out none bind 0 0
+lxc.init.cmd = /bin/busybox sh /probe.sh
+EOF
+    t0=$(cut -d' ' -f1 /proc/uptime)
+    lxc-start -F -n 105 -P /var/lib/lxc -o "$OUT/lxc.log" -l DEBUG
+    rc=$?
+    t1=$(cut -d' ' -f1 /proc/uptime)
+    echo "lxc-start rc=$rc from $t0 to $t1"
+    cat /tmp/ctout/result
+    return "$rc"
+}
+
 # --- the sequence ------------------------------------------------------------------------
 say "init started, kernel $(cat /proc/sys/kernel/osrelease), uptime $(cut -d' ' -f1 /proc/uptime)"
 cp -a /etc /etc.orig
@@ -361,6 +420,12 @@ else
 fi
 send_capture after /etc
 [ -x /usr/sbin/passthru ] && step rom-dump rom_dump_vga
+if grep -qw passthru.ct=1 /proc/cmdline; then
+    c0=$(cut -d' ' -f1 /proc/uptime)
+    step ct ct_check
+    [ -f "$OUT/lxc.log" ] && send "$OUT/lxc.log"
+    say "container check took $c0 to $(cut -d' ' -f1 /proc/uptime) (uptime s)"
+fi
 
 dmesg >"$OUT/dmesg.txt"
 send "$OUT/dmesg.txt"

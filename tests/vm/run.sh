@@ -185,6 +185,11 @@ deb_of() { # deb_of PKG: the cached .deb of PKG, if any
     return 1
 }
 PKGS=("$KPKG" busybox-static kmod dash pci.ids)
+# Debian 12's lxc for the container check of the first Intel boot (guest-init.sh: ct_check):
+# lxc-start, liblxc and the rootfs mount point; the libraries liblxc links (libcap2,
+# libseccomp2, libapparmor1, libselinux1, libpcre2-8-0) are this machine's own.
+LXCPKGS=(lxc liblxc1 liblxc-common)
+[ "$DEBIAN" = 12 ] && PKGS+=("${LXCPKGS[@]}")
 # Debian 13's kmod and dash run in the guest on Debian 13's own libraries: those the
 # binaries link (libc, libcrypto, zlib, zstd) and liblzma, which kmod 34 loads with
 # dlopen to read the kernel's .ko.xz modules.
@@ -342,6 +347,24 @@ else
     ln -sfn ../../lib/modules "$STAGE/usr/lib/modules"
 fi
 
+# lxc-start and liblxc (Debian 12 only), the libraries they link from this machine.
+if [ "$DEBIAN" = 12 ]; then
+    for p in "${LXCPKGS[@]}"; do unpack "$p" "$p"; done
+    LXCLIB=$CACHE/unpacked/liblxc1/usr/lib/x86_64-linux-gnu
+    install -m 755 "$CACHE/unpacked/lxc/usr/bin/lxc-start" "$STAGE/usr/bin/lxc-start"
+    mkdir -p "$STAGE/usr/lib/x86_64-linux-gnu/lxc/rootfs"
+    mkdir -p "$STAGE/lib/x86_64-linux-gnu"
+    cp -L "$LXCLIB/liblxc.so.1" "$STAGE/lib/x86_64-linux-gnu/liblxc.so.1"
+    out=$(LD_LIBRARY_PATH=$LXCLIB ldd "$STAGE/usr/bin/lxc-start" 2>&1) || die "ldd lxc-start failed: $out"
+    case $out in *"not found"*) die "lxc-start: a shared library is missing on this host: $out" ;; esac
+    while read -r _ arrow lib _; do
+        [ "$arrow" = "=>" ] && [ "${lib#/}" != "$lib" ] && [ "${lib#"$LXCLIB"}" = "$lib" ] || continue
+        [ -e "$STAGE$lib" ] && continue
+        mkdir -p "$STAGE$(dirname "$lib")"
+        cp -L "$lib" "$STAGE$lib"
+    done <<<"$out"
+fi
+
 # Kernel modules, with everything they depend on, in the /lib/modules/<kver> layout, and
 # a modules.dep(.bin) generated for exactly this set, so real modprobe works in the guest.
 MODULES=(e1000e e1000 virtio_pci virtio_net nvme ahci xhci_pci i2c_i801 lpc_ich
@@ -445,6 +468,8 @@ qemu_args() {
     # so that scan's advice for an Intel host (intel_iommu=on) is exercised too.
     local cpu=qemu64
     [ "$v" = amd ] || cpu=qemu64,vendor=GenuineIntel,-svm
+    # The container check (guest-init.sh: ct_check) runs in one boot only: Debian 12's Intel one.
+    [ "$v" != intel ] || [ "$DEBIAN" != 12 ] || append="$append passthru.ct=1"
     Q=(-accel "$ACCEL" -M q35 -cpu "$cpu" -m 1024 -smp 2 -nodefaults -display none -serial stdio
         -no-reboot -audiodev none,id=snd0)
     case $v in
