@@ -84,6 +84,17 @@ run plan --ct 105 --gpus 3 --gpus 2
 grep -qF -- '--ct 105 has --gpus twice' "$T/err.txt" || fail "two --gpus: $(cat "$T/err.txt")"
 ok "a container without its own --gpus, or with two, is a usage error (exit 2)"
 
+# A privileged container that binds the card by hand: devN: lines without gid=,
+# and a warning that names its raw line.
+run plan --ct 106 --gpus 3 --json
+[ "$RC" = 0 ] || fail "--ct 106: exit $RC: $(head -3 "$T/err.txt")"
+jq -r '.files[] | select(.path == "/etc/pve/lxc/106.conf") | .content' "$T/out.txt" | grep -x 'dev[0-9]*: .*' >"$T/dev106.txt" || true
+printf 'dev0: /dev/nvidia1\ndev1: /dev/nvidiactl\ndev2: /dev/nvidia-uvm\ndev3: /dev/nvidia-uvm-tools\n' | cmp -s - "$T/dev106.txt" ||
+    fail "privileged 106: $(cat "$T/dev106.txt")"
+jq -e '[.warnings[] | select(startswith("container 106 binds /dev/nvidia1 by hand (line 13:"))] | length == 1' "$T/out.txt" >/dev/null ||
+    fail "no warning about 106's raw mount entry: $(jq -c .warnings "$T/out.txt")"
+ok "a privileged container gets no gid=; its raw mount entry of the same node is named"
+
 # --- refusals --------------------------------------------------------------------
 sum=$(tree_sum "$T/h")
 copy_host "$H" "$T/running"

@@ -152,6 +152,23 @@ struct CtEdit
     std::vector<std::string> reasons; // one for each
 };
 
+// A raw lxc.mount.entry of the current config that binds one of NODES: the
+// devN: line does the same, so the raw line is one to take out by hand.
+void warn_raw_lines(const lxc::CtConfig& config, const std::string& ct, const std::vector<std::string>& nodes, Plan& plan)
+{
+    for (const auto& line : config.lines()) {
+        if (line.kind != lxc::LineKind::raw_lxc || !line.section.empty() || line.key != "lxc.mount.entry") {
+            continue;
+        }
+        const auto source = lxc::mount_entry_source(line.value);
+        if (source && std::find(nodes.begin(), nodes.end(), *source) != nodes.end()) {
+            plan.warnings.push_back("container " + ct + " binds " + *source + " by hand (line " + std::to_string(line.number) + ": "
+                                    + line.text + "), and its devN: line now passes the same node: remove the raw line from "
+                                    + k_lxc_d.file(ct + ".conf") + " (passthru keeps every line it did not write)");
+        }
+    }
+}
+
 // The devN: lines for NODES that the config's current section lacks, at the
 // lowest free indexes (those of the pending section count as taken).
 std::optional<CtEdit> dev_lines(const lxc::CtConfig& config, const std::string& ct, const std::vector<std::string>& nodes,
@@ -174,6 +191,7 @@ std::optional<CtEdit> dev_lines(const lxc::CtConfig& config, const std::string& 
             }
         }
     }
+    warn_raw_lines(config, ct, nodes, plan);
     CtEdit edit;
     int next = 0;
     for (const auto& node : nodes) {
