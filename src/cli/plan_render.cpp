@@ -62,6 +62,7 @@ std::string render_summary(const plan::Plan& plan, bool color)
     std::string out;
     std::string title = "Plan for VM " + plan.request.vm;
     std::vector<std::string> cts;
+    cts.reserve(plan.request.containers.size());
     for (const auto& c : plan.request.containers) {
         cts.push_back(c.ct + " (--gpus " + c.gpus + ")");
     }
