@@ -5,7 +5,7 @@
 1. Includes point down only: cli -> capture -> explain -> kernel -> apply -> plan -> scan ->
    format -> data -> util. data/ (the loaders of passthru's JSON data files)
    includes util/ only; scan and plan read their data through it.
-   Inside plan/, a room (plan/host, plan/vm, plan/network) includes the top of
+   Inside plan/, a room (plan/host, plan/vm, plan/network, plan/container) includes the top of
    plan/ (PLAN_TOP below) and its own room, never another room.
 2. Only HostFs (src/util/host_fs*) opens host paths and only CommandRunner
    (src/util/command_runner.*) runs programs. Everything else that touches the
@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 LAYERS = ["util", "data", "format", "scan", "plan", "apply", "kernel", "explain", "capture", "cli"]  # bottom to top
-PLAN_ROOMS = ["host", "vm", "network"]
+PLAN_ROOMS = ["host", "vm", "network", "container"]
 PLAN_TOP = {"plan.hpp", "planner.hpp", "plan_json.hpp", "common.hpp"}
 
 # The doors to the host: these files may do anything below (local_file: the operator's

@@ -34,6 +34,10 @@ std::string request_text(const apply::Manifest& m)
     };
     add(req.vm, "--vm");
     add(req.gpus, "--gpus");
+    for (const auto& c : req.containers) {
+        add(c.ct, "--ct");
+        add(c.gpus, "--gpus");
+    }
     if (req.backend != plan::Backend::proxmox) {
         out += " --backend " + std::string(plan::to_string(req.backend));
     }

@@ -53,6 +53,10 @@ struct Command
 
 // Where the command's operand is in its variables_map.
 inline constexpr const char* k_operand_key = "operand";
+// The guest options (--vm, --ct, --gpus) in the order given, each as
+// "vm", "ct" or "gpus": stored by main under this key, so that each --gpus binds
+// to the guest option before it (cli/request_options.hpp).
+inline constexpr const char* k_guest_order_key = "guest-order";
 
 const std::vector<Command>& commands();
 

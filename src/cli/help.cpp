@@ -22,7 +22,7 @@ problems found, each with its fix.
 scan only reads. It never writes to the host and is safe to run at any time,
 also without root.)",
      "none of its own: it only reads, and the default action ends it at once."},
-    {"plan", "--vm VMID --gpus SEL [OPTIONS]",
+    {"plan", "[--vm VMID --gpus SEL] [--ct VMID --gpus SEL ...] [OPTIONS]",
      R"(Works out every change that passthrough of the selected GPU cards to the
 VM needs on this host and prints it: each file with the reason for every
 change and the unified diff against the current content, the commands to run
@@ -38,10 +38,26 @@ endpoint is refused with exit status 3, naming the devices and the ways out.
 
 The kernel command line goes where the detected boot loader reads it: a GRUB
 drop-in /etc/default/grub.d/passthru.cfg (then update-grub), or
-/etc/kernel/cmdline for systemd-boot (then proxmox-boot-tool refresh).)",
+/etc/kernel/cmdline for systemd-boot (then proxmox-boot-tool refresh).
+
+--ct VMID gives cards to a Proxmox VE container instead: the cards stay on
+the host's nvidia driver and the container's /etc/pve/lxc/VMID.conf gets a
+devN: line for each card's /dev/nvidiaM and for /dev/nvidiactl,
+/dev/nvidia-uvm and /dev/nvidia-uvm-tools (and /dev/nvidia-modeset and
+/dev/nvidia-caps/* where the host has them), with gid= the container's video
+group when it is unprivileged; every other line stays byte for byte. A
+running container is refused. The host gets
+/etc/systemd/system/passthru-nvidia-nodes.service, which makes the nodes at
+boot with nvidia-modprobe, and a drop-in that runs it before
+pve-guests.service starts the containers. passthru installs no driver: a
+kernel without the nvidia module is refused. Each --gpus binds to the --vm
+or --ct before it, so one plan serves a VM and containers:
+--vm 101 --gpus 0,1 --ct 105 --gpus 2 --ct 106 --gpus 2 is one journaled
+generation, and rollback undoes all of it.)",
      "none of its own: it ends at once; a pending plan is written atomically under the journal's lock, so it is there whole or not at "
      "all."},
-    {"apply", "[--dry-run] [--yes] [--trial [--trial-minutes N]] [--plan FILE | FILE | --vm VMID --gpus SEL ...]",
+    {"apply",
+     "[--dry-run] [--yes] [--trial [--trial-minutes N]] [--plan FILE | FILE | --vm VMID --gpus SEL ... | --ct VMID --gpus SEL ...]",
      R"(Makes the planned changes as one transaction. Without a request or --plan
 it applies the pending plan that plan recorded, and refuses it (exit 1) if a
 file it was made from changed since: plan again. With --dry-run it prints the

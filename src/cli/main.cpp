@@ -178,6 +178,15 @@ po::variables_map parse_command_options(const Command& command, const std::vecto
             }
         }
         po::store(parsed, vm);
+        std::vector<std::string> order;
+        for (const auto& option : parsed.options) {
+            if (option.string_key == "vm" || option.string_key == "ct" || option.string_key == "gpus") {
+                order.push_back(option.string_key);
+            }
+        }
+        if (!order.empty()) {
+            vm.insert({k_guest_order_key, po::variable_value(boost::any(std::move(order)), false)});
+        }
     } catch (const po::unknown_option& err) {
         throw refuse(err.what() + did_you_mean(err.get_option_name(), cmd_all));
     } catch (const po::error& err) {

@@ -61,7 +61,15 @@ std::string render_summary(const plan::Plan& plan, bool color)
 {
     std::string out;
     std::string title = "Plan for VM " + plan.request.vm;
-    if (plan.request.vm.empty()) {
+    std::vector<std::string> cts;
+    cts.reserve(plan.request.containers.size());
+    for (const auto& c : plan.request.containers) {
+        cts.push_back(c.ct + " (--gpus " + c.gpus + ")");
+    }
+    const std::string ct_title = (cts.size() == 1 ? "container " : "containers ") + util::join(cts, ", ");
+    if (!cts.empty()) {
+        title = plan.request.vm.empty() ? "Plan for " + ct_title : title + " and " + ct_title;
+    } else if (plan.request.vm.empty()) {
         title = plan.request.node_scans.empty() ? std::string("Plan for the host network")
                                                 : "Plan for the cluster mapping " + plan.request.mapping.value_or("");
     }

@@ -15,7 +15,10 @@ void add_request_options(po::options_description& options)
 {
     options.add_options()("vm", po::value<std::string>()->value_name("VMID"),
                           "VMID (100-999999999) of the Proxmox VM, or the libvirt domain name")(
-        "gpus", po::value<std::string>()->value_name("SEL"), "which GPU cards: all, indexes from scan (0,2) or slots (0000:01:00,41:00)")(
+        "ct", po::value<std::vector<std::string>>()->value_name("VMID")->composing(),
+        "VMID of a Proxmox container to give cards to (its devN: lines); its own --gpus follows it, repeat per container")(
+        "gpus", po::value<std::vector<std::string>>()->value_name("SEL")->composing(),
+        "which GPU cards: all, indexes from scan (0,2) or slots (0000:01:00,41:00); binds to the --vm or --ct before it")(
         "acs-override", "add pcie_acs_override=downstream,multifunction (weakens isolation)")(
         "no-fabric", "NVSwitch system: pass a selection without the NVSwitches, giving up NVLink in the guest")(
         "backend", po::value<std::string>()->value_name("NAME")->default_value("proxmox"),
@@ -41,7 +44,7 @@ void add_request_options(po::options_description& options)
 
 bool has_request_options(const po::variables_map& vm)
 {
-    for (const char* key : {"vm", "gpus", "bond", "bridge", "mapping", "node-scan", "address", "gateway"}) {
+    for (const char* key : {"vm", "ct", "gpus", "bond", "bridge", "mapping", "node-scan", "address", "gateway"}) {
         if (vm.count(key) != 0U) {
             return true;
         }
@@ -107,6 +110,70 @@ std::optional<plan::NetworkRequest> parse_network_request(const po::variables_ma
     return net;
 }
 
+// One --gpus value, trimmed; an empty one is a usage error.
+std::string gpus_value(const std::string& value)
+{
+    std::string gpus(util::trim(value));
+    if (gpus.empty()) {
+        throw Error(Errc::usage, "--gpus is empty").with_hint("use --gpus all, --gpus 0,1 or --gpus 0000:01:00");
+    }
+    return gpus;
+}
+
+// Each --gpus binds to the --vm or --ct before it; a --gpus before any guest
+// option binds to the first one after it (so "--gpus all --vm 101" still means
+// the VM). Each guest takes one --gpus.
+void bind_guest_gpus(const po::variables_map& vm, plan::Request& req)
+{
+    if (vm.count(k_guest_order_key) == 0U) {
+        return;
+    }
+    const auto& order = vm[k_guest_order_key].as<std::vector<std::string>>();
+    const auto cts = vm.count("ct") != 0U ? vm["ct"].as<std::vector<std::string>>() : std::vector<std::string>{};
+    const auto gpus = vm.count("gpus") != 0U ? vm["gpus"].as<std::vector<std::string>>() : std::vector<std::string>{};
+    std::size_t next_ct = 0;
+    std::size_t next_gpus = 0;
+    std::optional<std::string> early; // a --gpus before any guest option
+    std::string* current = nullptr;   // the gpus of the guest option last seen
+    std::string current_name;
+    const auto bind = [&](std::string* target, const std::string& name, std::string value) {
+        if (!target->empty()) {
+            throw Error(Errc::usage, name + " has --gpus twice").with_hint("give each --vm and --ct one --gpus after it");
+        }
+        *target = std::move(value);
+    };
+    for (const auto& key : order) {
+        if (key == "gpus") {
+            std::string value = gpus_value(gpus.at(next_gpus++));
+            if (current == nullptr) {
+                if (early) {
+                    throw Error(Errc::usage, "--gpus is given twice before any --vm or --ct")
+                        .with_hint("write each guest's --gpus after it: --vm 101 --gpus 0,1 --ct 105 --gpus 2");
+                }
+                early = std::move(value);
+            } else {
+                bind(current, current_name, std::move(value));
+            }
+            continue;
+        }
+        if (key == "ct") {
+            req.containers.push_back({std::string(util::trim(cts.at(next_ct++))), {}});
+            current = &req.containers.back().gpus;
+            current_name = "--ct " + req.containers.back().ct;
+        } else {
+            current = &req.gpus;
+            current_name = "--vm";
+        }
+        if (early) {
+            bind(current, current_name, std::move(*early));
+            early.reset();
+        }
+    }
+    if (early) {
+        req.gpus = std::move(*early); // no guest option at all: --mapping's cards (--node-scan), or make_plan's error
+    }
+}
+
 } // namespace
 
 plan::Request parse_request(const po::variables_map& vm)
@@ -129,12 +196,7 @@ plan::Request parse_request(const po::variables_map& vm)
             throw Error(Errc::usage, "--vm must name a libvirt domain");
         }
     }
-    if (vm.count("gpus") != 0U) {
-        req.gpus = std::string(util::trim(vm["gpus"].as<std::string>()));
-        if (req.gpus.empty()) {
-            throw Error(Errc::usage, "--gpus is empty").with_hint("use --gpus all, --gpus 0,1 or --gpus 0000:01:00");
-        }
-    }
+    bind_guest_gpus(vm, req);
     if (vm.count("acs-override") != 0U) {
         req.acs_override = plan::AcsOverride::yes;
     }
@@ -174,6 +236,9 @@ std::string request_to_options(const plan::Request& req)
     }
     if (!req.gpus.empty()) {
         args.insert(args.end(), {"--gpus", req.gpus});
+    }
+    for (const auto& c : req.containers) {
+        args.insert(args.end(), {"--ct", c.ct, "--gpus", c.gpus});
     }
     if (req.acs_override == plan::AcsOverride::yes) {
         args.emplace_back("--acs-override");

@@ -193,6 +193,52 @@ std::optional<std::string> CtConfig::get(std::string_view key, std::string_view 
     return found;
 }
 
+std::string CtConfig::with_inserted(std::size_t at, const std::vector<std::string>& new_lines) const
+{
+    std::vector<std::string_view> texts;
+    texts.reserve(m_lines.size() + new_lines.size());
+    for (std::size_t i = 0; i <= m_lines.size(); ++i) {
+        if (i == at) {
+            texts.insert(texts.end(), new_lines.begin(), new_lines.end());
+        }
+        if (i < m_lines.size()) {
+            texts.emplace_back(m_lines[i].text);
+        }
+    }
+    // A file without its last line feed keeps that, unless the new lines come last.
+    const bool trailing = m_trailing_newline || (at >= m_lines.size() && !new_lines.empty());
+    std::string out;
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+        out += texts[i];
+        if (i + 1 < texts.size() || trailing) {
+            out += '\n';
+        }
+    }
+    return out;
+}
+
+std::size_t CtConfig::dev_insert_point() const
+{
+    std::optional<std::size_t> after_dev;
+    std::optional<std::size_t> before_key;
+    std::size_t after_last = 0;
+    for (std::size_t i = 0; i < m_lines.size(); ++i) {
+        const auto& line = m_lines[i];
+        if (line.kind == LineKind::section) {
+            break;
+        }
+        if (line.kind == LineKind::key_value && dev_index(line.key)) {
+            after_dev = i + 1;
+        } else if (line.kind == LineKind::key_value && !before_key && line.key > "dev") {
+            before_key = i;
+        }
+        if (line.kind != LineKind::blank) {
+            after_last = i + 1;
+        }
+    }
+    return after_dev ? *after_dev : before_key ? *before_key : after_last;
+}
+
 bool CtConfig::unprivileged() const
 {
     const auto value = get("unprivileged");

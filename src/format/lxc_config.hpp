@@ -46,6 +46,14 @@ public:
     std::optional<std::string> get(std::string_view key, std::string_view section = "") const;
     // True when the current config says unprivileged: 1 (PVE's default for a config is 0).
     bool unprivileged() const;
+    // The file with NEW_LINES (each one line, no line feed) put before lines()[at]
+    // (at == lines().size(): after the last line); every other line byte for byte.
+    std::string with_inserted(std::size_t at, const std::vector<std::string>& new_lines) const;
+    // Where a new devN: line of the current config goes, as Proxmox VE writes
+    // its keys in order: after the current config's last devN: line, else before
+    // its first key that sorts after "dev", else after its last line that is not
+    // blank (before the first section).
+    std::size_t dev_insert_point() const;
 
 private:
     std::vector<CtLine> m_lines;

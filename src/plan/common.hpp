@@ -52,6 +52,12 @@ bool stage_file(const PlanContext& ctx, Plan& plan, std::string_view path, std::
 
 using util::module_key;
 
+// Whether the target kernel's module tree has a module (loadable or
+// built-in), asked through libkmod: nullopt when <root>/lib/modules/<kver>
+// or its index is missing (plan/host/host_plan.cpp; the container room asks
+// it for nvidia).
+std::optional<bool> target_has_module(const util::HostFs& fs, std::string_view kernel_release, std::string_view name);
+
 // "GPU 0000:01:00 (TU102 [GeForce RTX 2080 Ti])", "NVSwitch ...": a card as plan's messages name it.
 std::string card_label(const scan::Inventory& inv, const scan::GpuCard& card);
 // Group safety (selection.cpp): refusals for cards that share an IOMMU group with

@@ -111,8 +111,19 @@ inline constexpr WrittenDir k_multi_user_target_d{"/etc/systemd/system/multi-use
 inline constexpr std::string_view k_trial_dropin = "/etc/systemd/system/multi-user.target.d/passthru-trial.conf";
 static_assert(k_multi_user_target_d.holds(k_trial_dropin));
 
+// plan/container: the container configs (devN: lines) ...
+inline constexpr WrittenDir k_lxc_d{"/etc/pve/lxc", "", ".conf"};
+// ... the unit that makes the nvidia device nodes at boot (in k_systemd_system_d) ...
+inline constexpr std::string_view k_nvidia_nodes_service = "/etc/systemd/system/passthru-nvidia-nodes.service";
+static_assert(k_systemd_system_d.holds(k_nvidia_nodes_service));
+// ... and the drop-in that runs it before pve-guests.service starts the containers.
+inline constexpr WrittenDir k_pve_guests_d{"/etc/systemd/system/pve-guests.service.d", "passthru-", ".conf"};
+inline constexpr std::string_view k_nvidia_nodes_dropin = "/etc/systemd/system/pve-guests.service.d/passthru-nvidia-nodes.conf";
+static_assert(k_pve_guests_d.holds(k_nvidia_nodes_dropin));
+
 inline constexpr std::array k_written_dirs{
-    k_default_grub_d, k_modprobe_d, k_modules_load_d, k_qemu_server_d, k_systemd_network_d, k_systemd_system_d, k_multi_user_target_d,
+    k_default_grub_d,   k_modprobe_d,          k_modules_load_d, k_qemu_server_d, k_systemd_network_d,
+    k_systemd_system_d, k_multi_user_target_d, k_lxc_d,          k_pve_guests_d,
 };
 
 // The files the planners write by their full path: k_written_files and the

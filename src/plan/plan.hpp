@@ -101,6 +101,14 @@ struct NodeScan
     std::string file;
 };
 
+// --ct N --gpus SPEC: cards a Proxmox VE container gets as device nodes
+// (devN: lines), the cards staying on the host's nvidia driver.
+struct ContainerRequest
+{
+    std::string ct;   // the container's VMID as given (checked as --vm's)
+    std::string gpus; // the --gpus after it, same grammar as the VM's
+};
+
 // What the user asked for. Serialised into saved plans and journals.
 struct Request
 {
@@ -115,6 +123,8 @@ struct Request
     std::optional<std::string> connect_uri; // --connect URI (libvirt)
     std::optional<std::string> vm_profile;  // --profile NAME (VM profile)
     std::optional<NetworkRequest> network;
+    // --ct N --gpus SPEC, each container once, in the order given (plan/container/).
+    std::vector<ContainerRequest> containers;
     // apply --trial (plan/trial.hpp): the minutes the trial boot's watchdog
     // waits for 'passthru confirm'; nullopt for a normal apply.
     std::optional<int> trial_minutes;

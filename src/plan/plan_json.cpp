@@ -134,6 +134,14 @@ Request parse_request(const json& r, RequestCheck check = RequestCheck::validate
             req.node_scans.push_back({get_string(ns, "node", "request.node_scans"), get_string(ns, "file", "request.node_scans")});
         }
     }
+    if (r.contains("containers") && !r["containers"].is_null()) {
+        for (const auto& c : get_array(r, "containers", w)) {
+            if (!c.is_object()) {
+                throw ParseError{"request.containers must hold objects"};
+            }
+            req.containers.push_back({get_string(c, "ct", "request.containers"), get_string(c, "gpus", "request.containers")});
+        }
+    }
     req.connect_uri = get_opt_string(r, "connect_uri", w);
     req.vm_profile = get_opt_string(r, "vm_profile", w);
     if (r.contains("network") && !r["network"].is_null()) {
@@ -219,6 +227,13 @@ json request_to_json(const Request& request)
             nodes.push_back({{"node", ns.node}, {"file", ns.file}});
         }
         r["node_scans"] = std::move(nodes);
+    }
+    if (!request.containers.empty()) {
+        json cts = json::array();
+        for (const auto& c : request.containers) {
+            cts.push_back({{"ct", c.ct}, {"gpus", c.gpus}});
+        }
+        r["containers"] = std::move(cts); // only plans for containers carry it: other documents stay as they were
     }
     if (request.network) {
         const auto& n = *request.network;

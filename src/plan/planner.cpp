@@ -236,33 +236,35 @@ Result<Plan> cluster_mapping_plan(const scan::Inventory& inventory, const util::
     return plan;
 }
 
-} // namespace
-
-Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs, const data::DataDir& data, const Request& request)
+// --ct N --gpus SPEC: each container's cards, "--ct N: " before a selection error.
+Result<std::vector<ContainerCards>> select_container_cards(const scan::Inventory& inventory, const Request& request)
 {
-    if (request.vm.empty() && request.gpus.empty() && request.network) {
-        return network_only_plan(inventory, fs, data, request);
+    std::vector<ContainerCards> out;
+    for (const auto& c : request.containers) {
+        auto cards = select_cards(inventory, c.gpus);
+        if (!cards) {
+            Error err(cards.error().code(), "--ct " + c.ct + ": " + cards.error().what());
+            for (const auto& hint : cards.error().hints()) {
+                err.with_hint(hint);
+            }
+            return tl::unexpected(std::move(err));
+        }
+        out.push_back({&c, std::move(*cards)});
     }
-    if (request.vm.empty() && !request.node_scans.empty()) {
-        return cluster_mapping_plan(inventory, fs, data, request);
-    }
-    if (request.vm.empty()) {
-        return tl::unexpected(Error(Errc::usage, "--vm is required").with_hint("e.g. passthru plan --vm 101 --gpus all"));
-    }
-    if (request.gpus.empty()) {
-        return tl::unexpected(Error(Errc::usage, "--gpus is required").with_hint("use --gpus all, --gpus 0,1 or --gpus 0000:01:00"));
-    }
+    return out;
+}
+
+// The VM's cards: selection, layout, boot VGA, SR-IOV, guests that use them, the
+// fabric and group safety. The cards to pass (with NVSwitches), or nullopt with
+// the plan refused; whether --acs-override is needed goes to NEED_ACS.
+Result<std::optional<std::vector<const scan::GpuCard*>>> vm_cards(const scan::Inventory& inventory, const data::DataDir& data,
+                                                                  const Request& request, const std::vector<data::GpuProfile>& profiles,
+                                                                  Plan& plan, bool& need_acs)
+{
     auto cards = select_cards(inventory, request.gpus);
     if (!cards) {
         return tl::unexpected(cards.error());
     }
-    Plan plan;
-    plan.request = request;
-    const auto loaded = data::load_gpu_profiles(data);
-    if (!loaded) {
-        return tl::unexpected(loaded.error());
-    }
-    const auto& profiles = *loaded;
     for (const auto* card : *cards) {
         plan.gpus.push_back(selected_gpu(inventory, *card, profiles));
         detail::check_function_layout(inventory, *card, profiles, card_label(inventory, *card), plan);
@@ -284,9 +286,61 @@ Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs,
         passed.push_back(sw);
         plan.nvswitches.push_back(selected_gpu(inventory, *sw, profiles));
     }
-    const bool need_acs = check_groups(inventory, request, passed, plan);
+    need_acs = check_groups(inventory, request, passed, plan);
     if (plan.refused()) {
-        return plan;
+        return std::optional<std::vector<const scan::GpuCard*>>{};
+    }
+    return std::optional{std::move(passed)};
+}
+
+// What the request must hold: --vm with --gpus, or --ct with theirs.
+Result<void> check_guests_given(const Request& request)
+{
+    if (request.vm.empty() && request.containers.empty()) {
+        return tl::unexpected(Error(Errc::usage, "--vm or --ct is required")
+                                  .with_hint("e.g. passthru plan --vm 101 --gpus all, or passthru plan --ct 105 --gpus 2"));
+    }
+    if (!request.vm.empty() && request.gpus.empty()) {
+        return tl::unexpected(Error(Errc::usage, "--gpus is required").with_hint("use --gpus all, --gpus 0,1 or --gpus 0000:01:00"));
+    }
+    return {};
+}
+
+} // namespace
+
+Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs, const data::DataDir& data, const Request& request)
+{
+    if (request.vm.empty() && request.gpus.empty() && request.network && request.containers.empty()) {
+        return network_only_plan(inventory, fs, data, request);
+    }
+    if (request.vm.empty() && !request.node_scans.empty()) {
+        return cluster_mapping_plan(inventory, fs, data, request);
+    }
+    if (auto given = check_guests_given(request); !given) {
+        return tl::unexpected(given.error());
+    }
+    const auto containers = select_container_cards(inventory, request);
+    if (!containers) {
+        return tl::unexpected(containers.error());
+    }
+    Plan plan;
+    plan.request = request;
+    const auto loaded = data::load_gpu_profiles(data);
+    if (!loaded) {
+        return tl::unexpected(loaded.error());
+    }
+    const auto& profiles = *loaded;
+    bool need_acs = false;
+    std::vector<const scan::GpuCard*> passed;
+    if (!request.vm.empty()) {
+        auto cards = vm_cards(inventory, data, request, profiles, plan, need_acs);
+        if (!cards) {
+            return tl::unexpected(cards.error());
+        }
+        if (!*cards) {
+            return plan;
+        }
+        passed = std::move(**cards);
     }
     PlanContext ctx{.inventory = inventory, .fs = fs, .data = data, .request = request, .selected = passed, .gpu_profiles = &profiles};
     if (need_acs) {
@@ -294,8 +348,11 @@ Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs,
                                 "ACS capability, so devices it puts in separate groups may still talk to each other directly. "
                                 "Use it only when you accept that the VM can reach those devices");
     }
-    plan_host(ctx, plan);
-    plan_vm(ctx, plan);
+    if (!request.vm.empty()) {
+        plan_host(ctx, plan);
+        plan_vm(ctx, plan);
+    }
+    plan_containers(ctx, *containers, detail::minors_after(inventory, passed), plan);
     plan_network(ctx, plan);
     if (request.trial_minutes && !plan.refused()) {
         plan_trial(ctx, plan);

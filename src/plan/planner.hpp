@@ -58,9 +58,23 @@ struct MappedNode
     std::vector<const scan::GpuCard*> cards;
 };
 
+// One --ct: its request and the cards its --gpus selects (inventory order).
+struct ContainerCards
+{
+    const ContainerRequest* request = nullptr;
+    std::vector<const scan::GpuCard*> cards;
+};
+
 void plan_host(const PlanContext& ctx, Plan& plan);    // cmdline, modules, modprobe.d, initramfs (plan/host_*.cpp)
 void plan_vm(const PlanContext& ctx, Plan& plan);      // VM config, mappings, libvirt (plan/vm_*.cpp)
 void plan_network(const PlanContext& ctx, Plan& plan); // bond/bridge (plan/network_*.cpp)
+// --ct: the devN: lines of each container and the host side they need: the
+// nvidia driver in the target kernel, device nodes before pve-guests.service
+// starts the containers (plan/container/). ctx.selected are the VM's cards;
+// MINORS_AFTER the nvidia minor each card that stays on nvidia has after the
+// reboot (plan/guest_users.hpp).
+void plan_containers(const PlanContext& ctx, const std::vector<ContainerCards>& containers,
+                     const std::vector<std::pair<const scan::GpuCard*, std::uint32_t>>& minors_after, Plan& plan);
 // The cluster mapping of --node-scan: every node's cards in pci.cfg (plan/vm/proxmox_mapping.cpp).
 void plan_cluster_mapping(const PlanContext& ctx, const std::vector<MappedNode>& nodes, Plan& plan);
 

@@ -90,12 +90,60 @@ Result<void> validate_node_scans(const Request& request)
     return {};
 }
 
+// A Proxmox VE VMID as written: digits, no leading zero, 100-999999999.
+Result<void> validate_ct(const std::string& ct)
+{
+    const std::string range = "--ct " + ct + ": VMID is outside 100-999999999 (Proxmox VE's VMID range)";
+    if (ct.empty() || ct.find_first_not_of("0123456789") != std::string::npos) {
+        return usage_error("--ct must be a numeric container VMID, not '" + ct + "'");
+    }
+    if (ct.size() > 1 && ct.front() == '0') {
+        return usage_error("--ct " + ct + ": write the VMID without leading zeros");
+    }
+    const auto id = util::parse_int(ct);
+    if (!id || static_cast<std::uint64_t>(*id) < k_min_vmid || static_cast<std::uint64_t>(*id) > k_max_vmid) {
+        return usage_error(range);
+    }
+    return {};
+}
+
+// --ct N --gpus SPEC: Proxmox VE only, each container once, each with its cards,
+// none the VM's own VMID; no cluster mapping, trial or node scan beside them.
+Result<void> validate_containers(const Request& request)
+{
+    if (request.containers.empty()) {
+        return {};
+    }
+    if (!backend_row(request.backend).numeric_vmid || request.mapping || !request.node_scans.empty()) {
+        return usage_error("--ct gives cards to a Proxmox VE container: leave out --backend libvirt, --mapping and --node-scan");
+    }
+    std::set<std::string> seen;
+    for (const auto& c : request.containers) {
+        if (auto valid = validate_ct(c.ct); !valid) {
+            return valid;
+        }
+        if (c.gpus.empty()) {
+            return usage_error("--ct " + c.ct + " needs its own --gpus after it (e.g. --ct " + c.ct + " --gpus 2)");
+        }
+        if (!seen.insert(c.ct).second) {
+            return usage_error("--ct " + c.ct + " is given twice");
+        }
+        if (c.ct == request.vm) {
+            return usage_error("--ct " + c.ct + " is also --vm: a VMID is a VM or a container, not both");
+        }
+    }
+    return {};
+}
+
 } // namespace
 
 Result<void> validate_request(const Request& request)
 {
     if (auto nodes = validate_node_scans(request); !nodes) {
         return nodes;
+    }
+    if (auto cts = validate_containers(request); !cts) {
+        return cts;
     }
     if (!request.vm.empty()) {
         if (backend_row(request.backend).numeric_vmid) {

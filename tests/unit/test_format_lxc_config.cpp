@@ -111,3 +111,27 @@ TEST_CASE("lxc_config: cgroup2 device rules")
     CHECK(!DeviceRule::parse("c 195:1 rwx"));
     CHECK(!DeviceRule::parse(""));
 }
+
+TEST_CASE("new devN: lines go where Proxmox VE writes them; every other line stays")
+{
+    const auto with_dev = CtConfig::parse(k_ct105);
+    // after the current config's last devN: line, not the pending section's
+    const auto at = with_dev.dev_insert_point();
+    CHECK(at == 4);
+    const std::string edited = with_dev.with_inserted(at, {"dev3: /dev/nvidia-uvm-tools,gid=44"});
+    std::string want = k_ct105;
+    want.insert(want.find("hostname:"), "dev3: /dev/nvidia-uvm-tools,gid=44\n");
+    CHECK(edited == want);
+    // no devN: yet: before the first key that sorts after "dev"
+    const auto plain = CtConfig::parse("#desc\narch: amd64\ncores: 4\nhostname: a\n\n[snap]\ndev0: /dev/x\n");
+    CHECK(plain.dev_insert_point() == 3);
+    // only keys before "dev": after the last line that is not blank, before the sections
+    const auto early = CtConfig::parse("arch: amd64\ncores: 4\n\n[snap]\ncores: 2\n");
+    CHECK(early.dev_insert_point() == 2);
+    CHECK(early.with_inserted(2, {"dev0: /dev/nvidia0"}) == "arch: amd64\ncores: 4\ndev0: /dev/nvidia0\n\n[snap]\ncores: 2\n");
+    // a file without its last line feed keeps that unless the new line comes last
+    const auto bare = CtConfig::parse("arch: amd64\nhostname: a");
+    CHECK(bare.with_inserted(1, {"dev0: /dev/nvidia0"}) == "arch: amd64\ndev0: /dev/nvidia0\nhostname: a");
+    CHECK(bare.with_inserted(2, {"dev0: /dev/nvidia0"}) == "arch: amd64\nhostname: a\ndev0: /dev/nvidia0\n");
+    CHECK(CtConfig::parse("").with_inserted(0, {"dev0: /dev/nvidia0"}) == "dev0: /dev/nvidia0\n");
+}

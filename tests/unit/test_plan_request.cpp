@@ -161,4 +161,39 @@ TEST_SUITE("plan::request")
         plain.gpus = "all";
         CHECK_FALSE(plan::request_to_json(plain).contains("node_scans")); // plans without it keep their bytes
     }
+
+    TEST_CASE("--ct: a container VMID, its own --gpus, each once, not the VM's VMID; round-trips")
+    {
+        plan::Request r;
+        r.vm = "101";
+        r.vmid = 101;
+        r.gpus = "0,1";
+        r.containers = {{"105", "2"}, {"106", "2"}};
+        CHECK(rejected(r).empty());
+        plan::Request bad = r;
+        bad.containers[1].ct = "0105";
+        CHECK(rejected(bad) == "--ct 0105: write the VMID without leading zeros");
+        bad.containers[1].ct = "99";
+        CHECK(rejected(bad) == "--ct 99: VMID is outside 100-999999999 (Proxmox VE's VMID range)");
+        bad.containers[1].ct = "ct6";
+        CHECK(rejected(bad) == "--ct must be a numeric container VMID, not 'ct6'");
+        bad.containers[1] = {"105", "3"};
+        CHECK(rejected(bad) == "--ct 105 is given twice");
+        bad.containers[1] = {"101", "3"};
+        CHECK(rejected(bad) == "--ct 101 is also --vm: a VMID is a VM or a container, not both");
+        bad.containers[1] = {"106", ""};
+        CHECK(rejected(bad) == "--ct 106 needs its own --gpus after it (e.g. --ct 106 --gpus 2)");
+        bad = r;
+        bad.backend = plan::Backend::libvirt;
+        bad.vmid.reset();
+        CHECK(rejected(bad).starts_with("--ct gives cards to a Proxmox VE container"));
+        const auto back = plan::request_from_json(plan::request_to_json(r));
+        REQUIRE(back);
+        REQUIRE(back->containers.size() == 2);
+        CHECK(back->containers[0].ct == "105");
+        CHECK(back->containers[1].gpus == "2");
+        plan::Request plain = r;
+        plain.containers.clear();
+        CHECK_FALSE(plan::request_to_json(plain).contains("containers")); // plans without it keep their bytes
+    }
 }

@@ -24,10 +24,6 @@ struct HostInputs
     bool acs_override = false; // pcie_acs_override goes on the command line
 };
 
-// Whether the target kernel's module tree has a module (loadable or
-// built-in), asked through libkmod: nullopt when <root>/lib/modules/<kver>
-// or its index is missing.
-std::optional<bool> target_has_module(const util::HostFs& fs, std::string_view kernel_release, std::string_view name);
 // The modules whose aliases in the target kernel's module tree match a PCI function's
 // modalias (what udev would load for it), asked through libkmod; empty when the tree or
 // its index is missing or an id of the function is unknown.
