@@ -61,7 +61,10 @@ std::string render_summary(const plan::Plan& plan, bool color)
 {
     std::string out;
     std::string title = "Plan for VM " + plan.request.vm;
-    if (plan.request.vm.empty()) {
+    if (plan.request.kernel) {
+        title = plan.request.kernel->action == plan::KernelAction::pin ? "Plan to pin kernel " + plan.request.kernel->release
+                                                                       : std::string("Plan to unpin the kernel");
+    } else if (plan.request.vm.empty()) {
         title = plan.request.node_scans.empty() ? std::string("Plan for the host network")
                                                 : "Plan for the cluster mapping " + plan.request.mapping.value_or("");
     }
