@@ -47,6 +47,16 @@ std::vector<Manifest> active_generations(const std::vector<Manifest>& all)
     return out;
 }
 
+std::optional<Manifest> newest_configuring(const std::vector<Manifest>& active)
+{
+    for (auto it = active.rbegin(); it != active.rend(); ++it) {
+        if (!it->request || !it->request->kernel) {
+            return *it;
+        }
+    }
+    return std::nullopt;
+}
+
 std::optional<std::uint64_t> steps_already_recorded(const std::vector<Manifest>& all, const std::vector<plan::PlannedCommand>& commands)
 {
     if (commands.empty()) {

@@ -53,6 +53,11 @@ std::optional<Manifest> find_interrupted(const Journal& journal, LockHeld lock =
 // Apply generations that are committed and not undone by a committed rollback.
 std::vector<Manifest> active_generations(const std::vector<Manifest>& all);
 
+// The newest of `active` that configures passthrough: a 'kernel pin' or 'kernel unpin'
+// generation only changes the default kernel, so verify, kernel check and explain read the
+// cards and arguments of the generation before it.
+std::optional<Manifest> newest_configuring(const std::vector<Manifest>& active);
+
 // The newest active generation that recorded (under --root: listed, not
 // run) every one of these after-steps, when each of them was; nullopt
 // otherwise. A plan whose only work is such steps is already applied as far

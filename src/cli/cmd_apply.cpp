@@ -301,6 +301,13 @@ void print_next_steps(const Context& ctx, const plan::Plan& p)
         return;
     }
     const std::string root = root_option(ctx);
+    if (p.request.kernel && p.request.kernel->action != plan::KernelAction::trial) {
+        std::printf("Next steps:\n  1. reboot: the boot loader starts %s by default\n  2. to undo: passthru%s rollback\n",
+                    p.request.kernel->action == plan::KernelAction::pin ? ("kernel " + p.request.kernel->release).c_str()
+                                                                        : "its own choice of kernel (the newest)",
+                    root.c_str());
+        return;
+    }
     const std::string verify = "passthru" + root + " verify" + (p.request.vm.empty() ? "" : " --vm " + p.request.vm);
     std::printf("Next steps, in this order:\n");
     if (p.request.trial_minutes) {

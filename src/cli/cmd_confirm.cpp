@@ -5,7 +5,8 @@
 //   to hear (apply/network_guard.hpp).
 // - A trial boot (apply --trial, plan/trial.hpp): on the trial boot, once
 //   verify passes, the trial's configuration becomes the default as one more
-//   journaled generation, and the trial entry and its watchdog go.
+//   journaled generation, and the trial entry and its watchdog go. A kernel
+//   trial (passthru kernel trial KVER): KVER is pinned (kernel/pin.hpp).
 #include <cstdio>
 #include <cstdlib>
 
@@ -16,6 +17,7 @@
 #include "cli/apply_common.hpp"
 #include "cli/commands.hpp"
 #include "cli/plan_render.hpp"
+#include "kernel/pin.hpp"
 #include "plan/request.hpp"
 #include "plan/trial.hpp"
 #include "scan/boot_loader.hpp"
@@ -50,6 +52,16 @@ int confirm_trial(Context& ctx, const apply::Journal& journal, const apply::Mani
     }
     if (!m.request) {
         throw Error(Errc::parse, gen + ": its request cannot be read: not a valid passthru request: request must be an object");
+    }
+    if (m.request->kernel) {
+        // A kernel trial (passthru kernel trial KVER): the kernel becomes the pinned default.
+        auto pinned = kernel::plan_kernel_trial_confirm(ctx.fs, inventory, data, m.request->kernel->release);
+        if (!pinned) {
+            throw pinned.error();
+        }
+        std::fputs(render_plan(*pinned, RenderOptions{ctx.color_out, true}).c_str(), stdout);
+        std::fflush(stdout);
+        return commit_plan(ctx, journal, *pinned);
     }
     if (auto valid = plan::validate_request(*m.request); !valid) {
         throw Error(Errc::parse,

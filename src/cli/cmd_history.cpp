@@ -26,6 +26,10 @@ std::string request_text(const apply::Manifest& m)
         return "";
     }
     const plan::Request& req = *m.request;
+    if (req.kernel) {
+        return "kernel " + std::string(plan::to_string(req.kernel->action))
+               + (req.kernel->release.empty() ? "" : " " + req.kernel->release);
+    }
     std::string out;
     auto add = [&](const std::string& value, const char* flag) {
         if (!value.empty()) {

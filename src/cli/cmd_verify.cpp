@@ -208,7 +208,7 @@ int run_verify(Context& ctx, const po::variables_map& vm)
     const scan::Inventory inventory = scan_with_data(ctx, data);
     const apply::Journal journal(ctx.fs);
     const auto active = apply::active_generations(journal.load_all());
-    const std::optional<apply::Manifest> newest = active.empty() ? std::nullopt : std::optional<apply::Manifest>(active.back());
+    const std::optional<apply::Manifest> newest = apply::newest_configuring(active);
     const apply::VerifyTarget target = verify_target(vm, inventory, ctx.fs, newest);
     const auto report = apply::verify_host(inventory, ctx.fs, target);
     // First: whether anything booted with the files checked.

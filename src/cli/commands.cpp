@@ -22,7 +22,8 @@ const std::vector<Command>& commands()
         {"explain", "say why a VM's last start failed after passthrough, and what to do", explain_options, run_explain, "VMID"},
         {"capture", "write the files passthru reads of this host to FILE (a tarball for --root), private data removed", capture_options,
          run_capture, "FILE"},
-        {"kernel", "check every installed kernel: will passthrough work when it boots", kernel_options, run_kernel, "check [KVER...]"},
+        {"kernel", "check every installed kernel (will passthrough work when it boots), pin the default kernel, boot one once",
+         kernel_options, run_kernel, "check|pin|unpin|trial [KVER...]"},
         {"rom", "read a card's option ROM through sysfs, check it and save it to FILE (rom dump SLOT FILE)", rom_options, run_rom,
          "dump SLOT FILE"},
     };

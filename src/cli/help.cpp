@@ -210,7 +210,9 @@ could hide in it), 2 for a bad VMID or an unreadable or binary
 passthru.explain/1 (docs/explain-json.md); bytes of a log that are not UTF-8
 appear in it as U+FFFD.)",
      "none of its own: it only reads."},
-    {"kernel", "check [KVER...] [--json]",
+    {"kernel",
+     "check [KVER...] [--json] [--hook] | pin KVER [--dry-run] [--yes] [--skip-check] | unpin [--dry-run] [--yes] | trial KVER "
+     "[--trial-minutes N] [--dry-run] [--yes] [--skip-check]",
      R"(Says for each installed kernel whether passthrough will work when it boots:
 every KVER given, else every /lib/modules/KVER that has a /boot/vmlinuz-KVER
 (what the boot loaders' entries start). For each kernel it reads the
@@ -229,8 +231,49 @@ kernel. One line per kernel: ok, or "breaks passthrough" with each problem
 and its fix. --json prints one document of schema passthru.kernel-check/1.
 Exit status 0 when every kernel is fine, 11 when one would break
 passthrough, 1 for a KVER that is not installed, 2 for a word that cannot
-be a kernel release. kernel check changes nothing.)",
-     "none of its own: it only reads."},
+be a kernel release. kernel check changes nothing.
+
+kernel check --hook KVER is what the kernel hook runs when apt installs a
+kernel (/etc/kernel/postinst.d/zz-passthru, which apply writes, runs
+/usr/lib/passthru/kernel-postinst with the new kernel's release): the verdict
+for that kernel in apt's output, and the policy of /etc/passthru/kernel.conf.
+With "on-break = pin" in it, a new kernel that would break passthrough makes
+passthru pin the last good kernel, the running one when its own check
+passes, as kernel pin does; "on-break = warn" (the default) only prints. The
+hook always exits 0: a verdict never fails a package installation.
+
+kernel pin KVER makes the installed kernel KVER the one the boot loader
+starts by default, through the files the host's own boot-loader tool reads:
+on ESPs that proxmox-boot-tool manages, its pin file /etc/kernel/proxmox-boot-pin,
+then proxmox-boot-tool refresh; on plain GRUB, GRUB_DEFAULT naming the
+kernel's entry under "Advanced options" of /boot/grub/grub.cfg, in
+/etc/default/grub.d/proxmox-kernel-pin.cfg (with the pin file) where
+proxmox-boot-tool is installed, else in /etc/default/grub.d/passthru-kernel-pin.cfg,
+then update-grub. kernel unpin removes those files (and proxmox-boot-tool's
+/etc/kernel/next-boot-pin) and refreshes. Both are plans applied as one
+journaled generation, like apply: --dry-run shows the diffs and commands and
+writes nothing, history lists the generation, rollback restores the files
+byte for byte and re-runs the refresh. A KVER that is not installed
+(/lib/modules/KVER and /boot/vmlinuz-KVER) is refused with exit status 2; one
+that kernel check says would break passthrough with exit status 11, unless
+--skip-check; a boot loader passthru cannot pin on, or a grub.cfg without the
+kernel's entry, with exit status 3.
+
+kernel trial KVER boots the installed kernel KVER once, with the machinery
+of apply --trial: a separate boot entry starts KVER with the default
+entry's command line and passthru.trial, selected for the next boot only
+(grub-reboot on plain GRUB; the helper trial-loader-entry and
+LoaderEntryOneShot on systemd-boot through proxmox-boot-tool), and the
+watchdog reboots into the unchanged default entry after --trial-minutes
+(default 10) unless confirmed. On the trial boot run passthru verify (it
+checks the cards and arguments of the newest apply), then passthru confirm:
+KVER becomes the default, pinned as kernel pin does, and the trial's files
+go. Any boot without passthru.trial rolls the trial back by itself. The
+running kernel, a KVER that is not installed (exit 2) or that kernel check
+flags (exit 11, unless --skip-check) is refused.)",
+     "check: none of its own, it only reads. pin, unpin, trial, and the pin of check --hook: as apply, the transaction answers them: "
+     "SIGHUP "
+     "lets it finish, SIGINT and SIGTERM undo what it changed."},
     {"capture", "FILE [--keep-hostnames] [--keep-addresses] [--force]",
      R"(Writes the files of the host that passthru reads to FILE, a tar archive laid
 out as a --root tree, so that a problem seen on this host can be reproduced
@@ -307,7 +350,7 @@ const std::vector<ExitCodeDoc> k_exit_codes{
     {exit_code::refused, "refused: the host or request is unsafe (nothing was changed)"},
     {exit_code::rollback_failed, "rollback failed: manual attention needed (the affected paths are listed)"},
     {exit_code::pending, "changes are pending (with --exit-code)"},
-    {exit_code::kernel_breaks, "kernel check: a checked kernel would break passthrough"},
+    {exit_code::kernel_breaks, "kernel check: a checked kernel would break passthrough; kernel pin: refused, the kernel would break it"},
     {exit_code::internal, "internal error (a bug in passthru), or out of memory"},
 };
 

@@ -67,7 +67,10 @@ std::string render_summary(const plan::Plan& plan, bool color)
         cts.push_back(c.ct + " (--gpus " + c.gpus + ")");
     }
     const std::string ct_title = (cts.size() == 1 ? "container " : "containers ") + util::join(cts, ", ");
-    if (!cts.empty()) {
+    if (plan.request.kernel) {
+        title = plan.request.kernel->action == plan::KernelAction::pin ? "Plan to pin kernel " + plan.request.kernel->release
+                                                                       : std::string("Plan to unpin the kernel");
+    } else if (!cts.empty()) {
         title = plan.request.vm.empty() ? "Plan for " + ct_title : title + " and " + ct_title;
     } else if (plan.request.vm.empty()) {
         title = plan.request.node_scans.empty() ? std::string("Plan for the host network")

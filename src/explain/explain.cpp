@@ -355,12 +355,12 @@ void read_ct_config(const ExplainInput& in, Report& report)
 void journal_note(const ExplainInput& in, Report& report)
 {
     const apply::Journal journal(in.fs);
-    const auto active = apply::active_generations(journal.load_all());
-    if (active.empty()) {
+    const auto configuring = apply::newest_configuring(apply::active_generations(journal.load_all()));
+    if (!configuring) {
         report.notes.push_back("passthru has applied no changes on this host (no active generation in its journal)");
         return;
     }
-    const auto& newest = active.back();
+    const auto& newest = *configuring;
     std::string cards;
     for (const auto& g : newest.gpus) {
         cards += (cards.empty() ? "" : ", ") + g.slot;

@@ -69,9 +69,15 @@ inline constexpr std::string_view k_grubenv = "/boot/grub/grubenv";
 inline constexpr std::string_view k_trial_grub_script = "/etc/grub.d/42_passthru_trial";
 inline constexpr std::string_view k_trial_loader_entry = "/etc/passthru/trial-loader-entry.conf";
 
+// kernel pin (kernel/pin.hpp): proxmox-boot-tool's pin files, which its refresh reads.
+inline constexpr std::string_view k_kernel_pin_file = "/etc/kernel/proxmox-boot-pin";
+inline constexpr std::string_view k_next_boot_pin_file = "/etc/kernel/next-boot-pin";
+// plan/host: the kernel hook, which runs 'passthru kernel check --hook' when a kernel is installed.
+inline constexpr std::string_view k_kernel_hook = "/etc/kernel/postinst.d/zz-passthru";
+
 inline constexpr std::array k_written_files{
-    k_initramfs_modules, k_modules, k_interfaces,        k_interfaces_new,
-    k_pci_mapping_file,  k_grubenv, k_trial_grub_script, k_trial_loader_entry,
+    k_initramfs_modules,  k_modules,         k_interfaces,         k_interfaces_new, k_pci_mapping_file, k_grubenv, k_trial_grub_script,
+    k_trial_loader_entry, k_kernel_pin_file, k_next_boot_pin_file, k_kernel_hook,
 };
 
 // --- directories, by the shape of the file name ---------------------------------
@@ -81,6 +87,11 @@ inline constexpr std::array k_written_files{
 inline constexpr WrittenDir k_default_grub_d{"/etc/default/grub.d", "", ".cfg"};
 inline constexpr std::string_view k_grub_dropin = "/etc/default/grub.d/passthru.cfg";
 static_assert(k_default_grub_d.holds(k_grub_dropin));
+// kernel pin on plain GRUB: GRUB_DEFAULT, in proxmox-boot-tool's own drop-in where it is
+// installed (its 'kernel unpin' removes it), in passthru's otherwise.
+inline constexpr std::string_view k_grub_pin_dropin_pbt = "/etc/default/grub.d/proxmox-kernel-pin.cfg";
+inline constexpr std::string_view k_grub_pin_dropin = "/etc/default/grub.d/passthru-kernel-pin.cfg";
+static_assert(k_default_grub_d.holds(k_grub_pin_dropin_pbt) && k_default_grub_d.holds(k_grub_pin_dropin));
 
 // plan/host: the vfio binding; other files' lines that would fight it.
 inline constexpr WrittenDir k_modprobe_d{"/etc/modprobe.d", "", ".conf"};

@@ -109,6 +109,24 @@ struct ContainerRequest
     std::string gpus; // the --gpus after it, same grammar as the VM's
 };
 
+// passthru kernel pin / unpin / trial (kernel/pin.hpp): a generation that changes which
+// kernel the boot loader starts by default (pin, unpin), or boots one kernel once (trial,
+// with Request::trial_minutes; its confirm pins it), and nothing else.
+enum class KernelAction
+{
+    pin,
+    unpin,
+    trial,
+};
+
+std::string_view to_string(KernelAction action);
+
+struct KernelRequest
+{
+    KernelAction action = KernelAction::pin;
+    std::string release; // pin, trial: the kernel release; unpin: empty
+};
+
 // What the user asked for. Serialised into saved plans and journals.
 struct Request
 {
@@ -128,6 +146,8 @@ struct Request
     // apply --trial (plan/trial.hpp): the minutes the trial boot's watchdog
     // waits for 'passthru confirm'; nullopt for a normal apply.
     std::optional<int> trial_minutes;
+    // passthru kernel pin/unpin/trial: set only for those generations (no VM).
+    std::optional<KernelRequest> kernel;
     // The SSH session the command runs in (SSH_CONNECTION: "client cport server
     // sport"), read from the environment once by the CLI and only on the host
     // itself; nullopt under --root. Not part of a saved plan: each command

@@ -99,6 +99,27 @@ const json& get_array(const json& obj, const char* key, std::string_view where)
     return v;
 }
 
+// request.kernel: passthru kernel pin / unpin / trial.
+KernelRequest parse_kernel_request(const json& k)
+{
+    if (!k.is_object()) {
+        throw ParseError{"request.kernel must be an object"};
+    }
+    const std::string action = get_string(k, "action", "request.kernel");
+    KernelRequest kr;
+    if (action == to_string(KernelAction::pin)) {
+        kr.action = KernelAction::pin;
+    } else if (action == to_string(KernelAction::unpin)) {
+        kr.action = KernelAction::unpin;
+    } else if (action == to_string(KernelAction::trial)) {
+        kr.action = KernelAction::trial;
+    } else {
+        throw ParseError{"request.kernel.action must be pin, unpin or trial"};
+    }
+    kr.release = get_string(k, "release", "request.kernel");
+    return kr;
+}
+
 // Checks the request (plan/request.hpp) after reading it, unless check is shape_only.
 Request parse_request(const json& r, RequestCheck check = RequestCheck::validate)
 {
@@ -176,6 +197,9 @@ Request parse_request(const json& r, RequestCheck check = RequestCheck::validate
         }
         req.trial_minutes = r["trial_minutes"].get<int>();
     }
+    if (r.contains("kernel") && !r["kernel"].is_null()) {
+        req.kernel = parse_kernel_request(r["kernel"]);
+    }
     if (auto valid = check == RequestCheck::validate ? validate_request(req) : Result<void>{}; !valid) {
         throw ParseError{"request: " + std::string(valid.error().what())};
     }
@@ -195,6 +219,19 @@ std::string_view to_string(FileAction action)
         return "delete";
     }
     return "modify";
+}
+
+std::string_view to_string(KernelAction action)
+{
+    switch (action) {
+    case KernelAction::pin:
+        return "pin";
+    case KernelAction::unpin:
+        return "unpin";
+    case KernelAction::trial:
+        return "trial";
+    }
+    return "pin";
 }
 
 std::optional<FileAction> file_action_from(std::string_view word)
@@ -253,6 +290,9 @@ json request_to_json(const Request& request)
     }
     if (request.trial_minutes) {
         r["trial_minutes"] = *request.trial_minutes; // only trials carry it: other documents stay as they were
+    }
+    if (request.kernel) {
+        r["kernel"] = {{"action", to_string(request.kernel->action)}, {"release", request.kernel->release}}; // only kernel pin/unpin/trial
     }
     return r;
 }

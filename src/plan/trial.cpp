@@ -381,19 +381,12 @@ void plan_trial(const PlanContext& ctx, Plan& plan)
                   [](const std::string& n) { return n.starts_with("a reboot is needed") || n.starts_with("after the reboot"); });
 }
 
-Result<Plan> make_confirm_plan(const scan::Inventory& inventory, const util::HostFs& fs, const data::DataDir& data, Request request)
+bool end_trial(const PlanContext& ctx, Plan& plan)
 {
-    request.trial_minutes.reset();
-    auto made = make_plan(inventory, fs, data, request);
-    if (!made || made->refused()) {
-        return made;
-    }
-    Plan& plan = *made;
-    const TrialLoader* loader = trial_loader(inventory.host.bootloader);
+    const TrialLoader* loader = trial_loader(ctx.inventory.host.bootloader);
     if (loader == nullptr) {
-        return made; // no trial is possible here, so there is none to confirm
+        return false; // no trial is possible here, so there is none to end
     }
-    const PlanContext ctx{.inventory = inventory, .fs = fs, .data = data, .request = plan.request};
     bool removed = false;
     for (const auto path : trial_files()) {
         removed = detail::stage_file(ctx, plan, path, std::nullopt,
@@ -402,7 +395,7 @@ Result<Plan> make_confirm_plan(const scan::Inventory& inventory, const util::Hos
                   || removed;
     }
     if (!removed) {
-        return made;
+        return false;
     }
     const auto refresh = boot_refresh_argv(loader->id);
     const bool refreshes =
@@ -411,6 +404,19 @@ Result<Plan> make_confirm_plan(const scan::Inventory& inventory, const util::Hos
         plan.commands.push_back({refresh, std::string(loader->refresh_why)});
     }
     loader->confirm_commands(plan);
+    return true;
+}
+
+Result<Plan> make_confirm_plan(const scan::Inventory& inventory, const util::HostFs& fs, const data::DataDir& data, Request request)
+{
+    request.trial_minutes.reset();
+    auto made = make_plan(inventory, fs, data, request);
+    if (!made || made->refused()) {
+        return made;
+    }
+    Plan& plan = *made;
+    const PlanContext ctx{.inventory = inventory, .fs = fs, .data = data, .request = plan.request};
+    end_trial(ctx, plan);
     return made;
 }
 

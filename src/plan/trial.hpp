@@ -64,6 +64,11 @@ std::string trial_boot_again(scan::Bootloader loader);
 // (Plan::refusals) what a trial cannot keep to one boot.
 void plan_trial(const PlanContext& ctx, Plan& plan);
 
+// What confirm adds to `plan` when a trial is over: the trial's files removed (which also
+// disarms the watchdog), the boot loader's refresh unless the plan runs it already, and the
+// loader's own cleanup of the one-time selection. False when no trial file is there.
+bool end_trial(const PlanContext& ctx, Plan& plan);
+
 // 'passthru confirm' after a good trial boot: the normal plan for the
 // trial's request (the binding in files every boot reads, the arguments on
 // the default entry), and the trial's files removed, which also disarms the

@@ -77,7 +77,8 @@ std::vector<BootLoaderSpec> make_table()
                  .refresh = {std::string(k_update_grub)},
                  .refresh_reason = "regenerates /boot/grub/grub.cfg with the new kernel command line",
                  .generated = "/boot/grub/grub.cfg",
-                 .generated_kernel_line = "linux"});
+                 .generated_kernel_line = "linux",
+                 .pin = KernelPin::grub_default});
     t.push_back({.id = Bootloader::grub_proxmox_boot,
                  .name = "grub",
                  .detect = detect_grub_proxmox_boot,
@@ -85,7 +86,8 @@ std::vector<BootLoaderSpec> make_table()
                  .cmdline_file = "/etc/default/grub",
                  .cmdline_where = k_grub_where,
                  .refresh = {std::string(k_proxmox_boot_tool), "refresh"},
-                 .refresh_reason = k_pbt_reason});
+                 .refresh_reason = k_pbt_reason,
+                 .pin = KernelPin::pin_file});
     t.push_back({.id = Bootloader::systemd_boot,
                  .name = "systemd-boot",
                  .detect = detect_systemd_boot,
@@ -94,7 +96,8 @@ std::vector<BootLoaderSpec> make_table()
                  .cmdline_where = "in /etc/kernel/cmdline (one line, keep root=)",
                  .needs = "systemd-boot needs /etc/kernel/proxmox-boot-uuids and /etc/kernel/cmdline",
                  .refresh = {std::string(k_proxmox_boot_tool), "refresh"},
-                 .refresh_reason = k_pbt_reason});
+                 .refresh_reason = k_pbt_reason,
+                 .pin = KernelPin::pin_file});
     t.push_back({.id = Bootloader::unknown,
                  .name = "unknown",
                  .detect = detect_unknown,

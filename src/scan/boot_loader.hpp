@@ -31,6 +31,17 @@ enum class CmdlineEdit
     none,         // passthru cannot place arguments
 };
 
+// How `passthru kernel pin` makes one installed kernel the default boot entry (docs/facts.md:
+// kernel-pin): through the files the host's own boot-loader tool reads, so that its own
+// commands (`proxmox-boot-tool kernel list`, `kernel unpin`) see the pin.
+enum class KernelPin
+{
+    grub_default, // GRUB_DEFAULT="<advanced submenu id>><the kernel's entry id>" in a /etc/default/grub.d drop-in
+                  // (proxmox-boot-tool's own drop-in and pin file where it is installed), then the refresh (update-grub)
+    pin_file,     // proxmox-boot-tool's pin file /etc/kernel/proxmox-boot-pin, then the refresh (proxmox-boot-tool refresh)
+    none,         // passthru cannot pin a kernel here
+};
+
 // What `proxmox-boot-tool status` said on a live host.
 enum class BootProbe
 {
@@ -87,6 +98,7 @@ struct BootLoaderSpec
     // line prefix of a boot entry's kernel line; empty when it lives on unmounted ESPs.
     std::string_view generated{};
     std::string_view generated_kernel_line{};
+    KernelPin pin = KernelPin::none; // `passthru kernel pin`; the refresh above makes it take effect
 };
 
 // The trial boot ('passthru apply --trial', plan/trial.hpp): this word is on the kernel command

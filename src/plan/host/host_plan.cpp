@@ -186,6 +186,9 @@ void plan_host(const PlanContext& ctx, Plan& plan)
     // update-initramfs and the boot loader's refresh, as the files written call for them.
     add_file_steps(plan, inv.host.bootloader);
     if (!plan.files.empty()) {
+        detail::plan_kernel_hook(ctx, plan); // no after-step: it acts when a kernel is installed
+    }
+    if (!plan.files.empty()) {
         plan.notes.push_back("a reboot is needed: the kernel command line and the early vfio-pci binding only take effect at boot");
         plan.notes.push_back("after the reboot, 'passthru verify --vm " + ctx.request.vm
                              + "' checks that the IOMMU is on, the kernel command line carries the planned arguments, the vfio modules are "
