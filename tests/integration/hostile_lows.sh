@@ -272,3 +272,26 @@ grep -q 'etc/kernel/cmdline' "$T/err" || fail "a dangling /etc/kernel/cmdline: n
 [[ $(tree_sum "$R") == "$S0" ]] || fail "a dangling /etc/kernel/cmdline: plan wrote something"
 stop_if_failed
 ok "a dangling /etc/kernel/cmdline on a systemd-boot host is no GRUB host: plan refuses, naming it"
+
+# --- third round ---------------------------------------------------------------
+
+# --connect test:///PATH: libvirt's test driver opens PATH itself. A FIFO there
+# hung plan for ever (nobody writes it), a device was opened. Only a regular
+# file of a sane size is handed on: exit 2 at once, the FIFO's writer not woken.
+R=$T/connect
+copy_host epyc-4x2080ti "$R"
+mkfifo "$T/node.fifo"
+rm -f "$T/woken"
+(exec 3> "$T/node.fifo" && echo woken > "$T/woken") &
+writer=$!
+for uri in "test://$T/node.fifo" "test:///dev/zero"; do
+    run_rc timeout 20 "$P" --root "$R" plan --backend libvirt --vm vm1 --gpus all --connect "$uri"
+    [[ $RC -eq 2 ]] || fail "--connect $uri: exit $RC, expected 2 (124: it hung): $(head -2 "$T/err")"
+    grep -q 'not a regular file' "$T/err" || fail "--connect $uri: not explained: $(head -2 "$T/err")"
+done
+sleep 0.2
+[[ -e $T/woken ]] && fail "--connect of a FIFO: the FIFO was opened (its writer woke)"
+kill "$writer" 2> /dev/null || true
+wait "$writer" 2> /dev/null || true
+stop_if_failed
+ok "--connect test:///FIFO or a device: exit 2 at once, never opened"
