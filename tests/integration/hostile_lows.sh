@@ -295,3 +295,21 @@ kill "$writer" 2> /dev/null || true
 wait "$writer" 2> /dev/null || true
 stop_if_failed
 ok "--connect test:///FIFO or a device: exit 2 at once, never opened"
+
+# --- a bond or bridge alone: plan and apply take the same requests -------------
+# plan --bond alone planned the network change (exit 0), apply --bond alone was
+# refused as no request (exit 2). apply takes what plan takes.
+R=$T/bond
+copy_host epyc-4x2080ti "$R"
+BOND=(--bond "enp66s0f0,enp66s0f1")
+run_rc "$P" --root "$R" plan "${BOND[@]}"
+[[ $RC -eq 0 ]] || fail "plan --bond alone: exit $RC: $(head -2 "$T/err")"
+grep -q 'bond0' "$T/out" || fail "plan --bond alone plans no bond: $(head -5 "$T/out")"
+cp "$T/out" "$T/plan.out"
+run_rc "$P" --root "$R" apply "${BOND[@]}" --dry-run
+[[ $RC -eq 0 ]] && cmp -s "$T/out" "$T/plan.out" || fail "apply --bond alone --dry-run: exit $RC or not plan's diffs: $(head -2 "$T/err")"
+run_rc "$P" --root "$R" apply "${BOND[@]}" --yes
+[[ $RC -eq 0 ]] || fail "apply --bond alone: exit $RC, expected 0: $(head -2 "$T/err")"
+grep -q 'bond0' "$R/etc/network/interfaces"* || fail "apply --bond alone wrote no bond"
+stop_if_failed
+ok "--bond alone: plan, apply --dry-run (the same diffs) and apply all exit 0"
