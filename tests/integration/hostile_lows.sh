@@ -313,3 +313,35 @@ run_rc "$P" --root "$R" apply "${BOND[@]}" --yes
 grep -q 'bond0' "$R/etc/network/interfaces"* || fail "apply --bond alone wrote no bond"
 stop_if_failed
 ok "--bond alone: plan, apply --dry-run (the same diffs) and apply all exit 0"
+
+# --- an override failures.json pattern costs the line's length, not its square ---
+# "{a:word}{b:hex} ZZZZZZZZQ" against lines of 4,000 word characters: each start
+# measured the rest of the run again and copied it (100 lines: 5.6 s of CPU; 20,000
+# lines: minutes). Now a run is measured once per line and nothing is copied
+# before a piece matches. CPU time, not wall time, so a loaded machine does not
+# count.
+R=$T/quadratic
+copy_host epyc-4x2080ti "$R"
+own_copy "$R/etc/pve/qemu-server/101.conf"
+echo "hostpci0: 0000:01:00,pcie=1,x-vga=1" >> "$R/etc/pve/qemu-server/101.conf"
+mkdir -p "$R/etc/passthru/profiles" "$R/var/log/pve/tasks/2"
+python3 - "$SRC/profiles/failures.json" "$R/etc/passthru/profiles/failures.json" << 'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["failures"].append({"id": "slow-pattern", "where": "task_log", "pattern": "{a:word}{b:hex} ZZZZZZZZQ",
+                      "cause": "c", "fix": "f", "plan_option": "", "source": "s"})
+json.dump(d, open(sys.argv[2], "w"))
+PY
+upid="UPID:pve:000C3D4F:0437F1B8:6564A3F2:qmstart:101:root@pam:"
+python3 -c "import sys; sys.stdout.write(('a' * 4000 + ' ZZZZZZZZQ\n') * 100 + 'TASK ERROR: start failed\n')" > "$R/var/log/pve/tasks/2/$upid"
+printf '%s %08X %s\n' "$upid" $((16#6564A3F2 + 2)) "start failed" > "$R/var/log/pve/tasks/index"
+cpu=$({
+    TIMEFORMAT='%U %S'
+    time timeout 120 "$P" --root "$R" explain 101 > "$T/out" 2> "$T/err"
+} 2>&1) || true
+read -r user sys <<< "$cpu"
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) + float(sys.argv[2]) < 2 else 1)" "$user" "$sys" \
+    || fail "explain with a pattern against 100 long lines took ${user}s + ${sys}s of CPU (2 s at most)"
+grep -q 'start failed for a reason passthru does not know' "$T/err" || fail "explain with the slow pattern: $(head -2 "$T/err")"
+stop_if_failed
+ok "an override failures.json pattern against 100 lines of 4 KB: ${user}s of CPU"
