@@ -345,3 +345,37 @@ python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) + float(sys.argv[2]) < 
 grep -q 'start failed for a reason passthru does not know' "$T/err" || fail "explain with the slow pattern: $(head -2 "$T/err")"
 stop_if_failed
 ok "an override failures.json pattern against 100 lines of 4 KB: ${user}s of CPU"
+
+# --- a task list over the size limit is said, never "no failed start" ----------
+R=$T/bigindex
+copy_host epyc-4x2080ti "$R"
+mkdir -p "$R/var/log/pve/tasks"
+truncate -s 300M "$R/var/log/pve/tasks/index"
+run_rc "$P" --root "$R" explain 101
+[[ $RC -eq 1 ]] && grep -q 'cannot read Proxmox VE.s task list /var/log/pve/tasks/index: .*larger than 256 MiB' "$T/err" \
+    || fail "a 300 MiB task index: exit $RC: $(head -2 "$T/err")"
+grep -qi 'nothing to explain' "$T/out" && fail "a 300 MiB task index: 'nothing to explain'"
+rm -f "$R/var/log/pve/tasks/index"
+stop_if_failed
+ok "a task index over 256 MiB: exit 1 naming it, never 'nothing to explain'"
+
+# --- the remains of a killed apply go with the next command that takes the lock --
+# A generation cut off before its manifest and a temporary file: plan removes
+# them when it records a pending plan (under the lock), as apply, rollback and
+# confirm do; the commands that only read (history, verify, scan) leave them.
+R=$T/sweep-plan
+copy_host epyc-4x2080ti "$R"
+"$P" --root "$R" apply --vm 101 --gpus 0 --yes > /dev/null 2>&1 || fatal "apply on the fixture failed"
+G=$R/var/lib/passthru/generations
+mkdir -p "$G/2/before/etc"
+echo stale > "$G/2/before/etc/stale-pre-image"
+echo stale > "$G/1/.manifest.json.passthru-42"
+for cmd in history "verify --vm 101" scan; do
+    # shellcheck disable=SC2086
+    "$P" --root "$R" $cmd > /dev/null 2>&1 || true
+done
+[[ -e $G/2/before/etc/stale-pre-image && -e $G/1/.manifest.json.passthru-42 ]] || fail "a command that only reads removed the remains"
+run_rc "$P" --root "$R" plan --vm 101 --gpus all
+[[ $RC -eq 0 && -f $R/var/lib/passthru/pending-plan.json ]] || fail "sweep: plan exit $RC or no pending plan: $(head -2 "$T/err")"
+[[ ! -e $G/2 && ! -e $G/1/.manifest.json.passthru-42 ]] || fail "plan recorded its pending plan under the lock and left the remains"
+finish "the remains of a killed write: kept by the commands that only read, removed by plan under the lock"
