@@ -7,8 +7,12 @@
 //   verify passes, the trial's configuration becomes the default as one more
 //   journaled generation, and the trial entry and its watchdog go. A kernel
 //   trial (passthru kernel trial KVER): KVER is pinned (kernel/pin.hpp).
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "apply/journal.hpp"
 #include "apply/network_guard.hpp"
@@ -18,6 +22,7 @@
 #include "cli/commands.hpp"
 #include "cli/plan_render.hpp"
 #include "kernel/pin.hpp"
+#include "cli/request_options.hpp"
 #include "plan/request.hpp"
 #include "plan/trial.hpp"
 #include "scan/boot_loader.hpp"
@@ -25,6 +30,50 @@
 namespace passthru::cli {
 
 namespace {
+
+// confirm plans from the request the trial's manifest holds; an edited request would
+// make another guest or other cards the default. The request is taken only as what the
+// trial applied: its cards are the ones the generation recorded, and every guest config
+// and mapping it changes is a file the trial wrote, the arguments it puts on the default
+// entry are on the trial boot's command line, and it changes no network (a trial never does).
+void check_trial_request(const apply::Manifest& m, const plan::Plan& made, const std::string& booted)
+{
+    const auto slots = [](const std::vector<plan::SelectedGpu>& gpus) {
+        std::set<std::string> out;
+        for (const auto& g : gpus) {
+            out.insert(g.slot);
+        }
+        return out;
+    };
+    std::string why;
+    if (slots(made.gpus) != slots(m.gpus)) {
+        why = "its cards are not the ones the trial applied";
+    }
+    if (why.empty() && made.request.network) {
+        why = "a trial changes no network, and this request does";
+    }
+    std::string words = " " + booted + " ";
+    std::replace_if(
+        words.begin(), words.end(), [](char c) { return c == '\n' || c == '\t'; }, ' ');
+    for (const auto& arg : made.kernel_args.add) {
+        if (why.empty() && words.find(" " + arg + " ") == std::string::npos) {
+            why = "it puts " + arg + " on the command line, which the trial boot did not have";
+        }
+    }
+    for (const auto& f : made.files) {
+        const bool guest =
+            f.path.starts_with("/etc/pve/qemu-server/") || f.path.starts_with("/etc/pve/lxc/") || f.path == plan::k_pci_mapping_file;
+        const auto wrote = [&f](const apply::JournalFile& j) { return j.path == f.path; };
+        if (why.empty() && guest && std::none_of(m.files.begin(), m.files.end(), wrote)) {
+            why = "it changes " + f.path + ", which the trial did not write";
+        }
+    }
+    if (!why.empty()) {
+        throw Error(Errc::precondition, "not confirmed: the request in generation " + std::to_string(m.id) + "'s manifest (passthru plan "
+                                            + request_to_options(made.request) + ") is not what that trial applied: " + why)
+            .with_hint("the manifest was changed since the trial was applied; 'passthru rollback' removes the trial");
+    }
+}
 
 int confirm_trial(Context& ctx, const apply::Journal& journal, const apply::Manifest& m)
 {
@@ -70,6 +119,9 @@ int confirm_trial(Context& ctx, const apply::Journal& journal, const apply::Mani
     auto made = plan::make_confirm_plan(inventory, ctx.fs, data, in_session(ctx, *m.request));
     if (!made) {
         throw made.error();
+    }
+    if (!made->refused()) {
+        check_trial_request(m, *made, *inventory.host.cmdline);
     }
     std::fputs(render_plan(*made, RenderOptions{ctx.color_out, true}).c_str(), stdout);
     std::fflush(stdout);

@@ -77,6 +77,13 @@ exit status is 1; if a restore fails the status is 4 and every affected path
 is listed. Applying the same request again changes nothing and records no
 generation.
 
+A kill can leave remains in the journal: the temporary file of a write cut off
+before its rename, or a generation cut off before its manifest was written
+(the host was not touched then). The next command that takes the lock removes
+them: apply, rollback, confirm of a trial, and plan when it records the
+pending plan. The commands that only read (scan, verify, history, explain)
+leave them.
+
 On the live host (--root /) apply needs root. The changes take effect at the
 next boot: reboot, then run passthru verify.
 

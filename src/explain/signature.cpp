@@ -115,11 +115,50 @@ std::string capture_value(CaptureClass cls, std::string_view text)
     return out;
 }
 
-// The tokens of a segment at `pos`: the end, with captures added; nullopt when they do not match there.
-std::optional<std::size_t> match_at(const std::vector<Pattern::Token>& tokens, std::string_view line, std::size_t pos,
-                                    std::map<std::string, std::string>& captures)
+// What one segment's scan of a line has learnt of a capture token's runs, so that trying
+// the segment at every position of the line costs each token the line's length once, not
+// once per position: every start inside a run of a class ends where the run ends, and
+// every '[' before the first ']' after it closes at that ']'.
+struct SpanMemo
 {
-    for (const auto& t : tokens) {
+    std::size_t from = std::string_view::npos; // the run (or the search for ']') started here
+    std::size_t end = 0;                       // and ends here: past the run, or the ']' (npos: none)
+};
+
+std::size_t memo_span(CaptureClass cls, std::string_view s, std::size_t pos, SpanMemo& memo)
+{
+    constexpr auto none = std::string_view::npos;
+    if (cls == CaptureClass::pci) {
+        return pci_span(s, pos); // at most 12 characters looked at
+    }
+    if (cls == CaptureClass::bracket) {
+        if (pos >= s.size() || s[pos] != '[') {
+            return 0;
+        }
+        if (memo.from == none || pos < memo.from || (memo.end != none && pos > memo.end)) {
+            memo.from = pos;
+            memo.end = s.find(']', pos);
+        }
+        return memo.end == none ? 0 : memo.end - pos + 1;
+    }
+    if (memo.from != none && pos >= memo.from && pos < memo.end) {
+        return memo.end - pos;
+    }
+    const std::size_t n = class_span(cls, s, pos);
+    if (n > 0) {
+        memo.from = pos;
+        memo.end = pos + n;
+    }
+    return n;
+}
+
+// The tokens of a segment at `pos`: the end, each capture's text in `found` (by token);
+// nullopt when they do not match there. Nothing is copied until the segment matches.
+std::optional<std::size_t> match_at(const std::vector<Pattern::Token>& tokens, std::string_view line, std::size_t pos,
+                                    std::vector<SpanMemo>& memos, std::vector<std::string_view>& found)
+{
+    for (std::size_t k = 0; k < tokens.size(); ++k) {
+        const auto& t = tokens[k];
         if (!t.capture) {
             if (line.substr(pos).starts_with(t.literal)) {
                 pos += t.literal.size();
@@ -127,11 +166,11 @@ std::optional<std::size_t> match_at(const std::vector<Pattern::Token>& tokens, s
             }
             return std::nullopt;
         }
-        const std::size_t n = class_span(t.cls, line, pos);
+        const std::size_t n = memo_span(t.cls, line, pos, memos[k]);
         if (n == 0) {
             return std::nullopt;
         }
-        captures[t.name] = capture_value(t.cls, line.substr(pos, n));
+        found[k] = line.substr(pos, n);
         pos += n;
     }
     return pos;
@@ -226,13 +265,19 @@ std::optional<std::map<std::string, std::string>> Pattern::match(std::string_vie
     std::map<std::string, std::string> captures;
     std::size_t from = 0;
     for (const auto& segment : m_segments) {
+        std::vector<SpanMemo> memos(segment.size());
+        std::vector<std::string_view> found(segment.size());
         std::optional<std::size_t> end;
-        // A failed try leaves only names of this segment behind, which the successful one overwrites.
         for (std::size_t pos = from; pos < line.size() && !end; ++pos) {
-            end = match_at(segment, line, pos, captures);
+            end = match_at(segment, line, pos, memos, found);
         }
         if (!end) {
             return std::nullopt;
+        }
+        for (std::size_t k = 0; k < segment.size(); ++k) {
+            if (segment[k].capture) {
+                captures[segment[k].name] = capture_value(segment[k].cls, found[k]);
+            }
         }
         from = *end;
     }

@@ -213,6 +213,14 @@ Result<Plan> cluster_mapping_plan(const scan::Inventory& inventory, const util::
     std::vector<MappedNode> nodes;
     nodes.reserve(request.node_scans.size());
     for (const auto& ns : request.node_scans) {
+        // This host's own cards come from its own scan, never from a document naming it.
+        const auto& self = inventory.runtime.node_name;
+        if (self && util::to_lower(*self) == util::to_lower(ns.node)) {
+            return tl::unexpected(Error(Errc::usage, "--node-scan " + ns.node + "=" + ns.file + ": " + ns.node
+                                                         + " is this host (its /etc/hostname): its cards come from its own scan")
+                                      .with_hint("map this host with 'passthru plan --vm VMID --gpus SEL --mapping "
+                                                 + request.mapping.value_or("NAME") + "' here; give --node-scan for the other nodes"));
+        }
         auto inv = read_node_scan(ns, inventory.vendors);
         if (!inv) {
             return tl::unexpected(inv.error());

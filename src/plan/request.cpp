@@ -51,12 +51,15 @@ Result<void> validate_network(const NetworkRequest& net)
     return {};
 }
 
-// pve-node (pve-common's JSONSchema): letters, digits and '-', neither first nor
-// last a '-' (docs/facts.md: pci-mapping).
+// A node's name is its host name, one DNS label: pve-node (pve-common's JSONSchema),
+// letters, digits and '-', neither first nor last a '-', and at most 63 characters
+// (docs/facts.md: pci-mapping).
+constexpr std::size_t k_max_node_name = 63;
+
 bool valid_node_name(std::string_view node)
 {
     const auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
-    if (node.empty() || !alnum(node.front()) || !alnum(node.back())) {
+    if (node.empty() || node.size() > k_max_node_name || !alnum(node.front()) || !alnum(node.back())) {
         return false;
     }
     return std::all_of(node.begin(), node.end(), [&](char c) { return alnum(c) || c == '-'; });
@@ -78,7 +81,8 @@ Result<void> validate_node_scans(const Request& request)
     std::set<std::string> seen;
     for (const auto& ns : request.node_scans) {
         if (!valid_node_name(ns.node)) {
-            return usage_error("--node-scan: '" + ns.node + "' is not a Proxmox VE node name (letters, digits and '-')");
+            return usage_error("--node-scan: '" + ns.node
+                               + "' is not a Proxmox VE node name (a host name: letters, digits and '-', at most 63)");
         }
         if (ns.file.empty()) {
             return usage_error("--node-scan " + ns.node + "= names no file");

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -21,6 +22,25 @@ bool local_entry_exists(const std::string& path)
     struct stat st
     {};
     return ::lstat(path.c_str(), &st) == 0;
+}
+
+Result<void> check_local_file(const std::string& path, std::size_t max)
+{
+    const int pfd = ::open(path.c_str(), O_PATH | O_CLOEXEC);
+    if (pfd < 0) {
+        return tl::unexpected(Error(Errc::usage, std::string("cannot read the file: ") + std::strerror(errno)));
+    }
+    struct stat st
+    {};
+    const bool regular = ::fstat(pfd, &st) == 0 && S_ISREG(st.st_mode);
+    ::close(pfd);
+    if (!regular) {
+        return tl::unexpected(Error(Errc::usage, "not a regular file"));
+    }
+    if (static_cast<std::uint64_t>(st.st_size) > max) {
+        return tl::unexpected(Error(Errc::usage, "larger than " + std::to_string(max >> 20) + " MiB"));
+    }
+    return {};
 }
 
 Result<std::string> read_local_file(const std::string& path, std::size_t max)

@@ -17,6 +17,11 @@ namespace passthru::util {
 // Errors: Errc::usage, with the reason as the message ("not a regular file", ...).
 Result<std::string> read_local_file(const std::string& path, std::size_t max);
 
+// Whether path is a regular file of at most max bytes, looked at without opening it (a
+// FIFO's writer is not woken, a device not acted on): for a file that a library opens by
+// name itself (libvirt's test driver, --connect test:///PATH). Errors: as read_local_file.
+Result<void> check_local_file(const std::string& path, std::size_t max);
+
 // Whether anything (a file, a directory, a dangling symlink) is at path on this
 // machine; the last component is not followed (capture FILE refuses to replace one).
 bool local_entry_exists(const std::string& path);

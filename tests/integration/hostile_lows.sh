@@ -272,3 +272,110 @@ grep -q 'etc/kernel/cmdline' "$T/err" || fail "a dangling /etc/kernel/cmdline: n
 [[ $(tree_sum "$R") == "$S0" ]] || fail "a dangling /etc/kernel/cmdline: plan wrote something"
 stop_if_failed
 ok "a dangling /etc/kernel/cmdline on a systemd-boot host is no GRUB host: plan refuses, naming it"
+
+# --- third round ---------------------------------------------------------------
+
+# --connect test:///PATH: libvirt's test driver opens PATH itself. A FIFO there
+# hung plan for ever (nobody writes it), a device was opened. Only a regular
+# file of a sane size is handed on: exit 2 at once, the FIFO's writer not woken.
+R=$T/connect
+copy_host epyc-4x2080ti "$R"
+mkfifo "$T/node.fifo"
+rm -f "$T/woken"
+(exec 3> "$T/node.fifo" && echo woken > "$T/woken") &
+writer=$!
+for uri in "test://$T/node.fifo" "test:///dev/zero"; do
+    run_rc timeout 20 "$P" --root "$R" plan --backend libvirt --vm vm1 --gpus all --connect "$uri"
+    [[ $RC -eq 2 ]] || fail "--connect $uri: exit $RC, expected 2 (124: it hung): $(head -2 "$T/err")"
+    grep -q 'not a regular file' "$T/err" || fail "--connect $uri: not explained: $(head -2 "$T/err")"
+done
+sleep 0.2
+[[ -e $T/woken ]] && fail "--connect of a FIFO: the FIFO was opened (its writer woke)"
+kill "$writer" 2> /dev/null || true
+wait "$writer" 2> /dev/null || true
+stop_if_failed
+ok "--connect test:///FIFO or a device: exit 2 at once, never opened"
+
+# --- a bond or bridge alone: plan and apply take the same requests -------------
+# plan --bond alone planned the network change (exit 0), apply --bond alone was
+# refused as no request (exit 2). apply takes what plan takes.
+R=$T/bond
+copy_host epyc-4x2080ti "$R"
+BOND=(--bond "enp66s0f0,enp66s0f1")
+run_rc "$P" --root "$R" plan "${BOND[@]}"
+[[ $RC -eq 0 ]] || fail "plan --bond alone: exit $RC: $(head -2 "$T/err")"
+grep -q 'bond0' "$T/out" || fail "plan --bond alone plans no bond: $(head -5 "$T/out")"
+cp "$T/out" "$T/plan.out"
+run_rc "$P" --root "$R" apply "${BOND[@]}" --dry-run
+[[ $RC -eq 0 ]] && cmp -s "$T/out" "$T/plan.out" || fail "apply --bond alone --dry-run: exit $RC or not plan's diffs: $(head -2 "$T/err")"
+run_rc "$P" --root "$R" apply "${BOND[@]}" --yes
+[[ $RC -eq 0 ]] || fail "apply --bond alone: exit $RC, expected 0: $(head -2 "$T/err")"
+grep -q 'bond0' "$R/etc/network/interfaces"* || fail "apply --bond alone wrote no bond"
+stop_if_failed
+ok "--bond alone: plan, apply --dry-run (the same diffs) and apply all exit 0"
+
+# --- an override failures.json pattern costs the line's length, not its square ---
+# "{a:word}{b:hex} ZZZZZZZZQ" against lines of 4,000 word characters: each start
+# measured the rest of the run again and copied it (100 lines: 5.6 s of CPU; 20,000
+# lines: minutes). Now a run is measured once per line and nothing is copied
+# before a piece matches. CPU time, not wall time, so a loaded machine does not
+# count.
+R=$T/quadratic
+copy_host epyc-4x2080ti "$R"
+own_copy "$R/etc/pve/qemu-server/101.conf"
+echo "hostpci0: 0000:01:00,pcie=1,x-vga=1" >> "$R/etc/pve/qemu-server/101.conf"
+mkdir -p "$R/etc/passthru/profiles" "$R/var/log/pve/tasks/2"
+python3 - "$SRC/profiles/failures.json" "$R/etc/passthru/profiles/failures.json" << 'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["failures"].append({"id": "slow-pattern", "where": "task_log", "pattern": "{a:word}{b:hex} ZZZZZZZZQ",
+                      "cause": "c", "fix": "f", "plan_option": "", "source": "s"})
+json.dump(d, open(sys.argv[2], "w"))
+PY
+upid="UPID:pve:000C3D4F:0437F1B8:6564A3F2:qmstart:101:root@pam:"
+python3 -c "import sys; sys.stdout.write(('a' * 4000 + ' ZZZZZZZZQ\n') * 100 + 'TASK ERROR: start failed\n')" > "$R/var/log/pve/tasks/2/$upid"
+printf '%s %08X %s\n' "$upid" $((16#6564A3F2 + 2)) "start failed" > "$R/var/log/pve/tasks/index"
+cpu=$({
+    TIMEFORMAT='%U %S'
+    time timeout 120 "$P" --root "$R" explain 101 > "$T/out" 2> "$T/err"
+} 2>&1) || true
+read -r user sys <<< "$cpu"
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) + float(sys.argv[2]) < 2 else 1)" "$user" "$sys" \
+    || fail "explain with a pattern against 100 long lines took ${user}s + ${sys}s of CPU (2 s at most)"
+grep -q 'start failed for a reason passthru does not know' "$T/err" || fail "explain with the slow pattern: $(head -2 "$T/err")"
+stop_if_failed
+ok "an override failures.json pattern against 100 lines of 4 KB: ${user}s of CPU"
+
+# --- a task list over the size limit is said, never "no failed start" ----------
+R=$T/bigindex
+copy_host epyc-4x2080ti "$R"
+mkdir -p "$R/var/log/pve/tasks"
+truncate -s 300M "$R/var/log/pve/tasks/index"
+run_rc "$P" --root "$R" explain 101
+[[ $RC -eq 1 ]] && grep -q 'cannot read Proxmox VE.s task list /var/log/pve/tasks/index: .*larger than 256 MiB' "$T/err" \
+    || fail "a 300 MiB task index: exit $RC: $(head -2 "$T/err")"
+grep -qi 'nothing to explain' "$T/out" && fail "a 300 MiB task index: 'nothing to explain'"
+rm -f "$R/var/log/pve/tasks/index"
+stop_if_failed
+ok "a task index over 256 MiB: exit 1 naming it, never 'nothing to explain'"
+
+# --- the remains of a killed apply go with the next command that takes the lock --
+# A generation cut off before its manifest and a temporary file: plan removes
+# them when it records a pending plan (under the lock), as apply, rollback and
+# confirm do; the commands that only read (history, verify, scan) leave them.
+R=$T/sweep-plan
+copy_host epyc-4x2080ti "$R"
+"$P" --root "$R" apply --vm 101 --gpus 0 --yes > /dev/null 2>&1 || fatal "apply on the fixture failed"
+G=$R/var/lib/passthru/generations
+mkdir -p "$G/2/before/etc"
+echo stale > "$G/2/before/etc/stale-pre-image"
+echo stale > "$G/1/.manifest.json.passthru-42"
+for cmd in history "verify --vm 101" scan; do
+    # shellcheck disable=SC2086
+    "$P" --root "$R" $cmd > /dev/null 2>&1 || true
+done
+[[ -e $G/2/before/etc/stale-pre-image && -e $G/1/.manifest.json.passthru-42 ]] || fail "a command that only reads removed the remains"
+run_rc "$P" --root "$R" plan --vm 101 --gpus all
+[[ $RC -eq 0 && -f $R/var/lib/passthru/pending-plan.json ]] || fail "sweep: plan exit $RC or no pending plan: $(head -2 "$T/err")"
+[[ ! -e $G/2 && ! -e $G/1/.manifest.json.passthru-42 ]] || fail "plan recorded its pending plan under the lock and left the remains"
+finish "the remains of a killed write: kept by the commands that only read, removed by plan under the lock"

@@ -9,6 +9,8 @@
 #  - a card's verdict is recomputed from the scan's devices and groups: "clean"
 #    while its group holds the NVMe controller, or a device and a group that do
 #    not agree, is refused (exit 2);
+#  - a scan stands for another node: this host's own name, or a name that is
+#    no Proxmox VE node's (pve-node, at most 63 characters), is refused (exit 2);
 #  - a vendors.json override naming a storage class as a vendor's switch_class
 #    is refused (exit 2): the NVMe controllers never become "NVSwitch".
 # Nothing is written in any case.
@@ -67,6 +69,26 @@ edit notgpu 's["gpus"][0]["slot"] = "0000:c1:00"; s["gpus"][0]["functions"] = ["
 refused notgpu 'is no display device'
 stop_if_failed
 ok "a card the scan's own devices and groups contradict (clean beside an NVMe, not a display): exit 2"
+
+# The node names a scan may stand for: another node's, as Proxmox VE names nodes. This
+# host's own name (the fixture's /etc/hostname is pve, in any case) would put a document's
+# cards in place of the host's own scan; a name longer than a DNS label (63) or with a
+# character pve-node refuses is no node's. Exit 2, nothing written.
+name_refused() { # name_refused NODE WHAT
+    local rc=0
+    "$P" --root "$R" plan --mapping gpus --gpus all --node-scan "$1=$T/scan.json" > "$T/node.out" 2> "$T/node.err" || rc=$?
+    [[ $rc -eq 2 ]] || fail "--node-scan ${1:0:20}...: exit $rc, expected 2: $(head -2 "$T/node.err")"
+    grep -q -e "$2" "$T/node.err" || fail "--node-scan ${1:0:20}...: the refusal does not say '$2': $(head -2 "$T/node.err")"
+    [[ $(tree_sum --with-journal "$R") == "$S0" ]] || fail "--node-scan ${1:0:20}...: something was written"
+}
+name_refused pve 'pve is this host'
+name_refused PVE 'PVE is this host'
+name_refused "$(printf 'n%.0s' {1..64})" 'at most 63'
+name_refused gpu_7 'is not a Proxmox VE node name'
+"$P" --root "$R" plan --mapping gpus --gpus all --node-scan "$(printf 'n%.0s' {1..63})=$T/scan.json" > /dev/null 2> "$T/node.err" \
+    || fail "a node name of 63 characters is refused: $(head -2 "$T/node.err")"
+stop_if_failed
+ok "--node-scan for this host's own name, or a name beyond a DNS label (63): exit 2, nothing written"
 
 # A vendor row that makes the NVMe vendor (1e0f) a switch of storage class 0108.
 mkdir -p "$R/etc/passthru/profiles/host"

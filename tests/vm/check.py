@@ -503,6 +503,19 @@ def check_capture(ck, files, hostname):
                                                "\n".join(list(difflib.unified_diff(a, b, "live", "capture", lineterm=""))[:40])))
 
 
+def check_capture_planted(ck, files):
+    """A second capture of the live guest after a secret, addresses, a MAC and another node's
+    name were planted in the files capture reads (guest-init.sh, capture_planted): the guest
+    lists each value that survives in a member's name or bytes, and which planted files were
+    packed at all (so that the check is not vacuous)."""
+    out = text(files, "pt-capture-planted.out") or ""
+    packed = re.findall(r"^packed: (\S+)$", out, re.M)
+    survive = re.findall(r"^survives: (\S+)$", out, re.M)
+    ck.check(rc(files, "pt-capture-planted") == 0 and not survive and len(packed) == 3,
+             "no value planted in the live guest's VM config, storage.cfg and task log survives its capture",
+             "packed %s; survive %s; %s" % (packed, survive, step_detail(files, "pt-capture-planted")))
+
+
 def check_vfio_answers(ck, files, grp, vout):
     """verify asked the guest kernel's VFIO itself: the group viable in a type1 container,
     a device descriptor and described regions for both card functions; and with another
@@ -650,6 +663,7 @@ def main():
         check_capture(ck, files, hostname)
         if a.variant == "intel" and a.debian == "12":
             check_container(ck, files)
+        check_capture_planted(ck, files)
 
     for state, tree in sorted(trees.items()):
         fixture = os.path.join(a.fixtures, fixture_name(a.variant, state))

@@ -385,6 +385,40 @@ EOF
     echo "lxc-start rc=$rc from $t0 to $t1"
     cat /tmp/ctout/result
     return "$rc"
+# --- planted values: the live guest's capture carries none ------------------------------
+# A secret, an address, a MAC and another node's name planted in the files capture reads on
+# the live guest (a VM config's free text, storage.cfg, a PCI mapping, a task list and log),
+# then a second capture: every planted value is listed with the members that still hold it
+# (none, as tests/integration/capture.sh checks on the fixture hosts). It runs last: it
+# changes /etc/pve and /var/log/pve, which no step after it reads.
+PLANTED="PlantedPw-4417 PlantedTok-4418 10.99.88.77 10.99.88.78 2a01:4f8:77:66::55 de:ad:be:ef:44:17 fn-planted-4419"
+capture_planted() {
+    conf=/etc/pve/qemu-server/101.conf
+    { echo "#owner PlantedTok-4418 at 10.99.88.78"; cat "$conf"; } >/tmp/101.planted
+    echo "args: -smbios type=11,value=PlantedPw-4417 -netdev tap,mac=de:ad:be:ef:44:17" >>/tmp/101.planted
+    cat /tmp/101.planted >"$conf"
+    printf 'cifs: share\n\tserver 10.99.88.77\n\tshare b\n\tusername admin\n\tpassword PlantedPw-4417\n\tnodes pve,fn-planted-4419\n' \
+        >>/etc/pve/storage.cfg
+    mkdir -p /etc/pve/mapping /var/log/pve/tasks/2
+    printf 'gpu\n\tmap id=1234:1111,node=fn-planted-4419,path=0000:04:00.0\n' >>/etc/pve/mapping/pci.cfg
+    upid=UPID:fn-planted-4419:0000A1B2:00C3D4E5:6564A3F2:qmstart:101:root@pam:
+    printf 'kvm: connect to 10.99.88.77 [2a01:4f8:77:66::55] failed\nTASK ERROR: start failed\n' >"/var/log/pve/tasks/2/$upid"
+    printf '%s 6564A3F4 start failed: QEMU exited with code 1\n' "$upid" >>/var/log/pve/tasks/index
+    rm -rf /tmp/p /tmp/p.tar.gz
+    passthru capture /tmp/p.tar.gz >/dev/null || return 2
+    mkdir -p /tmp/p && tar -xzf /tmp/p.tar.gz -C /tmp/p || return 2
+    for f in etc/pve/qemu-server/101.conf etc/pve/storage.cfg var/log/pve/tasks/index; do
+        [ -f "/tmp/p/$f" ] && echo "packed: $f"
+    done
+    left=0
+    for v in $PLANTED; do
+        # member names and bytes alike
+        if (cd /tmp/p && find . | grep -Fi -- "$v") || grep -rlFi -- "$v" /tmp/p; then
+            echo "survives: $v"
+            left=1
+        fi
+    done
+    return $left
 }
 
 # --- the sequence ------------------------------------------------------------------------
@@ -426,6 +460,7 @@ if grep -qw passthru.ct=1 /proc/cmdline; then
     [ -f "$OUT/lxc.log" ] && send "$OUT/lxc.log"
     say "container check took $c0 to $(cut -d' ' -f1 /proc/uptime) (uptime s)"
 fi
+[ -x /usr/sbin/passthru ] && step pt-capture-planted capture_planted
 
 dmesg >"$OUT/dmesg.txt"
 send "$OUT/dmesg.txt"

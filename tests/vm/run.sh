@@ -11,7 +11,8 @@
 #                       <build>/vm-cache/trixie for Debian 13, <build> being
 #                       PASSTHRU_BUILD_DIR or <repo>/build)
 #   PASSTHRU_VM_ACCEL   qemu accelerator (default tcg; kvm where the host CPU allows it)
-#   PASSTHRU_VM_TIMEOUT seconds per boot before qemu is killed (default 150)
+#   PASSTHRU_VM_TIMEOUT seconds per boot before qemu is killed (default 200: a boot under a
+#                       loaded machine's TCG took 150 s to its last step, the planted capture)
 #   PASSTHRU_QEMU_LOCK  the lock every QEMU run holds (default /work/.qemu.lock when /work
 #                       exists, else /tmp/passthru-qemu.lock)
 #
@@ -28,7 +29,7 @@ REPO=$(cd "$HERE/../.." && pwd)
 DEBIAN=12
 ACCEL=${PASSTHRU_VM_ACCEL:-tcg}
 FIXTURES=$REPO/tests/fixtures/hosts
-TIMEOUT=${PASSTHRU_VM_TIMEOUT:-150}
+TIMEOUT=${PASSTHRU_VM_TIMEOUT:-200}
 if [ -n "${PASSTHRU_QEMU_LOCK:-}" ]; then
     LOCK=$PASSTHRU_QEMU_LOCK
 elif [ -d /work ]; then

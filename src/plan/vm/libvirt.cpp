@@ -5,6 +5,7 @@
 #include "plan/vm/internal.hpp"
 #include "plan/vm/libvirt_xml.hpp"
 #include "scan/libvirt_domain.hpp"
+#include "util/local_file.hpp"
 
 namespace passthru::plan::detail {
 
@@ -87,6 +88,26 @@ void check_domain_address_space(const PlanContext& ctx, Plan& plan, std::string&
                       + " (libvirt turns maxphysaddr passthrough into QEMU's host-phys-bits=on)");
 }
 
+// A node XML file of libvirt's test driver is far smaller.
+constexpr std::size_t k_max_test_driver_file = std::size_t{16} << 20;
+
+// test:///PATH: libvirt's test driver opens PATH itself, by name. It is a file of the
+// operator's, as --node-scan's are: only a regular file of a sane size is handed on (a
+// FIFO would block the open forever, a device would act on it). test:///default is the
+// driver's built-in host, no file.
+void check_test_driver_file(const std::string& uri)
+{
+    constexpr std::string_view scheme = "test://";
+    if (!uri.starts_with("test:///") || uri == "test:///default") {
+        return;
+    }
+    const std::string path = uri.substr(scheme.size());
+    if (auto ok = util::check_local_file(path, k_max_test_driver_file); !ok) {
+        throw Error(Errc::usage, "--connect " + uri + ": " + ok.error().what())
+            .with_hint("give libvirt's test driver a node XML file (--connect test:///PATH/node.xml) or its own host (test:///default)");
+    }
+}
+
 } // namespace
 
 void plan_libvirt_domain(const PlanContext& ctx, Plan& plan)
@@ -108,6 +129,7 @@ void plan_libvirt_domain(const PlanContext& ctx, Plan& plan)
             .with_hint("pass --connect test:///PATH/node.xml (libvirt's test driver, read in this process), or plan without --root "
                        "on the host itself");
     }
+    check_test_driver_file(uri);
     const std::string& name = ctx.request.vm;
     if (ctx.selected.empty()) {
         plan.warnings.push_back("no GPU selected: libvirt domain " + name + " is not changed");
