@@ -50,8 +50,11 @@ echo "built $deb"
 
 # --- contents ----------------------------------------------------------------
 dpkg-deb -c "$deb" | awk '{ print $6 }' | sed 's|^\./|/|; s|/$||' | grep -v '^$' | sort >"$T/contents"
-outside=$(grep -v '^/usr\(/\|$\)' "$T/contents" || true)
+# outside /usr only the kernel hook, the package's one conffile (packaging/CMakeLists.txt)
+hook=/etc/kernel/postinst.d/zz-passthru
+outside=$(grep -v '^/usr\(/\|$\)' "$T/contents" | grep -vxF -e /etc -e /etc/kernel -e /etc/kernel/postinst.d -e "$hook" || true)
 [[ -z $outside ]] || fail "files outside /usr: $outside"
+grep -qxF "$hook" "$T/contents" || fail "the package lacks $hook"
 for path in /usr/bin/passthru /usr/share/man/man1/passthru.1.gz \
             /usr/share/bash-completion/completions/passthru /usr/share/zsh/vendor-completions/_passthru \
             /usr/share/doc/passthru/copyright /usr/share/doc/passthru/changelog.Debian.gz \
@@ -77,6 +80,9 @@ dpkg-deb --ctrl-tarfile "$deb" | tar -tvf - >"$T/control"
 for script in prerm postrm; do
     grep -q -- "-rwxr-xr-x .* \./$script\$" "$T/control" || fail "maintainer script $script is missing or not 0755"
 done
+[[ $(dpkg-deb --info "$deb" conffiles) == "$hook" ]] || fail "conffiles is not exactly $hook: $(dpkg-deb --info "$deb" conffiles 2>&1)"
+dpkg-deb -c "$deb" >"$T/listing"
+grep -q -- "^-rwxr-xr-x .* \.$hook\$" "$T/listing" || fail "$hook is not a 0755 file"
 
 # --- the shipped binary --------------------------------------------------------
 dpkg-deb -x "$deb" "$T/x"
@@ -152,8 +158,12 @@ fi
 apt-get -o DPkg::Lock::Timeout=300 remove -y -q passthru >"$T/remove.log" 2>&1 || { cat "$T/remove.log" >&2; fail "apt-get remove failed"; }
 while read -r path; do
     [[ -f $T/x$path || -L $T/x$path ]] || continue # only the package's files, not shared directories
+    [[ $path == "$hook" ]] && continue             # the conffile stays until the purge
     [[ -e $path || -L $path ]] && fail "$path is left after remove"
 done <"$T/contents"
+# the kernel hook left by remove does nothing, and never fails a kernel's installation
+[[ -x $hook ]] || fail "remove deleted the conffile $hook"
+[[ -z $("$hook" 6.1.0-99-amd64 /boot/vmlinuz-6.1.0-99-amd64 2>&1) ]] || fail "$hook says something after remove"
 if [[ $created_state == yes ]]; then
     [[ -d /var/lib/passthru/generations ]] || fail "remove deleted /var/lib/passthru"
     grep -q 'stay on the host' "$T/remove.log" || fail "prerm did not say which changes stay applied"
@@ -169,7 +179,7 @@ if [[ $created_state == yes ]]; then
     grep -q 'generation 0*1, applied:.*/etc/modprobe.d/passthru-vfio.conf' "$T/purge.log" ||
         fail "the purge warning does not list generation 1 and its files"
 fi
-for dir in /usr/share/passthru /usr/share/doc/passthru /var/lib/passthru /etc/passthru; do
+for dir in /usr/share/passthru /usr/share/doc/passthru /var/lib/passthru /etc/passthru "$hook"; do
     [[ -e $dir ]] && fail "$dir is left after purge"
 done
 dpkg-query -W -f='${Status}' passthru 2>/dev/null | grep -q 'installed\|config-files' && fail "passthru is still known to dpkg after purge"

@@ -211,11 +211,11 @@ stub_package proxmox-kernel-helper "${PVE_VERSIONS[2]}" "$HERE/guest/proxmox-boo
 # --- the Debian root (cached) -------------------------------------------------------------
 # passthru's own dependencies go into the cached root, so installing the package needs no
 # download: the names from its Depends (first of each alternative, versions dropped).
-# make_root DEPS...: the cached root with the test's packages and DEPS (scripts/debian-root.sh
-# makes it once; a second call with the same packages finds it up to date)
+# make_root DEPS...: the cached root with the test's packages (root-packages) and DEPS
+# (scripts/debian-root.sh makes it once; a second call with the same packages finds it up to date)
 make_root() {
-    PACKAGES=(linux-image-amd64 initramfs-tools kmod systemd systemd-sysv udev grub2-common grub-pc-bin
-        pciutils busybox zstd qemu-system-x86 libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients "$@")
+    mapfile -t PACKAGES < <(grep -v '^#' "$HERE/root-packages")
+    PACKAGES+=("$@")
     log "Debian root: $RELEASE with ${#PACKAGES[@]} packages in $ROOT"
     local t0=$SECONDS
     "$REPO/scripts/debian-root.sh" --variant apt "$RELEASE" "$ROOT" "${PACKAGES[@]}" >/dev/null 2>"$WORK/debian-root.log" ||
