@@ -241,7 +241,7 @@ passthrough, 1 for a KVER that is not installed, 2 for a word that cannot
 be a kernel release. kernel check changes nothing.
 
 kernel check --hook KVER is what the kernel hook runs when apt installs a
-kernel (/etc/kernel/postinst.d/zz-passthru, which apply writes, runs
+kernel (/etc/kernel/postinst.d/passthru, which apply writes, runs
 /usr/lib/passthru/kernel-postinst with the new kernel's release): the verdict
 for that kernel in apt's output, and the policy of /etc/passthru/kernel.conf.
 With "on-break = pin" in it, a new kernel that would break passthrough makes

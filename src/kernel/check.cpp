@@ -189,8 +189,19 @@ void check_initramfs(const util::HostFs& fs, const ModuleTree& tree, const std::
         if (!found.found || found.builtin) {
             continue; // a module the tree lacks is reported by check_modules; a built-in one needs no file
         }
+        // Debian 12's mkinitramfs unpacks the .ko.xz / .ko.zst it copies (docs/facts.md:
+        // kernel-hooks), so the image may hold the module under its plain .ko name.
         const std::string rel = "lib/modules/" + release + "/" + found.path;
-        if (contents->paths.count(rel) == 0 && contents->paths.count("usr/" + rel) == 0) {
+        const auto in_image = [&](const std::string& path) {
+            return contents->paths.count(path) != 0 || contents->paths.count("usr/" + path) != 0;
+        };
+        bool held = in_image(rel);
+        for (const std::string_view ext : {".xz", ".zst", ".gz"}) {
+            if (!held && rel.ends_with(ext)) {
+                held = in_image(rel.substr(0, rel.size() - ext.size()));
+            }
+        }
+        if (!held) {
             v.problems.push_back(
                 {"initramfs",
                  "its initramfs lacks " + name + " (" + found.path + "), which " + std::string(plan::k_initramfs_modules) + " lists",

@@ -73,7 +73,7 @@ inline constexpr std::string_view k_trial_loader_entry = "/etc/passthru/trial-lo
 inline constexpr std::string_view k_kernel_pin_file = "/etc/kernel/proxmox-boot-pin";
 inline constexpr std::string_view k_next_boot_pin_file = "/etc/kernel/next-boot-pin";
 // plan/host: the kernel hook, which runs 'passthru kernel check --hook' when a kernel is installed.
-inline constexpr std::string_view k_kernel_hook = "/etc/kernel/postinst.d/zz-passthru";
+inline constexpr std::string_view k_kernel_hook = "/etc/kernel/postinst.d/passthru";
 
 inline constexpr std::array k_written_files{
     k_initramfs_modules,  k_modules,         k_interfaces,         k_interfaces_new, k_pci_mapping_file, k_grubenv, k_trial_grub_script,

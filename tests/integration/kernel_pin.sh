@@ -8,7 +8,7 @@
 # generation that history names (verify still checks the apply's generation); pin, re-pin, unpin and rollback come back byte for byte.
 # proxmox-boot-tool installed: its own pin file and drop-in. systemd-boot through
 # proxmox-boot-tool: its pin file and its refresh. apply writes the hook
-# /etc/kernel/postinst.d/zz-passthru (executable, sh -n, exit 0 without the helper),
+# /etc/kernel/postinst.d/passthru (executable, sh -n, exit 0 without the helper),
 # rollback removes it; the hook with /etc/passthru/kernel.conf's on-break = pin pins the
 # running kernel when the new one would break, on-break = warn only prints, a broken
 # policy file is said and the verdict still printed; the hook always exits 0.
@@ -21,17 +21,17 @@ PT() { "$P" --root "$R" "$@"; }
 
 R=$T/host
 copy_host pve92-epyc-4x2080ti "$R"
-[[ ! -e $R/etc/kernel/postinst.d/zz-passthru ]] || fail "the fixture has a kernel hook already"
+[[ ! -e $R/etc/kernel/postinst.d/passthru ]] || fail "the fixture has a kernel hook already"
 PT apply --vm 101 --gpus all --yes > "$T/apply.out" 2>&1 || { cat "$T/apply.out"; fail "apply failed"; }
-HOOKFILE=$R/etc/kernel/postinst.d/zz-passthru
+HOOKFILE=$R/etc/kernel/postinst.d/passthru
 [[ -f $HOOKFILE && $(stat -c %a "$HOOKFILE") == 755 ]] || fail "apply did not write an executable $HOOKFILE"
 sh -n "$HOOKFILE" || fail "the hook does not parse (sh -n)"
 grep -qE '^/usr(/local)?/lib/passthru/kernel-postinst "\$@" \|\| true$' "$HOOKFILE" || fail "the hook does not run the helper: $(cat "$HOOKFILE")"
 expect_rc 0 sh "$HOOKFILE" 6.17.2-1-pve # the helper is not installed on this machine: nothing, exit 0
-jq -e '[.files[].path] | index("/etc/kernel/postinst.d/zz-passthru") != null' "$R/var/lib/passthru/generations/1/manifest.json" > /dev/null ||
+jq -e '[.files[].path] | index("/etc/kernel/postinst.d/passthru") != null' "$R/var/lib/passthru/generations/1/manifest.json" > /dev/null ||
     fail "the hook is not journaled with the apply"
 expect_rc 0 PT plan --vm 101 --gpus all --json > "$T/again.json" 2> /dev/null
-jq -e '[.files[].path] | index("/etc/kernel/postinst.d/zz-passthru") == null' "$T/again.json" > /dev/null || fail "a second plan writes the hook again"
+jq -e '[.files[].path] | index("/etc/kernel/postinst.d/passthru") == null' "$T/again.json" > /dev/null || fail "a second plan writes the hook again"
 ok "apply writes the kernel hook, executable and journaled, once"
 
 GOOD=7.0.2-2-pve OLD=6.17.2-1-pve

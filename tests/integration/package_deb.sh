@@ -51,7 +51,7 @@ echo "built $deb"
 # --- contents ----------------------------------------------------------------
 dpkg-deb -c "$deb" | awk '{ print $6 }' | sed 's|^\./|/|; s|/$||' | grep -v '^$' | sort >"$T/contents"
 # outside /usr only the kernel hook, the package's one conffile (packaging/CMakeLists.txt)
-hook=/etc/kernel/postinst.d/zz-passthru
+hook=/etc/kernel/postinst.d/passthru
 outside=$(grep -v '^/usr\(/\|$\)' "$T/contents" | grep -vxF -e /etc -e /etc/kernel -e /etc/kernel/postinst.d -e "$hook" || true)
 [[ -z $outside ]] || fail "files outside /usr: $outside"
 grep -qxF "$hook" "$T/contents" || fail "the package lacks $hook"

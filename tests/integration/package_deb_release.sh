@@ -44,7 +44,7 @@ apt-get remove -y -q passthru >/tmp/remove.log 2>&1 || { cat /tmp/remove.log; ex
 echo "after remove: $(dpkg-query -W -f="\${Status}" passthru 2>/dev/null), bin $(test -e /usr/bin/passthru && echo present || echo gone)"
 apt-get purge -y -q passthru >/tmp/purge.log 2>&1 || { cat /tmp/purge.log; exit 1; }
 echo "after purge: [$(dpkg-query -W -f="\${Status}" passthru 2>/dev/null || true)]"
-for d in /usr/share/passthru /usr/share/doc/passthru /var/lib/passthru /etc/passthru /etc/kernel/postinst.d/zz-passthru; do
+for d in /usr/share/passthru /usr/share/doc/passthru /var/lib/passthru /etc/passthru /etc/kernel/postinst.d/passthru; do
     [ ! -e "$d" ] || echo "left: $d"
 done
 '

@@ -36,7 +36,7 @@ void plan_cmdline(const PlanContext& ctx, Plan& plan, const HostInputs& in);
 void plan_modules(const PlanContext& ctx, Plan& plan, const HostInputs& in);
 void plan_modprobe(const PlanContext& ctx, Plan& plan, const HostInputs& in);
 void plan_readiness(const PlanContext& ctx, Plan& plan, const HostInputs& in);
-// /etc/kernel/postinst.d/zz-passthru (kernel_hook.cpp), when nothing is there yet.
+// /etc/kernel/postinst.d/passthru (kernel_hook.cpp), when nothing is there yet.
 void plan_kernel_hook(const PlanContext& ctx, Plan& plan);
 
 } // namespace passthru::plan::detail

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The kernel hook (docs/facts.md: kernel-hooks): /etc/kernel/postinst.d/zz-passthru, which
+// The kernel hook (docs/facts.md: kernel-hooks): /etc/kernel/postinst.d/passthru, which
 // the kernel packages' postinst runs (run-parts, in name order: after initramfs-tools and
 // dkms, before zz-proxmox-boot and zz-update-grub) with the new kernel's release. It runs
 // passthru's helper kernel-postinst, which prints 'passthru kernel check --hook KVER' into
