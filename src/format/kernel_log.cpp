@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "explain/kernel_log.hpp"
+#include "format/kernel_log.hpp"
 
-#include "explain/task_log.hpp"
+#include <algorithm>
+#include <deque>
+
 #include "util/lex.hpp"
 
-namespace passthru::explain {
+namespace passthru::format::kernel_log {
 
 namespace lex = util::lex;
 
@@ -109,37 +111,98 @@ Result<std::vector<std::string>> kernel_messages(std::string_view text, const st
     return out;
 }
 
-KernelLog read_host_kernel_log(const util::HostFs& fs)
+std::vector<std::string> split_log_lines(std::string_view text)
 {
-    KernelLog out;
-    if (fs.is_live()) {
-        out.source = "/dev/kmsg";
-        auto text = fs.read_records("/dev/kmsg", util::HostFs::k_max_file_bytes);
-        if (!text) {
-            out.note = std::string("the kernel ring buffer is unreadable (") + text.error().what() + "); give --kernel-log FILE";
-            return out;
+    std::deque<std::string> lines;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        auto nl = text.find('\n', start);
+        if (nl == std::string_view::npos) {
+            nl = text.size();
         }
-        auto messages = kernel_messages(*text, "/dev/kmsg");
-        out.messages = messages ? std::move(*messages) : std::vector<std::string>{};
-        return out;
+        std::string_view raw = text.substr(start, std::min(nl - start, k_max_line_bytes));
+        if (!raw.empty() && raw.back() == '\r') {
+            raw.remove_suffix(1); // CR LF line ends
+        }
+        std::string line;
+        line.reserve(raw.size());
+        for (const char c : raw) {
+            const auto u = static_cast<unsigned char>(c);
+            line.push_back((u < 0x20 && c != '\t') || u == 0x7f ? '?' : c);
+        }
+        if (nl - start > k_max_line_bytes) {
+            line += "…[cut]";
+        }
+        lines.push_back(std::move(line));
+        if (lines.size() > k_max_lines) {
+            lines.pop_front();
+        }
+        start = nl + 1;
     }
-    out.source = "/var/log/kern.log";
-    if (fs.stat(out.source).type == util::FileType::missing) {
-        out.note = "no kernel log under the root (/var/log/kern.log); give --kernel-log FILE";
-        return out;
+    return {std::make_move_iterator(lines.begin()), std::make_move_iterator(lines.end())};
+}
+
+namespace {
+
+// "0000:10:00.0": a PCI function address as the kernel's dev_printk prints it (lowercase hex).
+bool is_function_address(std::string_view s)
+{
+    static constexpr std::string_view k_shape = "hhhh:hh:hh.h";
+    if (s.size() != k_shape.size()) {
+        return false;
     }
-    auto text = fs.read_file(out.source);
-    if (!text) {
-        out.note = std::string("cannot read ") + out.source + ": " + text.error().what();
-        return out;
+    for (std::size_t k = 0; k < s.size(); ++k) {
+        const bool ok = k_shape[k] == 'h' ? lex::is_xdigit_lower(s[k]) : s[k] == k_shape[k];
+        if (!ok) {
+            return false;
+        }
     }
-    auto messages = kernel_messages(*text, out.source);
-    if (!messages) {
-        out.note = messages.error().what();
-        return out;
+    return true;
+}
+
+} // namespace
+
+std::vector<ReadyTimeout> ready_timeouts(const std::vector<std::string>& messages)
+{
+    static constexpr std::string_view k_not_ready = ": not ready ";
+    static constexpr std::string_view k_after = "ms after ";
+    static constexpr std::string_view k_giving_up = "; giving up";
+    std::vector<ReadyTimeout> out;
+    for (const auto& message : messages) {
+        std::string_view m = message;
+        while (!m.empty() && lex::is_space(m.back())) {
+            m.remove_suffix(1);
+        }
+        const auto at = m.find(k_not_ready);
+        if (at == std::string_view::npos || !m.ends_with(k_giving_up)) {
+            continue;
+        }
+        // "<driver> <address>" before it: the address is its last word.
+        std::string_view who = m.substr(0, at);
+        const auto space = who.rfind(' ');
+        const std::string_view address = space == std::string_view::npos ? who : who.substr(space + 1);
+        std::string_view rest = m.substr(at + k_not_ready.size());
+        if (!is_function_address(address) || lex::eat_span(rest, lex::is_digit) == 0 || !lex::eat(rest, k_after)) {
+            continue;
+        }
+        rest.remove_suffix(k_giving_up.size());
+        if (rest.empty()) {
+            continue;
+        }
+        out.push_back({std::string(address), std::string(rest), std::string(m)});
     }
-    out.messages = std::move(*messages);
     return out;
 }
 
-} // namespace passthru::explain
+std::vector<std::string> since_last_boot(std::vector<std::string> messages)
+{
+    for (std::size_t k = messages.size(); k > 0; --k) {
+        if (messages[k - 1].starts_with(k_boot_banner)) {
+            messages.erase(messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(k - 1));
+            break;
+        }
+    }
+    return messages;
+}
+
+} // namespace passthru::format::kernel_log
