@@ -100,6 +100,25 @@ const json& get_array(const json& obj, const char* key, std::string_view where)
     return v;
 }
 
+// request.romfiles (--romfile): absent or null in requests without it.
+std::vector<RomFile> romfiles_from(const json& r)
+{
+    std::vector<RomFile> out;
+    if (!r.contains("romfiles") || r["romfiles"].is_null()) {
+        return out;
+    }
+    if (!r["romfiles"].is_array()) {
+        throw ParseError{"request.romfiles must be an array"};
+    }
+    for (const auto& rf : r["romfiles"]) {
+        if (!rf.is_object()) {
+            throw ParseError{"request.romfiles must hold objects"};
+        }
+        out.push_back({get_string(rf, "slot", "request.romfiles"), get_string(rf, "file", "request.romfiles")});
+    }
+    return out;
+}
+
 // Checks the request (plan/request.hpp) after reading it, unless check is shape_only.
 Request parse_request(const json& r, RequestCheck check = RequestCheck::validate)
 {
@@ -135,17 +154,7 @@ Request parse_request(const json& r, RequestCheck check = RequestCheck::validate
             req.node_scans.push_back({get_string(ns, "node", "request.node_scans"), get_string(ns, "file", "request.node_scans")});
         }
     }
-    if (r.contains("romfiles") && !r["romfiles"].is_null()) {
-        if (!r["romfiles"].is_array()) {
-            throw ParseError{"request.romfiles must be an array"};
-        }
-        for (const auto& rf : r["romfiles"]) {
-            if (!rf.is_object()) {
-                throw ParseError{"request.romfiles must hold objects"};
-            }
-            req.romfiles.push_back({get_string(rf, "slot", "request.romfiles"), get_string(rf, "file", "request.romfiles")});
-        }
-    }
+    req.romfiles = romfiles_from(r);
     req.connect_uri = get_opt_string(r, "connect_uri", w);
     req.vm_profile = get_opt_string(r, "vm_profile", w);
     if (r.contains("network") && !r["network"].is_null()) {
