@@ -13,6 +13,7 @@
 
 #include "apply/journal.hpp"
 #include "apply/vfio_probe.hpp"
+#include "data/gpu_profile.hpp"
 #include "scan/inventory.hpp"
 #include "util/host_fs.hpp"
 
@@ -23,6 +24,8 @@ namespace passthru::apply {
 struct VerifyTarget
 {
     std::vector<scan::PciAddress> functions;
+    // profiles/gpus (the CLI loads them): what the models' profiles know of their resets; nullptr: none.
+    const std::vector<data::GpuProfile>* profiles = nullptr;
     std::optional<std::uint64_t> vmid;
     std::vector<std::string> kernel_args;
     std::string source; // "generation 3", "VM 101's config", "--gpus all" (for messages)

@@ -57,11 +57,14 @@ std::vector<VerifyCheck> check_card_states(const scan::Inventory& inventory, con
         if (!selected) {
             continue;
         }
-        const auto state = scan::card_state(inventory, card);
+        const auto* fn0 = card.functions.empty() ? nullptr : inventory.find(card.functions.front());
+        const auto* profile =
+            target.profiles != nullptr && fn0 != nullptr ? data::find_profile(*target.profiles, fn0->vendor_device()) : nullptr;
+        const auto state = scan::card_state(inventory, card, profile);
         if (!state.did_not_come_back()) {
             continue; // nothing to say: the binding checks show a card that answers
         }
-        std::string fix = scan::k_power_off_fix;
+        std::string fix = state.fix;
         const auto vms = onboot_vms(inventory, fs, card.functions);
         if (!vms.empty()) {
             fix += "; until then VM" + std::string(vms.size() == 1 ? " " : "s ") + util::join(vms, ", ")

@@ -12,6 +12,8 @@
 #include "cli/apply_common.hpp"
 #include "cli/commands.hpp"
 #include "explain/explain.hpp"
+#include "format/kernel_log.hpp"
+#include "scan/kernel_log.hpp"
 #include "util/lex.hpp"
 #include "util/local_file.hpp"
 
@@ -55,21 +57,21 @@ std::vector<explain::Signature> load_signatures(const data::DataDir& data)
     return std::move(*sigs);
 }
 
-explain::KernelLog kernel_log(const Context& ctx, const po::variables_map& vm)
+scan::KernelLog kernel_log(const Context& ctx, const po::variables_map& vm)
 {
     if (vm.count("kernel-log") == 0U) {
-        return explain::read_host_kernel_log(ctx.fs);
+        return scan::read_host_kernel_log(ctx.fs);
     }
     const std::string file = vm["kernel-log"].as<std::string>();
     auto text = util::read_local_file(file, util::HostFs::k_max_file_bytes);
     if (!text) {
         throw Error(Errc::usage, "--kernel-log " + file + ": " + text.error().what());
     }
-    auto messages = explain::kernel_messages(*text, "--kernel-log " + file);
+    auto messages = format::kernel_log::kernel_messages(*text, "--kernel-log " + file);
     if (!messages) {
         throw messages.error();
     }
-    return explain::KernelLog{"--kernel-log " + file, std::move(*messages), std::nullopt};
+    return scan::KernelLog{"--kernel-log " + file, std::move(*messages), std::nullopt};
 }
 
 // "VM 101" or "container 105".

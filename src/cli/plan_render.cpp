@@ -9,6 +9,7 @@
 #include "plan/plan_json.hpp"
 #include "util/command_runner.hpp"
 #include "util/diff.hpp"
+#include "util/sha256.hpp"
 #include "util/strings.hpp"
 #include "util/term.hpp"
 
@@ -49,6 +50,14 @@ std::string render_plan_diffs(const plan::Plan& plan)
 {
     std::string out;
     for (const auto& f : plan.files) {
+        if (f.binary) {
+            // Bytes have no diff: the sizes and checksums say what changes.
+            const auto side = [](const std::optional<std::string>& v) {
+                return v ? std::to_string(v->size()) + " bytes, sha256 " + util::sha256_hex(*v) : std::string("absent");
+            };
+            out += "--- " + f.path + " (binary: " + side(f.before) + ")\n+++ " + f.path + " (binary: " + side(f.after) + ")\n";
+            continue;
+        }
         out += util::unified_diff(f.before, f.after, f.path);
     }
     return out;

@@ -26,6 +26,8 @@ void add_request_options(po::options_description& options)
         "mapping", po::value<std::string>()->value_name("ID"), "use a Proxmox cluster PCI mapping with this id")(
         "node-scan", po::value<std::vector<std::string>>()->value_name("NODE=FILE")->composing(),
         "NODE=FILE: build the cluster mapping from this node's 'passthru scan --json' (repeat per node; without --vm)")(
+        "romfile", po::value<std::vector<std::string>>()->value_name("SLOT=FILE")->composing(),
+        "SLOT=FILE: check FILE as the ROM of card SLOT, place it in /usr/share/kvm and set romfile= (repeat per card)")(
         "profile", po::value<std::string>()->value_name("NAME"), "VM profile from profiles/vm (default: linux-ml)")(
         "bond", po::value<std::string>()->value_name("NIC,NIC"),
         "bond these NICs: NIC,NIC[,...]")("bond-mode", po::value<std::string>()->value_name("MODE"),
@@ -218,6 +220,15 @@ plan::Request parse_request(const po::variables_map& vm)
             req.node_scans.push_back({value.substr(0, eq), value.substr(eq + 1)});
         }
     }
+    if (vm.count("romfile") != 0U) {
+        for (const auto& value : vm["romfile"].as<std::vector<std::string>>()) {
+            const auto eq = value.find('=');
+            if (eq == std::string::npos) {
+                throw Error(Errc::usage, "--romfile '" + value + "': write SLOT=FILE").with_hint("e.g. --romfile 0000:01:00=/root/gpu.rom");
+            }
+            req.romfiles.push_back({value.substr(0, eq), value.substr(eq + 1)});
+        }
+    }
     if (vm.count("profile") != 0U) {
         req.vm_profile = vm["profile"].as<std::string>();
     }
@@ -257,6 +268,9 @@ std::string request_to_options(const plan::Request& req)
     }
     for (const auto& ns : req.node_scans) {
         args.insert(args.end(), {"--node-scan", ns.node + "=" + ns.file});
+    }
+    for (const auto& rf : req.romfiles) {
+        args.insert(args.end(), {"--romfile", rf.slot + "=" + rf.file});
     }
     if (req.vm_profile) {
         args.insert(args.end(), {"--profile", *req.vm_profile});

@@ -22,8 +22,8 @@ std::size_t g_gpu_profile_loads = 0;
 // Fields earlier releases shipped and never used: accepted and ignored, so a
 // copy of an old profile under /etc/passthru keeps loading.
 constexpr std::array<std::string_view, 4> k_retired = {"architecture", "chip", "tdp_watts", "vendor"};
-constexpr std::array<std::string_view, 9> k_profile_fields = {"schema",    "name",   "ids",          "vram_gib", "vram_note",
-                                                              "functions", "quirks", "known_issues", "sources"};
+constexpr std::array<std::string_view, 11> k_profile_fields = {"schema", "name",         "ids",     "vram_gib", "vram_note", "functions",
+                                                               "quirks", "known_issues", "sources", "reset",    "rom_file"};
 
 bool lower_hex(std::string_view text, std::size_t digits)
 {
@@ -160,6 +160,30 @@ std::vector<KnownIssue> known_issues(const Field& f)
     return out;
 }
 
+// A source that a reader can open: an https URL, one line.
+std::string profile_url(const Field& f)
+{
+    auto text = profile_text(f);
+    if (!text.starts_with("https://") || text.find(' ') != std::string::npos) {
+        f.fail("must be the https URL of a public report");
+    }
+    return text;
+}
+
+ResetFacts reset_facts(const Field& f)
+{
+    f.object();
+    f.only_fields({"warm_reboot_resets", "detail", "source"}, "a model's reset facts");
+    return {f["warm_reboot_resets"].boolean(), profile_text(f["detail"]), profile_url(f["source"])};
+}
+
+RomFileNeed rom_file_fact(const Field& f)
+{
+    f.object();
+    f.only_fields({"why", "source"}, "a model's ROM file need");
+    return {profile_text(f["why"]), profile_url(f["source"])};
+}
+
 GpuProfile gpu_profile_document(const Field& root)
 {
     root.only_fields(k_profile_fields, k_gpu_schema, k_retired);
@@ -184,6 +208,12 @@ GpuProfile gpu_profile_document(const Field& root)
     }
     if (root.has("known_issues")) {
         p.known_issues = known_issues(root["known_issues"]);
+    }
+    if (root.has("reset")) {
+        p.reset = reset_facts(root["reset"]);
+    }
+    if (root.has("rom_file")) {
+        p.rom_file = rom_file_fact(root["rom_file"]);
     }
     if (root.has("sources")) {
         profile_texts(root["sources"]); // documentation only: checked, not kept

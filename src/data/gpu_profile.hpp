@@ -34,6 +34,22 @@ struct KnownIssue
     std::vector<std::string> sources; // public reports (at least one)
 };
 
+// What is known of how a model resets (profiles/gpus `reset`): scan's card state and
+// verify say the fix it allows.
+struct ResetFacts
+{
+    bool warm_reboot_resets = true; // false: a card that did not come back needs the host powered off
+    std::string detail;             // what happens, one line
+    std::string source;             // a public report (an https URL)
+};
+
+// Why a model likely needs a ROM file in its VM (profiles/gpus `rom_file`).
+struct RomFileNeed
+{
+    std::string why;    // one line
+    std::string source; // a public report (an https URL)
+};
+
 // A GPU model from profiles/gpus/*.json.
 struct GpuProfile
 {
@@ -45,6 +61,8 @@ struct GpuProfile
     std::vector<std::string> quirks;
     std::vector<KnownIssue> known_issues;
     std::string vram_note; // e.g. memory-modded variants the ids cannot tell apart
+    std::optional<ResetFacts> reset;
+    std::optional<RomFileNeed> rom_file;
 };
 
 // Parses one profile; `where` names the file in the error (one line naming the

@@ -304,8 +304,7 @@ void card_state_notes(const scan::Inventory& inventory, Report& report)
             return std::find(report.vm_functions.begin(), report.vm_functions.end(), a.str()) != report.vm_functions.end();
         });
         if (const auto state = scan::card_state(inventory, card); passed && state.did_not_come_back()) {
-            report.notes.push_back("GPU " + card.slot + " did not come back: " + util::join(state.stuck, "; ") + "; "
-                                   + scan::k_power_off_fix);
+            report.notes.push_back("GPU " + card.slot + " did not come back: " + util::join(state.stuck, "; ") + "; " + state.fix);
         }
     }
 }

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "explain/kernel_log.hpp"
 #include "explain/signature.hpp"
 #include "explain/task_log.hpp"
 #include "scan/inventory.hpp"
+#include "scan/kernel_log.hpp"
 #include "util/host_fs.hpp"
 
 namespace passthru::explain {
@@ -75,7 +75,7 @@ struct ExplainInput
     const scan::Inventory& inventory;
     std::uint64_t vmid = 0;
     const std::vector<Signature>& signatures;
-    KernelLog kernel; // read by the caller (--kernel-log FILE, or read_host_kernel_log)
+    scan::KernelLog kernel; // read by the caller (--kernel-log FILE, or read_host_kernel_log)
 };
 
 Report explain_start(const ExplainInput& in);

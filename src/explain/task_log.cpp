@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "explain/task_log.hpp"
 
-#include <deque>
-
 #include "util/lex.hpp"
 
 namespace passthru::explain {
@@ -161,37 +159,6 @@ std::optional<TaskEntry> latest_task(const util::HostFs& fs, std::string_view ty
         }
     }
     return best;
-}
-
-std::vector<std::string> split_log_lines(std::string_view text)
-{
-    std::deque<std::string> lines;
-    std::size_t start = 0;
-    while (start < text.size()) {
-        auto nl = text.find('\n', start);
-        if (nl == std::string_view::npos) {
-            nl = text.size();
-        }
-        std::string_view raw = text.substr(start, std::min(nl - start, k_max_line_bytes));
-        if (!raw.empty() && raw.back() == '\r') {
-            raw.remove_suffix(1); // CR LF line ends
-        }
-        std::string line;
-        line.reserve(raw.size());
-        for (const char c : raw) {
-            const auto u = static_cast<unsigned char>(c);
-            line.push_back((u < 0x20 && c != '\t') || u == 0x7f ? '?' : c);
-        }
-        if (nl - start > k_max_line_bytes) {
-            line += "…[cut]";
-        }
-        lines.push_back(std::move(line));
-        if (lines.size() > k_max_lines) {
-            lines.pop_front();
-        }
-        start = nl + 1;
-    }
-    return {std::make_move_iterator(lines.begin()), std::make_move_iterator(lines.end())};
 }
 
 } // namespace passthru::explain

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "format/kernel_log.hpp"
 #include "util/host_fs.hpp"
 
 namespace passthru::explain {
@@ -77,11 +78,7 @@ TaskIndex parse_task_index(std::string_view text, bool active);
 // (a failed start must never be reported as none).
 std::optional<TaskEntry> latest_task(const util::HostFs& fs, std::string_view type, std::string_view id, std::size_t& unreadable);
 
-// The lines of a text, each cut to k_max_line_bytes (marked "…[cut]"),
-// control characters but tab shown as '?', at most k_max_lines (the last
-// ones: the end of a log says why it stopped).
-inline constexpr std::size_t k_max_line_bytes = 4096;
-inline constexpr std::size_t k_max_lines = 200000;
-std::vector<std::string> split_log_lines(std::string_view text);
+// The lines of a log (format/kernel_log.hpp), shared with the kernel log's reader.
+using format::kernel_log::split_log_lines;
 
 } // namespace passthru::explain

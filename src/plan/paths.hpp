@@ -132,9 +132,13 @@ inline constexpr WrittenDir k_pve_guests_d{"/etc/systemd/system/pve-guests.servi
 inline constexpr std::string_view k_nvidia_nodes_dropin = "/etc/systemd/system/pve-guests.service.d/passthru-nvidia-nodes.conf";
 static_assert(k_pve_guests_d.holds(k_nvidia_nodes_dropin));
 
+// plan/vm: ROM images (--romfile) where qemu-server looks for a hostpci romfile=
+// (docs/facts.md: rom-files), "passthru-VVVV-DDDD-SHA.rom".
+inline constexpr WrittenDir k_kvm_rom_d{"/usr/share/kvm", "passthru-", ".rom"};
+
 inline constexpr std::array k_written_dirs{
     k_default_grub_d,   k_modprobe_d,          k_modules_load_d, k_qemu_server_d, k_systemd_network_d,
-    k_systemd_system_d, k_multi_user_target_d, k_lxc_d,          k_pve_guests_d,
+    k_systemd_system_d, k_multi_user_target_d, k_lxc_d,          k_pve_guests_d,  k_kvm_rom_d,
 };
 
 // The files the planners write by their full path: k_written_files and the

@@ -127,6 +127,16 @@ struct KernelRequest
     std::string release; // pin, trial: the kernel release; unpin: empty
 };
 
+// --romfile SLOT=FILE: a ROM image (a PCI option ROM) for the card SLOT names (as
+// --gpus takes one), read on this machine (not under --root) each time the plan is
+// made, checked (format/pci_rom), placed in /usr/share/kvm and named by romfile= on
+// the card's hostpci line (docs/facts.md: rom-files).
+struct RomFile
+{
+    std::string slot;
+    std::string file;
+};
+
 // What the user asked for. Serialised into saved plans and journals.
 struct Request
 {
@@ -138,6 +148,7 @@ struct Request
     Backend backend = Backend::proxmox;
     std::optional<std::string> mapping;     // --mapping NAME (PVE cluster mapping)
     std::vector<NodeScan> node_scans;       // --node-scan: a cluster mapping from these nodes' scans (no --vm)
+    std::vector<RomFile> romfiles;          // --romfile, in the order given
     std::optional<std::string> connect_uri; // --connect URI (libvirt)
     std::optional<std::string> vm_profile;  // --profile NAME (VM profile)
     std::optional<NetworkRequest> network;
@@ -178,6 +189,9 @@ struct FileChange
     std::optional<std::string> before_sha256;
     mode_t mode = 0644;               // for created files; existing files keep theirs
     std::vector<std::string> reasons; // one line each, shown with the diff
+    // Bytes rather than text (a ROM image): base64 in the plan JSON ("encoding"),
+    // no diff in the human plan.
+    bool binary = false;
 };
 
 // An external command run after the files are in place (update-initramfs,

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "plan/request.hpp"
+#include "util/base64.hpp"
 #include "util/sha256.hpp"
 
 namespace passthru::plan {
@@ -120,6 +121,25 @@ KernelRequest parse_kernel_request(const json& k)
     return kr;
 }
 
+// request.romfiles (--romfile): absent or null in requests without it.
+std::vector<RomFile> romfiles_from(const json& r)
+{
+    std::vector<RomFile> out;
+    if (!r.contains("romfiles") || r["romfiles"].is_null()) {
+        return out;
+    }
+    if (!r["romfiles"].is_array()) {
+        throw ParseError{"request.romfiles must be an array"};
+    }
+    for (const auto& rf : r["romfiles"]) {
+        if (!rf.is_object()) {
+            throw ParseError{"request.romfiles must hold objects"};
+        }
+        out.push_back({get_string(rf, "slot", "request.romfiles"), get_string(rf, "file", "request.romfiles")});
+    }
+    return out;
+}
+
 // Checks the request (plan/request.hpp) after reading it, unless check is shape_only.
 Request parse_request(const json& r, RequestCheck check = RequestCheck::validate)
 {
@@ -163,6 +183,7 @@ Request parse_request(const json& r, RequestCheck check = RequestCheck::validate
             req.containers.push_back({get_string(c, "ct", "request.containers"), get_string(c, "gpus", "request.containers")});
         }
     }
+    req.romfiles = romfiles_from(r);
     req.connect_uri = get_opt_string(r, "connect_uri", w);
     req.vm_profile = get_opt_string(r, "vm_profile", w);
     if (r.contains("network") && !r["network"].is_null()) {
@@ -272,6 +293,13 @@ json request_to_json(const Request& request)
         }
         r["containers"] = std::move(cts); // only plans for containers carry it: other documents stay as they were
     }
+    if (!request.romfiles.empty()) { // only requests with --romfile carry it: other documents stay as they were
+        json roms = json::array();
+        for (const auto& rf : request.romfiles) {
+            roms.push_back({{"slot", rf.slot}, {"file", rf.file}});
+        }
+        r["romfiles"] = std::move(roms);
+    }
     if (request.network) {
         const auto& n = *request.network;
         r["network"] = {
@@ -310,16 +338,24 @@ json plan_to_json(const Plan& plan)
 {
     json files = json::array();
     for (const auto& f : plan.files) {
-        files.push_back({
+        // A binary file's bytes go as base64; the checksums are of the bytes.
+        const auto carried = [&f](const std::optional<std::string>& v) {
+            return v && f.binary ? json(util::base64_encode(*v)) : opt_string(v);
+        };
+        json entry = {
             {"path", f.path},
             {"action", std::string(to_string(f.action))},
-            {"content", opt_string(f.after)},
-            {"before", opt_string(f.before)},
+            {"content", carried(f.after)},
+            {"before", carried(f.before)},
             {"before_sha256", opt_string(f.before_sha256)},
             {"after_sha256", f.after ? json(util::sha256_hex(*f.after)) : json(nullptr)},
             {"mode", mode_string(f.mode)},
             {"reasons", f.reasons},
-        });
+        };
+        if (f.binary) {
+            entry["encoding"] = "base64"; // text files carry no encoding member: their documents stay as they were
+        }
+        files.push_back(std::move(entry));
     }
     json commands = json::array();
     for (const auto& c : plan.commands) {
@@ -392,6 +428,21 @@ FileChange file_change_from(const json& f, const std::string& w)
     c.action = *action;
     c.after = get_opt_string(f, "content", w);
     c.before = get_opt_string(f, "before", w);
+    if (f.contains("encoding") && !f["encoding"].is_null()) {
+        if (get_string(f, "encoding", w) != "base64") {
+            throw ParseError{w + ".encoding must be base64 (or absent, for text)"};
+        }
+        c.binary = true;
+        for (auto* v : {&c.after, &c.before}) {
+            if (*v) {
+                auto bytes = util::base64_decode(**v);
+                if (!bytes) {
+                    throw ParseError{w + ".content and .before must be base64 when the encoding is base64"};
+                }
+                *v = std::move(*bytes);
+            }
+        }
+    }
     c.before_sha256 = get_opt_string(f, "before_sha256", w);
     if ((c.action == FileAction::remove) != !c.after) {
         throw ParseError{w + ".content must be null exactly when the action is delete"};

@@ -10,6 +10,7 @@
 #include "plan/node_scan.hpp"
 #include "plan/planner.hpp"
 #include "plan/trial.hpp"
+#include "scan/rom_need.hpp"
 #include "util/sha256.hpp"
 #include "util/strings.hpp"
 
@@ -120,6 +121,23 @@ using detail::check_groups;
 using detail::refuse_cards_serving_vfs;
 
 // What the plan says about one selected card: slot, functions, ids, name.
+// A card likely to need a ROM file (scan/rom_need.hpp) that --romfile gives none: a note.
+void note_rom_need(const scan::Inventory& inventory, const Request& request, const scan::GpuCard& card,
+                   const std::vector<data::GpuProfile>& profiles, Plan& plan)
+{
+    for (const auto& rf : request.romfiles) {
+        auto named = select_cards(inventory, rf.slot);
+        if (named && named->size() == 1 && named->front() == &card) {
+            return;
+        }
+    }
+    const auto* first = card.functions.empty() ? nullptr : inventory.find(card.functions.front());
+    const auto* profile = first != nullptr ? data::find_profile(profiles, first->vendor_device()) : nullptr;
+    if (auto need = scan::rom_file_need(inventory, card, profile)) {
+        plan.notes.push_back(card_label(inventory, card) + " is likely to need a ROM file (romfile=): " + *need);
+    }
+}
+
 SelectedGpu selected_gpu(const scan::Inventory& inventory, const scan::GpuCard& card, const std::vector<data::GpuProfile>& profiles)
 {
     SelectedGpu gpu;
@@ -276,6 +294,7 @@ Result<std::optional<std::vector<const scan::GpuCard*>>> vm_cards(const scan::In
     for (const auto* card : *cards) {
         plan.gpus.push_back(selected_gpu(inventory, *card, profiles));
         detail::check_function_layout(inventory, *card, profiles, card_label(inventory, *card), plan);
+        note_rom_need(inventory, request, *card, profiles, plan);
         if (card->boot_vga) {
             plan.warnings.push_back(card_label(inventory, *card)
                                     + " is the boot VGA: once it is bound to vfio-pci the host loses its local console "

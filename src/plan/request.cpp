@@ -139,6 +139,31 @@ Result<void> validate_containers(const Request& request)
     return {};
 }
 
+// --romfile SLOT=FILE: the Proxmox VE backend's hostpci option, for a VM; each
+// card named once (the card itself is found when the plan is made).
+Result<void> validate_romfiles(const Request& request)
+{
+    if (request.romfiles.empty()) {
+        return {};
+    }
+    if (request.vm.empty() || request.backend != Backend::proxmox) {
+        return usage_error("--romfile sets romfile= on a Proxmox VE VM's hostpci line: it needs --vm, and the proxmox backend");
+    }
+    std::set<std::string> seen;
+    for (const auto& rf : request.romfiles) {
+        if (rf.slot.empty() || rf.slot.find(',') != std::string::npos || rf.slot == "all") {
+            return usage_error("--romfile '" + rf.slot + "=" + rf.file + "': SLOT names one card (an index from scan or a slot address)");
+        }
+        if (rf.file.empty()) {
+            return usage_error("--romfile " + rf.slot + "= names no file");
+        }
+        if (!seen.insert(rf.slot).second) {
+            return usage_error("--romfile: " + rf.slot + " is given twice");
+        }
+    }
+    return {};
+}
+
 } // namespace
 
 Result<void> validate_request(const Request& request)
@@ -148,6 +173,9 @@ Result<void> validate_request(const Request& request)
     }
     if (auto cts = validate_containers(request); !cts) {
         return cts;
+    }
+    if (auto roms = validate_romfiles(request); !roms) {
+        return roms;
     }
     if (!request.vm.empty()) {
         if (backend_row(request.backend).numeric_vmid) {

@@ -6,7 +6,6 @@
 
 #include "plan/common.hpp"
 #include "scan/group_rule.hpp"
-#include "scan/rom_need.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan {
@@ -273,9 +272,6 @@ bool detail::check_groups(const scan::Inventory& inv, const Request& req, const 
         }
         refuse_unselected_partners(inv, *card, selected_slots, plan);
         note_goes_along(inv, *card, plan);
-        if (auto need = scan::rom_file_need(inv, *card)) {
-            plan.notes.push_back(card_label(inv, *card) + " is likely to need a ROM file (romfile=): " + *need);
-        }
         const SharedGroup shared = check_other_endpoints(inv, req, *card, plan);
         if (shared == SharedGroup::no_acs_kernel) {
             continue;

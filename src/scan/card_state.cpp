@@ -46,7 +46,7 @@ std::string describe_resets(const std::vector<std::string>& methods, const std::
 
 } // namespace
 
-CardState card_state(const Inventory& inventory, const GpuCard& card)
+CardState card_state(const Inventory& inventory, const GpuCard& card, const data::GpuProfile* profile)
 {
     CardState state;
     for (const auto& fn : card.functions) {
@@ -60,6 +60,12 @@ CardState card_state(const Inventory& inventory, const GpuCard& card)
         if (d->config_all_ones) {
             state.stuck.push_back(fn.str() + "'s config space reads all ones: the function does not answer");
         }
+        for (const auto& t : inventory.ready_timeouts) {
+            if (t.function == fn.str()) {
+                state.stuck.push_back(fn.str() + " did not come back after " + t.event + " (kernel log since boot: \"" + t.message + "\")");
+                state.reset_timed_out = true;
+            }
+        }
     }
     const auto* first = card.functions.empty() ? nullptr : inventory.find(card.functions.front());
     if (first != nullptr) {
@@ -69,6 +75,13 @@ CardState card_state(const Inventory& inventory, const GpuCard& card)
         }
         state.resets = describe_resets(first->reset_methods, state.bus_siblings);
         state.no_reset = first->reset_methods.empty();
+    }
+    state.fix = k_power_off_fix;
+    if (profile != nullptr && profile->reset) {
+        const auto& r = *profile->reset;
+        state.fix += std::string(r.warm_reboot_resets ? "; for the " + profile->name + ", a warm reboot has been reported to reset it: "
+                                                      : "; the " + profile->name + " is known for it: ")
+                     + r.detail + " (" + r.source + ")";
     }
     return state;
 }

@@ -10,6 +10,7 @@
 
 #include "data/gpu_vendors.hpp"
 #include "data/kernel_cutoffs.hpp"
+#include "format/kernel_log.hpp"
 #include "scan/boot_loader.hpp"
 #include "scan/pci_address.hpp"
 #include "scan/pci_resource.hpp"
@@ -300,6 +301,10 @@ struct Inventory
     data::KernelCutoffs kernel_cutoffs; // the kernel facts scan judged with (profiles/host/kernel.json); plan uses the same
     GpuVendors vendors;                 // the GPU vendors scan gave the cards their rows from (profiles/host/vendors.json)
     RuntimeState runtime;               // the running host's state that plan decides from (not in scan --json)
+    // The kernel log's give-ups since boot ("not ready 65535ms after FLR; giving up") for
+    // the functions of the cards (scan/card_state.hpp); the log's source, or why there is none.
+    std::vector<format::kernel_log::ReadyTimeout> ready_timeouts;
+    std::string kernel_log_source;
 
     const PciDevice* find(const PciAddress& addr) const;
     const GpuCard* find_gpu(std::string_view slot) const;

@@ -121,7 +121,7 @@ void check_gpu_slot(const Inventory& inv, const GpuCard& gpu, const std::string&
                             "pass both cards to the same VM, or move one to another slot"});
     }
     if (const auto state = card_state(inv, gpu); state.did_not_come_back()) {
-        problems.push_back({Severity::error, label + " did not come back: " + util::join(state.stuck, "; "), k_power_off_fix});
+        problems.push_back({Severity::error, label + " did not come back: " + util::join(state.stuck, "; "), state.fix});
     }
     if (auto need = rom_file_need(inv, gpu)) {
         problems.push_back({Severity::info, label + ": likely to need a ROM file (romfile=)", *need});

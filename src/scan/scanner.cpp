@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "scan/card_users.hpp"
+#include "scan/kernel_log.hpp"
 #include "scan/libpci.hpp"
 #include "scan/scanner_detail.hpp"
 #include "scan/vgpu.hpp"
@@ -320,6 +321,27 @@ std::function<bool(int)> groups_to_list(const std::vector<PciDevice>& devices, c
 
 } // namespace
 
+namespace {
+
+// The kernel log's give-ups since boot for the functions of the cards and switches:
+// read only when there is a card to judge (docs/facts.md: card-state).
+void read_ready_timeouts(const util::HostFs& fs, Inventory& inv)
+{
+    if (inv.gpus.empty() && inv.nvswitches.empty()) {
+        return;
+    }
+    const auto log = read_host_kernel_log(fs);
+    inv.kernel_log_source = log.note ? *log.note : log.source;
+    for (auto& t : format::kernel_log::ready_timeouts(format::kernel_log::since_last_boot(log.messages))) {
+        const auto addr = PciAddress::parse(t.function);
+        if (addr && (inv.gpu_of(*addr) != nullptr || inv.nvswitch_of(*addr) != nullptr)) {
+            inv.ready_timeouts.push_back(std::move(t));
+        }
+    }
+}
+
+} // namespace
+
 Result<Inventory> scan_host(const util::HostFs& fs, const util::CommandRunner& runner, const ScanData& data)
 {
     Inventory inv;
@@ -367,6 +389,7 @@ Result<Inventory> scan_host(const util::HostFs& fs, const util::CommandRunner& r
     inv.gpus = find_gpu_cards(inv.devices, inv.groups, data.vendors);
     inv.nvswitches = find_nvswitches(inv.devices, inv.groups, data.vendors);
     inv.vendors = data.vendors;
+    read_ready_timeouts(fs, inv);
     assess_readiness(inv);
     inv.runtime = scan_runtime_state(fs);
     scan_card_users(fs, inv);

@@ -175,6 +175,21 @@ jq -e '[.notes[] | select(test("GPU 0000:02:00 did not come back: .*power the ho
     { cat "$T/x570.explain"; fail "x570: explain does not name the card that did not come back"; }
 ok "ryzen-x570-dummy: a card in D3cold or answering all ones fails verify with the power-off fix and the onboot VM"
 
+# The kernel's give-up since boot (tests/fixtures/kernel-log): the card answers again in
+# sysfs, but the log of this boot says the kernel gave up on it after an FLR; the same
+# line in the boot before does not count.
+echo D0 > "$(realpath "$R/sys/bus/pci/devices/0000:02:00.0")/power_state"
+cfg=$(realpath "$R/sys/bus/pci/devices/0000:02:00.1")/config
+cp "$SRC/tests/fixtures/hosts/ryzen-x570-dummy/${cfg#"$(realpath "$R")"/}" "$cfg"
+mkdir -p "$R/var/log"
+sed 's/0000:01:00\.0/0000:02:00.0/; s/0000:01:00\.1/0000:02:00.1/' "$SRC/tests/fixtures/kernel-log/reset-timeouts.kern.log" > "$R/var/log/kern.log"
+expect_rc 1 "$P" --root "$R" verify > "$T/x570.v4" 2>&1
+grep -q 'FAIL GPU 0000:02:00 did not come back: 0000:02:00.0 did not come back after FLR (kernel log since boot: "vfio-pci 0000:02:00.0: not ready 65535ms after FLR; giving up")' "$T/x570.v4" ||
+    { cat "$T/x570.v4"; fail "x570: the kernel's give-up after FLR does not fail verify"; }
+! grep -q '0000:02:00.1 did not come back' "$T/x570.v4" || { cat "$T/x570.v4"; fail "x570: the boot before's give-up counted"; }
+rm "$R/var/log/kern.log"
+ok "ryzen-x570-dummy: the kernel log's give-up after FLR since boot fails verify"
+
 copy_host qemu-noiommu "$T/noiommu"
 expect_rc 3 "$P" --root "$T/noiommu" verify --gpus 0000:04:00 > "$T/v5.out" 2>&1
 grep -q 'the IOMMU is off' "$T/v5.out" || fail "no-IOMMU host not reported"

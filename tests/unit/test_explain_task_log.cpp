@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// explain/task_log and explain/kernel_log: the UPID grammar and the task log's
+// explain/task_log and format/kernel_log: the UPID grammar and the task log's
 // place, the index and active files (hostile lines skipped), the newest start
 // of a VM, and the kernel log's formats reduced to their messages.
 #include <doctest/doctest.h>
@@ -7,8 +7,8 @@
 #include <fstream>
 
 #include "../support/temp_dir.hpp"
-#include "explain/kernel_log.hpp"
 #include "explain/task_log.hpp"
+#include "format/kernel_log.hpp"
 
 using namespace passthru;
 
@@ -104,27 +104,27 @@ TEST_SUITE("explain::task_log")
     }
 }
 
-TEST_SUITE("explain::kernel_log")
+TEST_SUITE("format::kernel_log")
 {
     TEST_CASE("each captured format comes down to the message")
     {
         const std::string msg = "vfio-pci 0000:01:00.0: BAR 1: can't reserve [mem 0xc0000000-0xcfffffff 64bit pref]";
-        CHECK(explain::kernel_message(msg) == msg);
-        CHECK(explain::kernel_message("[    5.123456] " + msg) == msg);
-        CHECK(explain::kernel_message("kern  :warn  : [    5.123456] " + msg) == msg);
-        CHECK(explain::kernel_message("Nov 27 10:00:01 pve kernel: " + msg) == msg);
-        CHECK(explain::kernel_message("2026-11-27T10:00:01.123456+01:00 pve kernel: [    5.1] " + msg) == msg);
-        CHECK(explain::kernel_message("4,1234,5678901,-;" + msg) == msg);
-        CHECK(explain::kernel_message("4,1234,5678901,-,caller=T1;" + msg) == msg);
-        CHECK_FALSE(explain::kernel_message(" SUBSYSTEM=pci"));
-        CHECK_FALSE(explain::kernel_message("-- Boot 1234 --"));
+        CHECK(format::kernel_log::kernel_message(msg) == msg);
+        CHECK(format::kernel_log::kernel_message("[    5.123456] " + msg) == msg);
+        CHECK(format::kernel_log::kernel_message("kern  :warn  : [    5.123456] " + msg) == msg);
+        CHECK(format::kernel_log::kernel_message("Nov 27 10:00:01 pve kernel: " + msg) == msg);
+        CHECK(format::kernel_log::kernel_message("2026-11-27T10:00:01.123456+01:00 pve kernel: [    5.1] " + msg) == msg);
+        CHECK(format::kernel_log::kernel_message("4,1234,5678901,-;" + msg) == msg);
+        CHECK(format::kernel_log::kernel_message("4,1234,5678901,-,caller=T1;" + msg) == msg);
+        CHECK_FALSE(format::kernel_log::kernel_message(" SUBSYSTEM=pci"));
+        CHECK_FALSE(format::kernel_log::kernel_message("-- Boot 1234 --"));
     }
 
     TEST_CASE("a binary file is not a kernel log")
     {
-        const auto r = explain::kernel_messages(std::string("abc\0def", 7), "--kernel-log x");
+        const auto r = format::kernel_log::kernel_messages(std::string("abc\0def", 7), "--kernel-log x");
         REQUIRE_FALSE(r);
         CHECK(r.error().code() == Errc::usage);
-        CHECK(explain::kernel_messages("a\nb\n", "x")->size() == 2);
+        CHECK(format::kernel_log::kernel_messages("a\nb\n", "x")->size() == 2);
     }
 }

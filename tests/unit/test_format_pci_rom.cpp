@@ -5,68 +5,14 @@
 #include <string>
 #include <vector>
 
+#include "../support/rom_image.hpp"
 #include "format/pci_rom.hpp"
 
 using namespace passthru;
 namespace rom = passthru::format::pci_rom;
+using passthru::testing::RomImage;
 
 namespace {
-
-// A ROM image as a card's firmware lays it out, built here byte by byte (no vendor ROM
-// in the tree): 55 AA, the PCIR pointer at 0x18, the PCI data structure at 0x20, an
-// optional PCIR 3.0 device list at 0x40, the x86 checksum in the last byte.
-struct RomImage
-{
-    std::uint16_t vendor = 0x10de;
-    std::uint16_t device = 0x2484;
-    std::uint8_t code_type = 0; // x86
-    bool last = true;
-    std::size_t units = 2; // 1 KiB
-    std::uint8_t revision = 3;
-    std::vector<std::uint16_t> device_list;
-    std::uint16_t efi_subsystem = 11;
-
-    std::string bytes() const
-    {
-        std::string b(units * 512, '\0');
-        const auto put16 = [&b](std::size_t at, std::uint16_t v) {
-            b[at] = static_cast<char>(v & 0xffU);
-            b[at + 1] = static_cast<char>(v >> 8U);
-        };
-        b[0] = '\x55';
-        b[1] = '\xaa';
-        b[2] = static_cast<char>(units);
-        if (code_type == 3) {
-            put16(4, 0x0ef1);
-            put16(8, efi_subsystem);
-            put16(10, 0x8664);
-        }
-        put16(0x18, 0x20);
-        b.replace(0x20, 4, "PCIR");
-        put16(0x24, vendor);
-        put16(0x26, device);
-        put16(0x28, device_list.empty() ? 0 : 0x20); // from the PCIR start: 0x40
-        put16(0x2a, 0x1c);
-        b[0x2c] = static_cast<char>(revision);
-        b[0x2f] = 0x03; // class 03: display
-        put16(0x30, static_cast<std::uint16_t>(units));
-        b[0x34] = static_cast<char>(code_type);
-        b[0x35] = static_cast<char>(last ? 0x80 : 0x00);
-        std::size_t at = 0x40;
-        for (auto id : device_list) {
-            put16(at, id);
-            at += 2;
-        }
-        if (code_type == 0) {
-            unsigned sum = 0;
-            for (std::size_t k = 0; k + 1 < b.size(); ++k) {
-                sum += static_cast<unsigned char>(b[k]);
-            }
-            b.back() = static_cast<char>((0x100U - (sum & 0xffU)) & 0xffU);
-        }
-        return b;
-    }
-};
 
 // A card's usual ROM: the legacy image, then the UEFI GOP driver (the last).
 std::string legacy_and_gop()
@@ -207,5 +153,102 @@ TEST_SUITE("format::pci_rom")
             b[k] = '\x01';
         }
         CHECK(problem_of(b) == rom::Problem::device_list);
+    }
+}
+
+namespace {
+
+// One ROM broken in exactly one way, the check that must refuse it and the words of
+// that check's message.
+struct BrokenRom
+{
+    const char* check;
+    std::string bytes;
+    rom::Problem problem;
+    const char* message;
+};
+
+std::string with_byte(std::string b, std::size_t at, char value)
+{
+    b[at] = value;
+    return b;
+}
+
+// A legacy image whose byte AT is VALUE and whose checksum is made right again, so
+// that only the change itself is wrong.
+std::string reseal(std::string b, std::size_t at, char value)
+{
+    b[at] = value;
+    unsigned sum = 0;
+    for (std::size_t k = 0; k + 1 < b.size(); ++k) {
+        sum += static_cast<unsigned char>(b[k]);
+    }
+    b.back() = static_cast<char>((0x100U - (sum & 0xffU)) & 0xffU);
+    return b;
+}
+
+std::vector<BrokenRom> broken_roms()
+{
+    const std::string good = RomImage{}.bytes();
+    RomImage efi;
+    efi.code_type = 3;
+    RomImage open;
+    open.last = false;
+    RomImage listed;
+    listed.code_type = 3;
+    listed.device_list = {0x2206};
+    std::string endless_list = listed.bytes();
+    for (std::size_t k = 0x40; k < endless_list.size(); ++k) {
+        endless_list[k] = '\x01';
+    }
+    std::string many;
+    for (int i = 0; i < 17; ++i) {
+        many += open.bytes();
+    }
+    RomImage other;
+    other.device = 0x2204;
+    return {
+        {"empty", "", rom::Problem::empty, "the file is empty"},
+        {"signature", with_byte(good, 0, '\x56'), rom::Problem::no_signature, "image 0 at 0x0 does not start with 55 AA"},
+        {"nvflash header", "NVGI" + std::string(0x1000 - 4, '\0') + good, rom::Problem::nvflash_header, "NVIDIA's NVGI header"},
+        {"header cut", good.substr(0, 0x10), rom::Problem::truncated, "the file ends inside the header of image 0"},
+        {"PCIR past the file", reseal(reseal(good, 0x18, '\xf0'), 0x19, '\x7f'), rom::Problem::truncated, "lies past the end of the file"},
+        {"PCIR signature", reseal(good, 0x20, 'X'), rom::Problem::no_pcir, "which is not 'PCIR'"},
+        {"PCIR length", reseal(good, 0x2a, '\x10'), rom::Problem::pcir_length, "is 16 bytes long, below 24"},
+        {"PCIR past the image", reseal(reseal(good, 0x2a, '\xff'), 0x2b, '\x0f'), rom::Problem::no_pcir, "runs past the image"},
+        {"zero length", reseal(reseal(good, 0x30, '\0'), 0x31, '\0'), rom::Problem::zero_length, "gives its length as 0"},
+        {"image past the file", good.substr(0, 700), rom::Problem::truncated, "is 1024 bytes long, but the file ends 700 bytes"},
+        {"device list", endless_list, rom::Problem::device_list, "the device list of image 0 at 0x0 runs past the image"},
+        {"checksum", with_byte(good, 0x100, '\x01'), rom::Problem::checksum, "has a bad checksum (its bytes sum to 0x01"},
+        {"EFI signature", with_byte(efi.bytes(), 4, '\0'), rom::Problem::efi_signature, "lacks the EFI signature 0x0EF1"},
+        {"last image", open.bytes(), rom::Problem::no_last_image, "which does not say it is the last"},
+        {"image count", many, rom::Problem::too_many_images, "more than 16 images, none marked the last"},
+        {"vendor:device", other.bytes(), rom::Problem::id_mismatch, "not for the card's 10de:2484"},
+    };
+}
+
+} // namespace
+
+TEST_SUITE("format::pci_rom")
+{
+    TEST_CASE("each check refuses a ROM broken in exactly its way, with its own message")
+    {
+        for (const auto& broken : broken_roms()) {
+            CAPTURE(broken.check);
+            const auto v = rom::check_for(broken.bytes, 0x10de, 0x2484);
+            REQUIRE(v.problem.has_value());
+            CHECK(*v.problem == broken.problem);
+            CHECK(v.detail.find(broken.message) != std::string::npos);
+        }
+    }
+
+    TEST_CASE("the broken ROMs differ from a good one only where they are broken")
+    {
+        // The table's ROMs would prove nothing if the good image itself were refused.
+        CHECK(rom::check_for(RomImage{}.bytes(), 0x10de, 0x2484).ok());
+        RomImage efi;
+        efi.code_type = 3;
+        CHECK(rom::check_for(efi.bytes(), 0x10de, 0x2484).ok());
+        CHECK(rom::check_for(reseal(RomImage{}.bytes(), 0x100, '\x42'), 0x10de, 0x2484).ok());
     }
 }

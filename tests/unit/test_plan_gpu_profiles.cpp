@@ -85,6 +85,30 @@ TEST_SUITE("plan::gpu_profiles")
             "p.json"));
     }
 
+    TEST_CASE("reset facts and ROM need, each with the https URL of its source")
+    {
+        const auto p =
+            data::parse_gpu_profile(profile(R"J(, "reset": {"warm_reboot_resets": false, "detail": "d", "source": "https://example.org/r"},
+                       "rom_file": {"why": "w", "source": "https://example.org/w"})J"),
+                                    "p.json");
+        REQUIRE(p);
+        REQUIRE(p->reset);
+        CHECK_FALSE(p->reset->warm_reboot_resets);
+        CHECK(p->reset->source == "https://example.org/r");
+        REQUIRE(p->rom_file);
+        CHECK(p->rom_file->why == "w");
+        CHECK_FALSE(data::parse_gpu_profile(profile(), "p.json")->reset);
+        CHECK(error_of(profile(R"J(, "reset": {"warm_reboot_resets": false, "detail": "d", "source": "a forum"})J"))
+              == "p.json: reset.source must be the https URL of a public report");
+        CHECK(error_of(profile(R"J(, "reset": {"warm_reboot_resets": "no", "detail": "d", "source": "https://x"})J"))
+                  .find("reset.warm_reboot_resets")
+              != std::string::npos);
+        CHECK(error_of(profile(R"J(, "rom_file": {"why": "w", "source": "https://x", "vendor": "y"})J"))
+                  .find("rom_file.vendor is not a field of")
+              != std::string::npos);
+        CHECK(error_of(profile(R"J(, "rom_file": {"source": "https://x"})J")).find("rom_file.why") != std::string::npos);
+    }
+
     TEST_CASE("the schema is checked first, and a field it does not know is refused")
     {
         CHECK(error_of("{") == "p.json: not a JSON document");

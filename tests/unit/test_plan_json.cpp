@@ -4,6 +4,7 @@
 #include "../support/temp_dir.hpp"
 #include "plan/plan_json.hpp"
 #include "plan/planner.hpp"
+#include "util/base64.hpp"
 #include "util/sha256.hpp"
 
 using namespace passthru;
@@ -67,6 +68,62 @@ TEST_CASE("a plan round-trips through passthru.plan/1")
     CHECK(back->request.network->bond_slaves == p.request.network->bond_slaves);
     CHECK(back->request.acs_override == plan::AcsOverride::yes);
     CHECK(back->gpus[0].boot_vga);
+}
+
+TEST_CASE("a binary file (a ROM image) goes as base64, its checksums of the bytes, and comes back byte for byte")
+{
+    auto p = sample_plan();
+    p.request.romfiles = {{"0000:01:00", "/root/gpu.rom"}};
+    plan::FileChange rom;
+    rom.path = "/usr/share/kvm/passthru-10de-1e07-0123456789abcdef.rom";
+    rom.action = plan::FileAction::modify;
+    rom.before = std::string("\x55\xaa\x00\xff", 4);
+    rom.before_sha256 = util::sha256_hex(*rom.before);
+    rom.after = std::string("\x55\xaa\x02\x00\x80\xfe", 6);
+    rom.binary = true;
+    p.files.push_back(rom);
+    const auto doc = plan::plan_to_json(p);
+    const auto& f = doc["files"][3];
+    CHECK(f["encoding"] == "base64");
+    CHECK(f["content"] == util::base64_encode(*rom.after));
+    CHECK(f["after_sha256"] == util::sha256_hex(*rom.after));
+    CHECK_FALSE(doc["files"][0].contains("encoding")); // text files stay as they were
+    CHECK(doc["request"]["romfiles"][0]["file"] == "/root/gpu.rom");
+    auto back = plan::plan_from_json(nlohmann::json::parse(doc.dump()));
+    REQUIRE(back);
+    CHECK(back->files[3].binary);
+    CHECK(back->files[3].after == rom.after);
+    CHECK(back->files[3].before == rom.before);
+    CHECK(back->request.romfiles[0].slot == "0000:01:00");
+    CHECK(plan::plan_to_json(*back) == doc);
+    // bytes changed in the document no longer match their checksum; a broken base64 or an
+    // unknown encoding is no plan
+    auto bad = doc;
+    bad["files"][3]["content"] = util::base64_encode("\x55\xaa\x02\x00\x80\xff");
+    CHECK_FALSE(plan::plan_from_json(bad));
+    bad = doc;
+    bad["files"][3]["content"] = "VaoCAID+=";
+    CHECK_FALSE(plan::plan_from_json(bad));
+    bad = doc;
+    bad["files"][3]["encoding"] = "hex";
+    const auto refused = plan::plan_from_json(bad);
+    REQUIRE_FALSE(refused);
+    CHECK(std::string(refused.error().what()).find("encoding must be base64") != std::string::npos);
+}
+
+TEST_CASE("base64: every length round-trips; only the canonical text decodes")
+{
+    std::string bytes;
+    for (int n = 0; n < 70; ++n) {
+        CHECK(util::base64_decode(util::base64_encode(bytes)) == bytes);
+        bytes += static_cast<char>((n * 37 + 11) & 0xff);
+    }
+    CHECK(util::base64_encode("foob") == "Zm9vYg==");
+    CHECK(util::base64_decode("Zm9vYg==") == "foob");
+    for (const char* bad : {"Zm9vYg=", "Zm9vYh==", "Zm9v Yg==", "Zm=vYg==", "Zg==Zg==", "Z===", "Zm9vYg\n="}) {
+        CAPTURE(bad);
+        CHECK_FALSE(util::base64_decode(bad));
+    }
 }
 
 TEST_CASE("a tampered or foreign document is rejected with the field")

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "../support/fake_host.hpp"
@@ -61,10 +63,56 @@ bool scan_names(const scan::Inventory& inv, const std::string& needle)
     return false;
 }
 
+// tests/fixtures/kernel-log/NAME as the root's /var/log/kern.log.
+void kernel_log(FakeHost& host, const std::string& name)
+{
+    std::ifstream in(std::string(PASSTHRU_FIXTURES_DIR) + "/kernel-log/" + name);
+    REQUIRE(in);
+    std::stringstream text;
+    text << in.rdbuf();
+    host.dir.write("var/log/kern.log", text.str());
+}
+
 } // namespace
 
 TEST_SUITE("scan::card_state")
 {
+    TEST_CASE("the kernel's give-up after FLR since boot: the card did not come back; the boot before does not count")
+    {
+        FakeHost host;
+        card_host(host, "D0", "flr bus");
+        kernel_log(host, "reset-timeouts.kern.log");
+        const auto inv = scan_card_state_host(host);
+        REQUIRE(inv.ready_timeouts.size() == 1); // 0000:41:00.0 is no card of this host
+        const auto state = state_of(inv);
+        REQUIRE(state.stuck.size() == 1);
+        CHECK(state.stuck[0]
+              == "0000:01:00.0 did not come back after FLR (kernel log since boot: \"vfio-pci 0000:01:00.0: not ready 65535ms after FLR; "
+                 "giving up\")");
+        CHECK(state.reset_timed_out);
+        CHECK(scan_names(inv, "did not come back: 0000:01:00.0 did not come back after FLR"));
+        // without the log, the same card came back
+        FakeHost quiet;
+        card_host(quiet, "D0", "flr bus");
+        CHECK_FALSE(state_of(scan_card_state_host(quiet)).did_not_come_back());
+    }
+
+    TEST_CASE("the model's reset facts go into the fix with their source")
+    {
+        FakeHost host;
+        card_host(host, "D3cold", "flr bus");
+        const auto inv = scan_card_state_host(host);
+        data::GpuProfile model;
+        model.name = "GeForce RTX 5090";
+        model.reset = data::ResetFacts{false, "stops answering after an FLR until a power cycle", "https://example.org/report"};
+        const auto state = scan::card_state(inv, inv.gpus[0], &model);
+        CHECK(state.fix.starts_with(scan::k_power_off_fix));
+        CHECK(state.fix.find("the GeForce RTX 5090 is known for it: stops answering after an FLR until a power cycle "
+                             "(https://example.org/report)")
+              != std::string::npos);
+        CHECK(scan::card_state(inv, inv.gpus[0]).fix == scan::k_power_off_fix);
+    }
+
     TEST_CASE("a card in D0 came back; one in D3cold did not, and scan says so with the power-off fix")
     {
         FakeHost awake;

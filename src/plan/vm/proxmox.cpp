@@ -267,6 +267,7 @@ void plan_proxmox_vm(const PlanContext& ctx, const VmProfile& profile, Plan& pla
         return;
     }
     refuse_busy_vm(job);
+    plan_romfiles(job);
     read_mappings(job);
     check_other_vms(ctx, job.vmid, job.cards, job.mctx, plan);
     if (plan.refusals.size() != refusals_before || !assign_slots(job) || !plan_mappings(job)) {

@@ -100,13 +100,18 @@ void fill_slot(VmJob& job, const Card& card, const std::optional<std::string>& m
         slot.value.parts.insert(slot.value.parts.begin(), {"", card.slot});
     }
     slot.value.set("pcie", "1");
+    // qemu-server puts /usr/share/kvm/ before the name (docs/facts.md: rom-files).
+    const auto rom = job.rom_names.find(card.slot);
+    if (rom != job.rom_names.end()) {
+        slot.value.set("romfile", rom->second);
+    }
     const std::string after = slot.value.str();
     if (slot.before != after) {
         job.config.set(slot.key, after);
-        job.reasons.push_back(change_line(slot.key, slot.before, after,
-                                          card.label + ", all " + std::to_string(card.functions.size())
-                                              + " functions as one multifunction PCIe device"
-                                              + (map_id ? " through mapping " + *map_id : "")));
+        job.reasons.push_back(
+            change_line(slot.key, slot.before, after,
+                        card.label + ", all " + std::to_string(card.functions.size()) + " functions as one multifunction PCIe device"
+                            + (map_id ? " through mapping " + *map_id : "") + (rom != job.rom_names.end() ? ", with its ROM file" : "")));
     }
 }
 

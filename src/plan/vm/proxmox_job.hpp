@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -69,7 +70,8 @@ struct VmJob
     MappingContext mctx;
     std::vector<std::string> reasons;
     std::vector<CardSlot> slots;
-    AddressLimits address_limits; // profiles/host/address-space.json
+    std::map<std::string, std::string> rom_names; // --romfile: card slot -> the romfile= name (plan_romfiles)
+    AddressLimits address_limits;                 // profiles/host/address-space.json
 
     // The cpu line PLANNED after the address-space check (docs/facts.md:
     // address-space); its warnings go to the plan.
@@ -122,6 +124,12 @@ Affinity plan_affinity(const PlanContext& ctx, const std::vector<Card>& cards);
 
 // hostpciN per card: the entry that already names it, else the lowest free one.
 bool assign_slots(VmJob& job);
+
+// --- ROM files, /usr/share/kvm (proxmox_rom.cpp) ---------------------------------
+
+// --romfile: each file checked for its card and staged; rom_names filled. Throws
+// Errc::usage (exit 2, nothing written) for a file that is not a ROM for its card.
+void plan_romfiles(VmJob& job);
 
 // --- mappings, /etc/pve/mapping/pci.cfg (proxmox_mapping.cpp) -------------------
 
