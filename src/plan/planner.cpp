@@ -220,6 +220,36 @@ Result<bool> select_node_cards(const Request& request, MappedNode& node, Plan& p
     return fine;
 }
 
+// What a node scan document says differently from this host's own scan about its cards
+// (slot, vendor, functions, groups, isolation, host-critical neighbours); nullopt: nothing.
+std::optional<std::string> node_scan_differs(const scan::Inventory& own, const scan::Inventory& doc)
+{
+    const auto key = [](const scan::GpuCard& c) {
+        std::string k = c.slot + " vendor " + std::to_string(c.vendor) + " functions";
+        for (const auto& f : c.functions) {
+            k += " " + f.str();
+        }
+        k += " groups";
+        for (int g : c.iommu_groups) {
+            k += " " + std::to_string(g);
+        }
+        k += " isolation " + std::string(scan::to_string(c.isolation)) + " host-critical";
+        for (const auto& f : c.host_critical) {
+            k += " " + f.str();
+        }
+        return k;
+    };
+    if (own.gpus.size() != doc.gpus.size()) {
+        return "it lists " + std::to_string(doc.gpus.size()) + " GPU card(s), this host has " + std::to_string(own.gpus.size());
+    }
+    for (std::size_t i = 0; i < own.gpus.size(); ++i) {
+        if (key(own.gpus[i]) != key(doc.gpus[i])) {
+            return "card " + doc.gpus[i].slot + " is not as this host's card " + own.gpus[i].slot;
+        }
+    }
+    return std::nullopt;
+}
+
 // --mapping NAME --gpus SPEC --node-scan NODE=FILE...: the cluster mapping alone,
 // from the nodes' scans; the cards each node's VM plan selects, in the same order,
 // under the same ids (docs/facts.md: pci-mapping).
@@ -231,17 +261,24 @@ Result<Plan> cluster_mapping_plan(const scan::Inventory& inventory, const util::
     std::vector<MappedNode> nodes;
     nodes.reserve(request.node_scans.size());
     for (const auto& ns : request.node_scans) {
-        // This host's own cards come from its own scan, never from a document naming it.
-        const auto& self = inventory.runtime.node_name;
-        if (self && util::to_lower(*self) == util::to_lower(ns.node)) {
-            return tl::unexpected(Error(Errc::usage, "--node-scan " + ns.node + "=" + ns.file + ": " + ns.node
-                                                         + " is this host (its /etc/hostname): its cards come from its own scan")
-                                      .with_hint("map this host with 'passthru plan --vm VMID --gpus SEL --mapping "
-                                                 + request.mapping.value_or("NAME") + "' here; give --node-scan for the other nodes"));
-        }
         auto inv = read_node_scan(ns, inventory.vendors);
         if (!inv) {
             return tl::unexpected(inv.error());
+        }
+        // This host's own cards come from its own scan: a document naming this host (as the
+        // cluster workflow passes every node's scan, this one's too) must agree with it, and
+        // the live scan is what is mapped.
+        const auto& self = inventory.runtime.node_name;
+        if (self && util::to_lower(*self) == util::to_lower(ns.node)) {
+            if (const auto differs = node_scan_differs(inventory, *inv)) {
+                return tl::unexpected(Error(Errc::usage, "--node-scan " + ns.node + "=" + ns.file + ": " + ns.node
+                                                             + " is this host (its /etc/hostname), and the document differs from "
+                                                               "its own scan: "
+                                                             + *differs)
+                                          .with_hint("take a fresh 'passthru scan --json' on " + ns.node
+                                                     + ", or leave its --node-scan out: this host is mapped from its own scan"));
+            }
+            *inv = inventory;
         }
         nodes.push_back({ns.node, std::move(*inv), {}});
         const auto selected = select_node_cards(request, nodes.back(), plan);

@@ -81,14 +81,24 @@ name_refused() { # name_refused NODE WHAT
     grep -q -e "$2" "$T/node.err" || fail "--node-scan ${1:0:20}...: the refusal does not say '$2': $(head -2 "$T/node.err")"
     [[ $(tree_sum --with-journal "$R") == "$S0" ]] || fail "--node-scan ${1:0:20}...: something was written"
 }
-name_refused pve 'pve is this host'
-name_refused PVE 'PVE is this host'
+# This host's own name with its own scan is the cluster workflow (every node's scan is
+# given): accepted, and mapped from the live scan; a document for it that differs is not.
+edit lessgpus 'g = s["gpus"].pop(); fs = set(g["functions"])
+s["devices"] = [d for d in s["devices"] if d["address"] not in fs]
+for x in s["iommu_groups"]: x["devices"] = [d for d in x["devices"] if d not in fs]
+s["iommu_groups"] = [x for x in s["iommu_groups"] if x["devices"]]'
+"$P" --root "$R" plan --mapping gpus --gpus all --node-scan "pve=$T/lessgpus.json" > /dev/null 2> "$T/node.err" && fail "a document for this host that differs from its scan is accepted"
+grep -q "pve is this host (its /etc/hostname), and the document differs from its own scan" "$T/node.err" \
+    || fail "the refusal of a differing document for this host: $(head -2 "$T/node.err")"
+[[ $(tree_sum --with-journal "$R") == "$S0" ]] || fail "a differing document for this host: something was written"
 name_refused "$(printf 'n%.0s' {1..64})" 'at most 63'
 name_refused gpu_7 'is not a Proxmox VE node name'
 "$P" --root "$R" plan --mapping gpus --gpus all --node-scan "$(printf 'n%.0s' {1..63})=$T/scan.json" > /dev/null 2> "$T/node.err" \
     || fail "a node name of 63 characters is refused: $(head -2 "$T/node.err")"
+"$P" --root "$R" plan --mapping gpus --gpus all --node-scan "PVE=$T/scan.json" > /dev/null 2> "$T/node.err" \
+    || fail "this host's own scan under its own name is refused: $(head -2 "$T/node.err")"
 stop_if_failed
-ok "--node-scan for this host's own name, or a name beyond a DNS label (63): exit 2, nothing written"
+ok "--node-scan for this host's own name: its own scan accepted, a differing one exit 2; a name beyond a DNS label (63): exit 2"
 
 # A vendor row that makes the NVMe vendor (1e0f) a switch of storage class 0108.
 mkdir -p "$R/etc/passthru/profiles/host"
