@@ -177,7 +177,7 @@ plan --vm nosuch --gpus all
 [ "$rc" = 3 ] && grep -q "does not exist" "$T/plan.err" || fail "missing domain: exit $rc: $(cat "$T/plan.err")"
 uri="test:///nonexistent/node.xml"
 plan --vm mlvm --gpus all
-[ "$rc" = 3 ] || fail "bad URI: exit $rc"
+[ "$rc" = 2 ] || fail "bad URI (no such test-driver file): exit $rc"
 grep -v '^passthru: \|^hint: \|^  ' "$T/plan.err" | grep . && fail "raw output on stderr for a bad URI: $(cat "$T/plan.err")"
 set +e
 "$PASSTHRU" --root "$root" plan --backend libvirt --vm mlvm --gpus all >/dev/null 2>"$T/err"
