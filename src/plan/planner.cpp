@@ -120,7 +120,7 @@ using detail::check_groups;
 using detail::refuse_cards_serving_vfs;
 
 // What the plan says about one selected card: slot, functions, ids, name.
-SelectedGpu selected_gpu(const scan::Inventory& inventory, const scan::GpuCard& card, const std::vector<data::GpuProfile>& profiles)
+SelectedGpu selected_gpu(const scan::Inventory& inventory, const scan::GpuCard& card)
 {
     SelectedGpu gpu;
     gpu.slot = card.slot;
@@ -131,9 +131,9 @@ SelectedGpu selected_gpu(const scan::Inventory& inventory, const scan::GpuCard& 
         const auto* d = inventory.find(fn);
         gpu.ids.push_back(d != nullptr ? d->vendor_device() : std::string());
     }
-    const auto* first = card.functions.empty() ? nullptr : inventory.find(card.functions.front());
+    const auto* first = inventory.first_function(card);
     if (first != nullptr) {
-        if (const auto* profile = data::find_profile(profiles, first->vendor_device())) {
+        if (const auto* profile = card.profile_row.get()) {
             gpu.name = profile->name;
         } else {
             gpu.name = first->device_name.empty() ? first->vendor_device() : first->device_name;
@@ -258,14 +258,9 @@ Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs,
     }
     Plan plan;
     plan.request = request;
-    const auto loaded = data::load_gpu_profiles(data);
-    if (!loaded) {
-        return tl::unexpected(loaded.error());
-    }
-    const auto& profiles = *loaded;
     for (const auto* card : *cards) {
-        plan.gpus.push_back(selected_gpu(inventory, *card, profiles));
-        detail::check_function_layout(inventory, *card, profiles, card_label(inventory, *card), plan);
+        plan.gpus.push_back(selected_gpu(inventory, *card));
+        detail::check_function_layout(inventory, *card, card_label(inventory, *card), plan);
         if (card->boot_vga) {
             plan.warnings.push_back(card_label(inventory, *card)
                                     + " is the boot VGA: once it is bound to vfio-pci the host loses its local console "
@@ -282,13 +277,13 @@ Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs,
     std::vector<const scan::GpuCard*> passed = *cards;
     for (const auto* sw : *fabric) {
         passed.push_back(sw);
-        plan.nvswitches.push_back(selected_gpu(inventory, *sw, profiles));
+        plan.nvswitches.push_back(selected_gpu(inventory, *sw));
     }
     const bool need_acs = check_groups(inventory, request, passed, plan);
     if (plan.refused()) {
         return plan;
     }
-    PlanContext ctx{.inventory = inventory, .fs = fs, .data = data, .request = request, .selected = passed, .gpu_profiles = &profiles};
+    PlanContext ctx{.inventory = inventory, .fs = fs, .data = data, .request = request, .selected = passed};
     if (need_acs) {
         plan.warnings.push_back("pcie_acs_override=downstream,multifunction weakens isolation: the kernel stops trusting the PCIe "
                                 "ACS capability, so devices it puts in separate groups may still talk to each other directly. "

@@ -30,8 +30,6 @@ struct PlanContext
     const data::DataDir& data;
     const Request& request;
     std::vector<const scan::GpuCard*> selected{}; // the cards to pass, after selection and group safety
-    // profiles/gpus, loaded once per command by make_plan; nullptr: none (the rooms then know no model)
-    const std::vector<data::GpuProfile>* gpu_profiles = nullptr;
 };
 
 // render_template, or nullopt with the plan refused (the template's error and its hints):

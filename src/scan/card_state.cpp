@@ -61,7 +61,7 @@ CardState card_state(const Inventory& inventory, const GpuCard& card)
             state.stuck.push_back(fn.str() + "'s config space reads all ones: the function does not answer");
         }
     }
-    const auto* first = card.functions.empty() ? nullptr : inventory.find(card.functions.front());
+    const auto* first = inventory.first_function(card);
     if (first != nullptr) {
         const bool bus = std::find(first->reset_methods.begin(), first->reset_methods.end(), "bus") != first->reset_methods.end();
         if (bus && first->parent) {

@@ -367,6 +367,7 @@ Result<Inventory> scan_host(const util::HostFs& fs, const util::CommandRunner& r
     inv.gpus = find_gpu_cards(inv.devices, inv.groups, data.vendors);
     inv.nvswitches = find_nvswitches(inv.devices, inv.groups, data.vendors);
     inv.vendors = data.vendors;
+    assign_profiles(inv, data.gpu_profiles);
     assess_readiness(inv);
     inv.runtime = scan_runtime_state(fs);
     scan_card_users(fs, inv);
