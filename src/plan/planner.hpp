@@ -56,9 +56,9 @@ struct MappedNode
     std::vector<const scan::GpuCard*> cards;
 };
 
-void plan_host(const PlanContext& ctx, Plan& plan);    // cmdline, modules, modprobe.d, initramfs (plan/host_*.cpp)
-void plan_vm(const PlanContext& ctx, Plan& plan);      // VM config, mappings, libvirt (plan/vm_*.cpp)
-void plan_network(const PlanContext& ctx, Plan& plan); // bond/bridge (plan/network_*.cpp)
+void plan_host(const PlanContext& ctx, Plan& plan);    // cmdline, modules, modprobe.d, initramfs (plan/host/)
+void plan_vm(const PlanContext& ctx, Plan& plan);      // VM config, mappings, libvirt (plan/vm/)
+void plan_network(const PlanContext& ctx, Plan& plan); // bond/bridge (plan/network/)
 // The cluster mapping of --node-scan: every node's cards in pci.cfg (plan/vm/proxmox_mapping.cpp).
 void plan_cluster_mapping(const PlanContext& ctx, const std::vector<MappedNode>& nodes, Plan& plan);
 
