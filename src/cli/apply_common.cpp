@@ -11,6 +11,7 @@
 #include "apply/rollback.hpp"
 #include "cli/global_words.hpp"
 #include "cli/root_guard.hpp"
+#include "data/gpu_profile.hpp"
 #include "scan/scanner.hpp"
 #include "util/command_runner.hpp"
 
@@ -121,7 +122,11 @@ scan::Inventory scan_with_data(const Context& ctx, const data::DataDir& data)
     if (!vendors) {
         throw vendors.error();
     }
-    auto inventory = scan::scan_host(ctx.fs, ctx.runner, {*cutoffs, *vendors});
+    auto profiles = data::load_gpu_profiles(data);
+    if (!profiles) {
+        throw profiles.error();
+    }
+    auto inventory = scan::scan_host(ctx.fs, ctx.runner, {.cutoffs = *cutoffs, .vendors = *vendors, .gpu_profiles = std::move(*profiles)});
     if (!inventory) {
         throw inventory.error();
     }

@@ -11,6 +11,7 @@
 
 #include "cli/apply_common.hpp"
 #include "cli/commands.hpp"
+#include "data/failures.hpp"
 #include "explain/explain.hpp"
 #include "format/kernel_log.hpp"
 #include "scan/kernel_log.hpp"
@@ -45,16 +46,11 @@ std::uint64_t parse_vmid(const po::variables_map& vm)
 
 std::vector<explain::Signature> load_signatures(const data::DataDir& data)
 {
-    constexpr std::string_view name = "failures.json";
-    auto text = data.read("profiles", name);
-    if (!text) {
-        throw text.error();
+    auto rows = data::load_failures(data, explain::pattern_captures);
+    if (!rows) {
+        throw rows.error();
     }
-    auto sigs = explain::parse_signatures(*text, data.origin("profiles", name).value_or("profiles/failures.json"));
-    if (!sigs) {
-        throw sigs.error();
-    }
-    return std::move(*sigs);
+    return explain::signatures(*rows);
 }
 
 scan::KernelLog kernel_log(const Context& ctx, const po::variables_map& vm)

@@ -145,7 +145,7 @@ std::string render_gpus(const scan::Inventory& inv, bool color)
     util::TextTable cards;
     for (std::size_t i = 0; i < inv.gpus.size(); ++i) {
         const auto& g = inv.gpus[i];
-        const scan::PciDevice* first = g.functions.empty() ? nullptr : inv.find(g.functions.front());
+        const scan::PciDevice* first = inv.first_function(g);
         std::string name = first != nullptr ? first->device_name : "";
         std::vector<std::string> groups;
         groups.reserve(g.iommu_groups.size());
@@ -214,7 +214,7 @@ std::string render_nvswitches(const scan::Inventory& inv, bool color)
                         "NVLinks means passing the switches too (passthru plan --gpus all)\n";
     util::TextTable table;
     for (const auto& sw : inv.nvswitches) {
-        const scan::PciDevice* first = sw.functions.empty() ? nullptr : inv.find(sw.functions.front());
+        const scan::PciDevice* first = inv.first_function(sw);
         std::vector<std::string> groups;
         groups.reserve(sw.iommu_groups.size());
         for (int g : sw.iommu_groups) {

@@ -241,7 +241,12 @@ int run_command(const Command& command, const GlobalOptions& options, const po::
         words += " --data-dir " + util::shell_quote({options.data_dir->string()});
     }
     set_global_words(std::move(words));
-    Context ctx{options, std::move(*fs), util::CommandRunner(util::RunMode::record), false, false, std::nullopt};
+    Context ctx{.global = options,
+                .fs = std::move(*fs),
+                .runner = util::CommandRunner(util::RunMode::record),
+                .color_out = false,
+                .color_err = false,
+                .ssh_connection = std::nullopt};
     if (ctx.fs.is_live()) {
         ctx.runner = util::CommandRunner(util::RunMode::execute);
         if (const char* ssh = std::getenv("SSH_CONNECTION"); ssh != nullptr) {

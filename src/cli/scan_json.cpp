@@ -369,7 +369,7 @@ json gpus_json(const scan::Inventory& inv)
         jg["goes_along"] = addresses(g.goes_along);
         jg["boot_vga"] = g.boot_vga;
         jg["numa_node"] = opt(g.numa_node);
-        const scan::PciDevice* first = g.functions.empty() ? nullptr : inv.find(g.functions.front());
+        const scan::PciDevice* first = inv.first_function(g);
         jg["name"] = (first != nullptr && !first->device_name.empty()) ? json(first->device_name) : json(nullptr);
         jg["driver"] = opt(g.driver);
         jg["nvidia_minor"] = opt(g.nvidia_minor);
@@ -399,7 +399,7 @@ json nvswitches_json(const scan::Inventory& inv)
         js["shares_with"] = addresses(sw.shares_with);
         js["other_endpoints"] = addresses(sw.other_endpoints);
         js["numa_node"] = opt(sw.numa_node);
-        const scan::PciDevice* first = sw.functions.empty() ? nullptr : inv.find(sw.functions.front());
+        const scan::PciDevice* first = inv.first_function(sw);
         js["name"] = (first != nullptr && !first->device_name.empty()) ? json(first->device_name) : json(nullptr);
         out.push_back(std::move(js));
     }

@@ -2,30 +2,15 @@
 #include "explain/signature.hpp"
 
 #include <algorithm>
-#include <array>
-#include <set>
 
-#include "data/schema.hpp"
 #include "util/lex.hpp"
 
 namespace passthru::explain {
 
 namespace lex = util::lex;
 
-std::string_view to_string(LogKind kind)
-{
-    switch (kind) {
-    case LogKind::task_log:
-        return "task_log";
-    case LogKind::kernel_log:
-        return "kernel_log";
-    }
-    return "task_log";
-}
-
 namespace {
 
-constexpr std::string_view k_failures_schema = "passthru.failures/1";
 constexpr std::size_t k_min_literal = 8;
 
 bool is_xdigit_any(char c)
@@ -303,118 +288,43 @@ std::string fill_placeholders(std::string_view text, const std::map<std::string,
     return out;
 }
 
-namespace {
-
-constexpr std::array<std::string_view, 8> k_row_fields = {"id",      "cause",  "fix",  "plan_option", "plan_option_when",
-                                                          "pattern", "source", "where"};
-
-// A required string of a row, one line long ("failures[2].cause must be one line").
-std::string line_text(const data::Field& field)
+Result<std::vector<std::string>> pattern_captures(std::string_view text)
 {
-    auto text = field.nonempty_string();
-    if (text.find('\n') != std::string::npos) {
-        field.fail("must be one line");
-    }
-    return text;
-}
-
-// Every {name} of the text of `field` names a capture of the pattern or a host fact.
-std::string placeholder_text(const data::Field& field, const Pattern& pattern)
-{
-    auto text = line_text(field);
-    for (std::size_t open = text.find('{'); open != std::string::npos; open = text.find('{', open + 1)) {
-        const auto close = text.find('}', open);
-        if (close == std::string::npos) {
-            field.fail("has an unclosed '{'");
-        }
-        const std::string name = text.substr(open + 1, close - open - 1);
-        const auto& captures = pattern.capture_names();
-        const bool known =
-            std::find(captures.begin(), captures.end(), name) != captures.end()
-            || std::find(std::begin(k_host_placeholders), std::end(k_host_placeholders), name) != std::end(k_host_placeholders);
-        if (!known) {
-            throw data::SchemaError(field.path() + ": {" + name + "} is neither a capture of the pattern nor a host fact");
-        }
-    }
-    return text;
-}
-
-LogKind log_kind(const data::Field& field)
-{
-    const auto text = line_text(field);
-    if (text == "task_log") {
-        return LogKind::task_log;
-    }
-    if (text != "kernel_log") {
-        field.fail("must be task_log or kernel_log");
-    }
-    return LogKind::kernel_log;
-}
-
-// plan_option (a string, null or absent) and plan_option_when (always by default).
-void read_plan_option(const data::Field& row, Signature& sig)
-{
-    if (const auto option = row["plan_option"]; option.present() && !option.json().is_null()) {
-        if (!option.json().is_string()) {
-            option.expected("a string or null");
-        }
-        sig.plan_option = option.string();
-    }
-    if (const auto when = row["plan_option_when"]; when.present()) {
-        const auto text = when.string();
-        if (text == "other_devices_in_group") {
-            sig.plan_option_when = OptionWhen::other_devices_in_group;
-        } else if (text != "always") {
-            when.fail("must be always or other_devices_in_group");
-        }
-    }
-}
-
-Signature parse_row(const data::Field& row)
-{
-    row.only_fields(k_row_fields, "a failure");
-    Signature sig;
-    sig.id = line_text(row["id"]);
-    if (!lex::all_of(sig.id, [](char c) { return lex::is_lower(c) || lex::is_digit(c) || c == '-'; })) {
-        row["id"].fail("must be lower-case letters, digits and '-'");
-    }
-    sig.where = log_kind(row["where"]);
-    auto pattern = Pattern::compile(line_text(row["pattern"]));
+    auto pattern = Pattern::compile(text);
     if (!pattern) {
-        throw data::SchemaError(row["pattern"].path() + ": " + pattern.error().what());
+        return tl::unexpected(pattern.error());
     }
-    sig.pattern = std::move(*pattern);
-    sig.cause = placeholder_text(row["cause"], sig.pattern);
-    sig.fix = placeholder_text(row["fix"], sig.pattern);
-    read_plan_option(row, sig);
-    sig.source = line_text(row["source"]);
-    return sig;
+    return pattern->capture_names();
 }
 
-std::vector<Signature> parse_failures(const data::Field& doc)
+std::vector<Signature> signatures(const std::vector<data::FailureRow>& rows)
 {
-    doc.only_fields({"schema", "comment", "failures"}, k_failures_schema);
-    const auto rows = doc["failures"];
-    if (rows.size() == 0) {
-        rows.fail("must be a non-empty array");
-    }
     std::vector<Signature> out;
-    std::set<std::string> ids;
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-        auto sig = parse_row(rows[i]);
-        if (!ids.insert(sig.id).second) {
-            throw data::SchemaError(rows[i]["id"].path() + ": " + sig.id + " is used twice");
+    out.reserve(rows.size());
+    for (const auto& row : rows) {
+        auto pattern = Pattern::compile(row.pattern);
+        if (!pattern) {
+            throw pattern.error(); // the loader checked each pattern with pattern_captures
         }
-        out.push_back(std::move(sig));
+        out.push_back(Signature{.id = row.id,
+                                .where = row.where,
+                                .pattern = std::move(*pattern),
+                                .cause = row.cause,
+                                .fix = row.fix,
+                                .plan_option = row.plan_option,
+                                .plan_option_when = row.plan_option_when,
+                                .source = row.source});
     }
     return out;
 }
 
-} // namespace
-
 Result<std::vector<Signature>> parse_signatures(std::string_view json_text, const std::string& where)
 {
-    return data::load<std::vector<Signature>>(json_text, where, k_failures_schema, parse_failures);
+    auto rows = data::parse_failures(json_text, where, pattern_captures);
+    if (!rows) {
+        return tl::unexpected(rows.error());
+    }
+    return signatures(*rows);
 }
 
 } // namespace passthru::explain

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The known failures of a VM start (profiles/failures.json, docs/data.md):
-// each row a pattern that finds its message in the task log or the kernel
-// log, the cause and the fix. Patterns are bounded matchers (util/lex.hpp):
-// literal text, `*` for any run, `{name:class}` captures; never std::regex.
+// The known failures of a VM start (profiles/failures.json, read by
+// data/failures.*) with their patterns compiled. Patterns are bounded matchers
+// (util/lex.hpp): literal text, `*` for any run, `{name:class}` captures; never
+// std::regex.
 #pragma once
 
 #include <map>
@@ -11,17 +11,14 @@
 #include <string_view>
 #include <vector>
 
+#include "data/failures.hpp"
 #include "util/error.hpp"
 
 namespace passthru::explain {
 
-// Where a failure's message appears.
-enum class LogKind
-{
-    task_log,   // the Proxmox VE task log of the start (qemu-server, QEMU's stderr)
-    kernel_log, // the kernel's log (dmesg, journalctl -k, /dev/kmsg)
-};
-std::string_view to_string(LogKind kind);
+using data::LogKind;
+using data::OptionWhen;
+using data::to_string;
 
 // What a capture takes: the longest run of its class at that place.
 enum class CaptureClass
@@ -66,13 +63,7 @@ private:
     std::string m_longest_literal; // every match holds it: the first test of a line
 };
 
-enum class OptionWhen
-{
-    always,
-    other_devices_in_group,
-};
-
-// One row of profiles/failures.json.
+// One row of profiles/failures.json, its pattern compiled.
 struct Signature
 {
     std::string id;
@@ -90,14 +81,15 @@ struct Signature
     std::string source; // the source file and function that emit the message
 };
 
-// The host facts a cause or fix may name besides its pattern's captures.
-inline constexpr std::string_view k_host_placeholders[] = {
-    "vmid",           "gpus", "pci", "driver", "group", "group_members", "address_bits", "interrupt_remapping", "bar_size",
-    "nvidia_version", // the host's nvidia kernel module (/proc/driver/nvidia/version), or "not loaded"
-    "nvidia_nodes",   // the cards on nvidia and their nodes: "0000:82:00 /dev/nvidia1", or "none"
-    "guest",          // "VM 101" or "container 105"
-};
+using data::k_host_placeholders;
 
+// The capture names of a pattern, or why it is none (Pattern::compile's
+// error): the check data::load_failures runs on each row's pattern.
+Result<std::vector<std::string>> pattern_captures(std::string_view text);
+// The rows of data::load_failures, each pattern compiled (pattern_captures
+// passed it already).
+std::vector<Signature> signatures(const std::vector<data::FailureRow>& rows);
+// data::parse_failures with pattern_captures, then signatures(): the text of a
 // profiles/failures.json (schema passthru.failures/1). Errc::usage naming
 // `where` and the row when it breaks the schema.
 Result<std::vector<Signature>> parse_signatures(std::string_view json_text, const std::string& where);

@@ -21,16 +21,11 @@ using data::GpuProfile;
 using data::KnownIssue;
 using data::ProfileFunction;
 
-// The profiles of this command (empty when none were loaded).
-const std::vector<GpuProfile>& gpu_profiles(const PlanContext& ctx);
-using data::find_profile;
-
 // Compares a selected card's functions with its profile's `functions`: a
 // function the profile lists that the host does not show, or shows with another
 // class, is a warning (the VM will not get what the model has); a function the
-// profile does not list is a note. Nothing when no profile or no layout.
-void check_function_layout(const scan::Inventory& inv, const scan::GpuCard& card, const std::vector<GpuProfile>& profiles,
-                           const std::string& label, Plan& plan);
+// profile does not list is a note. Nothing when the card has no profile row or it no layout.
+void check_function_layout(const scan::Inventory& inv, const scan::GpuCard& card, const std::string& label, Plan& plan);
 
 using data::FabricShape;
 using data::NvswitchGeneration;

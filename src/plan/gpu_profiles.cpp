@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// A selected card against its GPU profile (data/gpu_profile.hpp): the
-// profiles of the command, and the card's functions compared with its model's layout.
+// A selected card against its GPU profile (data/gpu_profile.hpp, the card's
+// profile_row that scan set): its functions compared with its model's layout.
 #include <algorithm>
 #include <map>
 
@@ -8,12 +8,6 @@
 #include "util/strings.hpp"
 
 namespace passthru::plan::detail {
-
-const std::vector<GpuProfile>& gpu_profiles(const PlanContext& ctx)
-{
-    static const std::vector<GpuProfile> none;
-    return ctx.gpu_profiles != nullptr ? *ctx.gpu_profiles : none;
-}
 
 namespace {
 
@@ -40,11 +34,9 @@ std::string missing_advice(const scan::GpuCard& card, const ProfileFunction& f)
 
 } // namespace
 
-void check_function_layout(const scan::Inventory& inv, const scan::GpuCard& card, const std::vector<GpuProfile>& profiles,
-                           const std::string& label, Plan& plan)
+void check_function_layout(const scan::Inventory& inv, const scan::GpuCard& card, const std::string& label, Plan& plan)
 {
-    const scan::PciDevice* first = card.functions.empty() ? nullptr : inv.find(card.functions.front());
-    const GpuProfile* profile = first != nullptr ? find_profile(profiles, first->vendor_device()) : nullptr;
+    const GpuProfile* profile = card.profile_row.get();
     if (profile == nullptr || profile->functions.empty()) {
         return;
     }

@@ -12,7 +12,7 @@ namespace {
 
 std::string owner_card_label(const scan::Inventory& inv, const scan::GpuCard& card)
 {
-    const auto* first = card.functions.empty() ? nullptr : inv.find(card.functions.front());
+    const auto* first = inv.first_function(card);
     const std::string name = first != nullptr ? first->device_name : "";
     return "GPU " + card.slot + (name.empty() ? "" : " (" + name + ")");
 }

@@ -122,8 +122,7 @@ using detail::refuse_cards_serving_vfs;
 
 // What the plan says about one selected card: slot, functions, ids, name.
 // A card likely to need a ROM file (scan/rom_need.hpp) that --romfile gives none: a note.
-void note_rom_need(const scan::Inventory& inventory, const Request& request, const scan::GpuCard& card,
-                   const std::vector<data::GpuProfile>& profiles, Plan& plan)
+void note_rom_need(const scan::Inventory& inventory, const Request& request, const scan::GpuCard& card, Plan& plan)
 {
     for (const auto& rf : request.romfiles) {
         auto named = select_cards(inventory, rf.slot);
@@ -131,14 +130,12 @@ void note_rom_need(const scan::Inventory& inventory, const Request& request, con
             return;
         }
     }
-    const auto* first = card.functions.empty() ? nullptr : inventory.find(card.functions.front());
-    const auto* profile = first != nullptr ? data::find_profile(profiles, first->vendor_device()) : nullptr;
-    if (auto need = scan::rom_file_need(inventory, card, profile)) {
+    if (auto need = scan::rom_file_need(inventory, card, card.profile_row.get())) {
         plan.notes.push_back(card_label(inventory, card) + " is likely to need a ROM file (romfile=): " + *need);
     }
 }
 
-SelectedGpu selected_gpu(const scan::Inventory& inventory, const scan::GpuCard& card, const std::vector<data::GpuProfile>& profiles)
+SelectedGpu selected_gpu(const scan::Inventory& inventory, const scan::GpuCard& card)
 {
     SelectedGpu gpu;
     gpu.slot = card.slot;
@@ -149,9 +146,9 @@ SelectedGpu selected_gpu(const scan::Inventory& inventory, const scan::GpuCard& 
         const auto* d = inventory.find(fn);
         gpu.ids.push_back(d != nullptr ? d->vendor_device() : std::string());
     }
-    const auto* first = card.functions.empty() ? nullptr : inventory.find(card.functions.front());
+    const auto* first = inventory.first_function(card);
     if (first != nullptr) {
-        if (const auto* profile = data::find_profile(profiles, first->vendor_device())) {
+        if (const auto* profile = card.profile_row.get()) {
             gpu.name = profile->name;
         } else {
             gpu.name = first->device_name.empty() ? first->vendor_device() : first->device_name;
@@ -321,17 +318,16 @@ Result<std::vector<ContainerCards>> select_container_cards(const scan::Inventory
 // fabric and group safety. The cards to pass (with NVSwitches), or nullopt with
 // the plan refused; whether --acs-override is needed goes to NEED_ACS.
 Result<std::optional<std::vector<const scan::GpuCard*>>> vm_cards(const scan::Inventory& inventory, const data::DataDir& data,
-                                                                  const Request& request, const std::vector<data::GpuProfile>& profiles,
-                                                                  Plan& plan, bool& need_acs)
+                                                                  const Request& request, Plan& plan, bool& need_acs)
 {
     auto cards = select_cards(inventory, request.gpus);
     if (!cards) {
         return tl::unexpected(cards.error());
     }
     for (const auto* card : *cards) {
-        plan.gpus.push_back(selected_gpu(inventory, *card, profiles));
-        detail::check_function_layout(inventory, *card, profiles, card_label(inventory, *card), plan);
-        note_rom_need(inventory, request, *card, profiles, plan);
+        plan.gpus.push_back(selected_gpu(inventory, *card));
+        detail::check_function_layout(inventory, *card, card_label(inventory, *card), plan);
+        note_rom_need(inventory, request, *card, plan);
         if (card->boot_vga) {
             plan.warnings.push_back(card_label(inventory, *card)
                                     + " is the boot VGA: once it is bound to vfio-pci the host loses its local console "
@@ -348,7 +344,7 @@ Result<std::optional<std::vector<const scan::GpuCard*>>> vm_cards(const scan::In
     std::vector<const scan::GpuCard*> passed = *cards;
     for (const auto* sw : *fabric) {
         passed.push_back(sw);
-        plan.nvswitches.push_back(selected_gpu(inventory, *sw, profiles));
+        plan.nvswitches.push_back(selected_gpu(inventory, *sw));
     }
     need_acs = check_groups(inventory, request, passed, plan);
     if (plan.refused()) {
@@ -389,15 +385,10 @@ Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs,
     }
     Plan plan;
     plan.request = request;
-    const auto loaded = data::load_gpu_profiles(data);
-    if (!loaded) {
-        return tl::unexpected(loaded.error());
-    }
-    const auto& profiles = *loaded;
     bool need_acs = false;
     std::vector<const scan::GpuCard*> passed;
     if (!request.vm.empty()) {
-        auto cards = vm_cards(inventory, data, request, profiles, plan, need_acs);
+        auto cards = vm_cards(inventory, data, request, plan, need_acs);
         if (!cards) {
             return tl::unexpected(cards.error());
         }
@@ -406,7 +397,7 @@ Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs,
         }
         passed = std::move(**cards);
     }
-    PlanContext ctx{.inventory = inventory, .fs = fs, .data = data, .request = request, .selected = passed, .gpu_profiles = &profiles};
+    PlanContext ctx{.inventory = inventory, .fs = fs, .data = data, .request = request, .selected = passed};
     if (need_acs) {
         plan.warnings.push_back("pcie_acs_override=downstream,multifunction weakens isolation: the kernel stops trusting the PCIe "
                                 "ACS capability, so devices it puts in separate groups may still talk to each other directly. "

@@ -30,8 +30,6 @@ struct PlanContext
     const data::DataDir& data;
     const Request& request;
     std::vector<const scan::GpuCard*> selected{}; // the cards to pass, after selection and group safety
-    // profiles/gpus, loaded once per command by make_plan; nullptr: none (the rooms then know no model)
-    const std::vector<data::GpuProfile>* gpu_profiles = nullptr;
 };
 
 // render_template, or nullopt with the plan refused (the template's error and its hints):
@@ -65,9 +63,9 @@ struct ContainerCards
     std::vector<const scan::GpuCard*> cards;
 };
 
-void plan_host(const PlanContext& ctx, Plan& plan);    // cmdline, modules, modprobe.d, initramfs (plan/host_*.cpp)
-void plan_vm(const PlanContext& ctx, Plan& plan);      // VM config, mappings, libvirt (plan/vm_*.cpp)
-void plan_network(const PlanContext& ctx, Plan& plan); // bond/bridge (plan/network_*.cpp)
+void plan_host(const PlanContext& ctx, Plan& plan);    // cmdline, modules, modprobe.d, initramfs (plan/host/)
+void plan_vm(const PlanContext& ctx, Plan& plan);      // VM config, mappings, libvirt (plan/vm/)
+void plan_network(const PlanContext& ctx, Plan& plan); // bond/bridge (plan/network/)
 // --ct: the devN: lines of each container and the host side they need: the
 // nvidia driver in the target kernel, device nodes before pve-guests.service
 // starts the containers (plan/container/). ctx.selected are the VM's cards;

@@ -23,13 +23,8 @@ bool all_digits(std::string_view s)
 
 std::string detail::card_label(const scan::Inventory& inv, const scan::GpuCard& card)
 {
-    std::string name;
-    if (!card.functions.empty()) {
-        if (const auto* d = inv.find(card.functions.front())) {
-            name = d->device_name;
-        }
-    }
-    const auto* first = card.functions.empty() ? nullptr : inv.find(card.functions.front());
+    const auto* first = inv.first_function(card);
+    const std::string name = first != nullptr ? first->device_name : std::string();
     const std::string kind = first != nullptr && first->is_gpu_switch(inv.vendors) ? "NVSwitch " : "GPU ";
     return kind + card.slot + (name.empty() ? "" : " (" + name + ")");
 }

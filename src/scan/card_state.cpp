@@ -67,7 +67,7 @@ CardState card_state(const Inventory& inventory, const GpuCard& card, const data
             }
         }
     }
-    const auto* first = card.functions.empty() ? nullptr : inventory.find(card.functions.front());
+    const auto* first = inventory.first_function(card);
     if (first != nullptr) {
         const bool bus = std::find(first->reset_methods.begin(), first->reset_methods.end(), "bus") != first->reset_methods.end();
         if (bus && first->parent) {

@@ -27,6 +27,11 @@ const PciDevice* Inventory::find(const PciAddress& addr) const
     return (it != devices.end() && it->address == addr) ? &*it : nullptr;
 }
 
+const PciDevice* Inventory::first_function(const GpuCard& card) const
+{
+    return card.functions.empty() ? nullptr : find(card.functions.front());
+}
+
 const GpuCard* Inventory::find_gpu(std::string_view slot) const
 {
     const auto parsed = parse_slot(slot);

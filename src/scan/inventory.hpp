@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "data/gpu_profile.hpp"
 #include "data/gpu_vendors.hpp"
 #include "data/kernel_cutoffs.hpp"
 #include "format/kernel_log.hpp"
@@ -185,6 +186,9 @@ struct GpuCard
     // The row of the card's vendor in profiles/host/vendors.json (nullptr: a vendor
     // passthru does not handle): what plan decides from, never the raw id.
     std::shared_ptr<const GpuVendor> vendor_row;
+    // The row of the card's model in profiles/gpus/ (the profile that lists the id of
+    // its first function; nullptr: none does): what plan reads the model from.
+    std::shared_ptr<const data::GpuProfile> profile_row;
     // The driver of its display function now ("vfio-pci", "nvidia", "nouveau"); nullopt: none.
     std::optional<std::string> driver;
     // With the nvidia driver on it: its device minor (/dev/nvidiaM), from
@@ -307,6 +311,8 @@ struct Inventory
     std::string kernel_log_source;
 
     const PciDevice* find(const PciAddress& addr) const;
+    // The first function of a card (nullptr: it has none, or none scanned).
+    const PciDevice* first_function(const GpuCard& card) const;
     const GpuCard* find_gpu(std::string_view slot) const;
     // The card a function belongs to, if any.
     const GpuCard* gpu_of(const PciAddress& addr) const;

@@ -390,6 +390,7 @@ Result<Inventory> scan_host(const util::HostFs& fs, const util::CommandRunner& r
     inv.nvswitches = find_nvswitches(inv.devices, inv.groups, data.vendors);
     inv.vendors = data.vendors;
     read_ready_timeouts(fs, inv);
+    assign_profiles(inv, data.gpu_profiles);
     assess_readiness(inv);
     inv.runtime = scan_runtime_state(fs);
     scan_card_users(fs, inv);

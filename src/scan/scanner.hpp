@@ -18,12 +18,15 @@ namespace passthru::scan {
 // sysfs is an error (Errc::usage). Runs external commands only through
 // runner.query() (live host: proxmox-boot-tool status). `data` holds the
 // kernel versions from profiles/host/kernel.json (data::load_kernel_cutoffs) and
-// the GPU vendors of profiles/host/vendors.json (data::load_gpu_vendors); the
+// the GPU vendors of profiles/host/vendors.json (data::load_gpu_vendors) and the
+// GPU models of profiles/gpus/ (data::load_gpu_profiles), which give each card its
+// rows (assign_vendors, assign_profiles); the
 // inventory keeps both for plan.
 struct ScanData
 {
     data::KernelCutoffs cutoffs;
     GpuVendors vendors;
+    std::vector<data::GpuProfile> gpu_profiles;
 };
 Result<Inventory> scan_host(const util::HostFs& fs, const util::CommandRunner& runner, const ScanData& data);
 
@@ -56,6 +59,9 @@ std::vector<GpuCard> find_nvswitches(const std::vector<PciDevice>& devices, cons
 // Gives every GPU card and switch of `inventory` its row of `vendors`, and keeps the table
 // (scan does it; plan does it for the inventory of another node's scan --json).
 void assign_vendors(Inventory& inventory, const GpuVendors& vendors);
+// Gives every GPU card and switch of `inventory` the row of `profiles` that lists the id
+// of its first function (none: nullptr); the rows are kept with the inventory.
+void assign_profiles(Inventory& inventory, std::vector<data::GpuProfile> profiles);
 // Appends readiness problems (IOMMU, interrupt remapping, links, groups...).
 void assess_readiness(Inventory& inventory);
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -140,6 +141,18 @@ void assign_vendors(Inventory& inventory, const GpuVendors& vendors)
         }
     }
     inventory.vendors = vendors;
+}
+
+void assign_profiles(Inventory& inventory, std::vector<data::GpuProfile> profiles)
+{
+    const auto rows = std::make_shared<const std::vector<data::GpuProfile>>(std::move(profiles));
+    for (auto* cards : {&inventory.gpus, &inventory.nvswitches}) {
+        for (auto& card : *cards) {
+            const auto* first = inventory.first_function(card);
+            const auto* row = first != nullptr ? data::find_profile(*rows, first->vendor_device()) : nullptr;
+            card.profile_row = row != nullptr ? std::shared_ptr<const data::GpuProfile>(rows, row) : nullptr;
+        }
+    }
 }
 
 } // namespace passthru::scan

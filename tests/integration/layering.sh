@@ -4,8 +4,8 @@
 # on a copy of src/ with one planted violation at a time: an include pointing
 # up (data/ including anything but util/ among them), a plan room including another room, a host path opened outside HostFs,
 # a program run outside CommandRunner, a std::regex, and plan reading
-# something live (getenv, a /proc path, HostFs::is_live()), plan or scan reading a
-# data file itself instead of through src/data/; and that a listed
+# something live (getenv, a /proc path, HostFs::is_live()), plan, scan or explain
+# reading a data file itself instead of through src/data/; and that a listed
 # exception (EXCEPTIONS in the script) is allowed in its own file only.
 source "$(dirname "$0")/lib.inc"
 check=$SRC/scripts/check-layering.py
@@ -59,6 +59,10 @@ plant "/proc/PID path in plan" plan/vm/proxmox.cpp 'static std::string cmdline(i
 # Data files are read in src/data/ only.
 plant "a data file read in plan" plan/vm/proxmox.cpp 'static auto t(const data::DataDir& d) { return d.read("profiles", "host/x.json"); }'
 plant "load_profile in scan" scan/inventory.cpp 'static auto l(const data::DataDir& d) { return d.load_profile("host/x.json", nullptr); }'
+plant "a VM profile read in plan/vm/profile.cpp" plan/vm/profile.cpp 'static auto v(const data::DataDir& d) { return d.read("profiles", "vm/x.json"); }'
+plant "a profile listed in plan" plan/vm/backends.cpp 'static auto n(const data::DataDir& d) { return d.list("profiles", "vm"); }'
+plant "failures.json read in explain" explain/signature.cpp 'static auto f(const data::DataDir& d) { return d.read("profiles", "failures.json"); }'
+plant "load_profile in explain" explain/explain.cpp 'static auto l(const data::DataDir& d) { return d.load_profile("failures.json", nullptr); }'
 plant "is_live in plan" plan/vm/libvirt.cpp 'static bool live(const util::HostFs& fs) { return fs.is_live(); }'
 
 allow() {  # allow NAME FILE LINE: LINE appended to FILE is a listed exception there: the check passes
@@ -67,6 +71,7 @@ allow() {  # allow NAME FILE LINE: LINE appended to FILE is a listed exception t
     ok "$1 allowed"
 }
 allow "shipped data read in data/data_dir.cpp" data/data_dir.cpp 'static std::ifstream shipped("/usr/share/passthru/profiles/x.json");'
+allow "a data file read in the data room" data/vm_profile.cpp 'static auto v(const DataDir& d) { return d.read("profiles", "vm/x.json"); }'
 allow "a template read in plan" plan/templates.cpp 'static auto t(const data::DataDir& d) { return d.read("templates", "x.mustache"); }'
 allow "libkmod in scan/" scan/inventory.cpp 'static kmod_ctx* k = kmod_new("/lib/modules", nullptr);'
 allow "a comment naming /proc and getenv in plan" plan/network/routes.cpp '// read from /proc/net/route by scan, never getenv("X") here'

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "data/data_dir.hpp"
+#include "data/gpu_profile.hpp"
 #include "data/gpu_vendors.hpp"
 #include "data/kernel_cutoffs.hpp"
 #include "plan/planner.hpp"
@@ -19,12 +20,14 @@
 
 namespace passthru::test {
 
-// profiles/host/kernel.json and profiles/host/vendors.json as the commands load
-// them (an override under the root first).
+// profiles/host/kernel.json, profiles/host/vendors.json and profiles/gpus/ as the
+// commands load them (an override under the root first).
 inline scan::ScanData shipped_scan_data(const util::HostFs& fs)
 {
     const data::DataDir data(fs, std::nullopt);
-    return {data::load_kernel_cutoffs(data).value(), data::load_gpu_vendors(data).value()};
+    return {.cutoffs = data::load_kernel_cutoffs(data).value(),
+            .vendors = data::load_gpu_vendors(data).value(),
+            .gpu_profiles = data::load_gpu_profiles(data).value()};
 }
 
 // The request of `plan --vm VMID --gpus GPUS` (Proxmox VE), as the host-side

@@ -50,7 +50,7 @@ Planned run_cmdline(const FakeHost& host, bool boot_vga = false, const std::func
     }
     const data::DataDir data(*fs, std::nullopt);
     const plan::Request request = test::vm_request();
-    plan::PlanContext ctx{out.inventory, *fs, data, request, {}, nullptr};
+    plan::PlanContext ctx{.inventory = out.inventory, .fs = *fs, .data = data, .request = request};
     out.in.kernel_release = out.inventory.host.kernel;
     out.in.kernel_version = util::major_minor(out.inventory.host.kernel.value_or(""));
     out.in.boot_vga_selected = boot_vga;

@@ -87,7 +87,7 @@ ModprobePlanned run_modprobe(const FakeHost& host)
     REQUIRE(inv);
     const data::DataDir data(*fs, std::nullopt);
     const plan::Request request = test::vm_request();
-    plan::PlanContext ctx{*inv, *fs, data, request, {}, nullptr};
+    plan::PlanContext ctx{.inventory = *inv, .fs = *fs, .data = data, .request = request};
     plan::detail::HostInputs in;
     for (const auto& card : inv->gpus) {
         ctx.selected.push_back(&card);

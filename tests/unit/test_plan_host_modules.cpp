@@ -37,7 +37,7 @@ ModulesPlanned run_modules(const FakeHost& host, const std::function<void(scan::
     }
     const data::DataDir data(*fs, std::nullopt);
     const plan::Request request = test::vm_request();
-    plan::PlanContext ctx{*inv, *fs, data, request, {}, nullptr};
+    plan::PlanContext ctx{.inventory = *inv, .fs = *fs, .data = data, .request = request};
     ModulesPlanned out;
     out.in.kernel_release = inv->host.kernel;
     out.in.kernel_version = util::major_minor(inv->host.kernel.value_or(""));

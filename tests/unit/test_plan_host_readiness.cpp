@@ -31,9 +31,7 @@ plan::Plan run_readiness(std::uint16_t device, const std::string& mem_kib)
     const data::DataDir data(*fs, std::nullopt);
     plan::Request request;
     request.vm = "101";
-    const auto profiles = data::load_gpu_profiles(data);
-    REQUIRE(profiles);
-    plan::PlanContext ctx{*inv, *fs, data, request, {&inv->gpus[0]}, &*profiles};
+    const plan::PlanContext ctx{.inventory = *inv, .fs = *fs, .data = data, .request = request, .selected = {&inv->gpus[0]}};
     plan::Plan p;
     plan::detail::plan_readiness(ctx, p, plan::detail::HostInputs{});
     return p;

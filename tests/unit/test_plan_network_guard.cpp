@@ -76,7 +76,7 @@ plan::Plan run(const GuardHost& host, const plan::Request& req)
     // The routes the test wrote under the root, as scan reads them.
     scan::Inventory inventory = host.inventory;
     inventory.runtime = scan::scan_runtime_state(fs);
-    plan::PlanContext ctx{inventory, fs, data, req, {}, nullptr};
+    plan::PlanContext ctx{.inventory = inventory, .fs = fs, .data = data, .request = req};
     plan::Plan p;
     p.request = req;
     plan::plan_network(ctx, p);

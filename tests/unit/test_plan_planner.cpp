@@ -76,7 +76,7 @@ TEST_SUITE("plan::planner")
         CHECK(slots(inv, "1") == std::vector<std::string>{"0000:04:00"});
     }
 
-    TEST_CASE("one plan loads the GPU profiles once, and the rooms use them (the VM memory and the readiness notes)")
+    TEST_CASE("plan loads no GPU profile itself: the rooms read each card's profile row that scan set (the readiness notes)")
     {
         const auto root = std::filesystem::path(PASSTHRU_FIXTURES_DIR) / "hosts" / "epyc-4x2080ti";
         auto fs = util::HostFs::open(root);
@@ -90,7 +90,10 @@ TEST_SUITE("plan::planner")
         const auto before = data::gpu_profile_loads();
         const auto p = plan::make_plan(inv, *fs, data, request);
         REQUIRE(p);
-        CHECK(data::gpu_profile_loads() - before == 1);
+        CHECK(data::gpu_profile_loads() - before == 0);
+        REQUIRE(!inv.gpus.empty());
+        REQUIRE(inv.gpus.front().profile_row != nullptr);
+        CHECK(inv.gpus.front().profile_row->name == "GeForce RTX 2080 Ti");
         const bool noted =
             std::any_of(p->notes.begin(), p->notes.end(), [](const std::string& n) { return n.find("RTX 2080 Ti") != std::string::npos; });
         CHECK(noted);

@@ -28,8 +28,7 @@ void known_issue_warnings(const PlanContext& ctx, Plan& plan)
 {
     std::vector<std::pair<const GpuProfile*, std::vector<std::string>>> models; // in selection order
     for (const auto* card : ctx.selected) {
-        const auto* first = card->functions.empty() ? nullptr : ctx.inventory.find(card->functions.front());
-        const GpuProfile* p = first != nullptr ? find_profile(gpu_profiles(ctx), first->vendor_device()) : nullptr;
+        const GpuProfile* p = card->profile_row.get();
         if (p == nullptr || p->known_issues.empty()) {
             continue;
         }
@@ -53,14 +52,12 @@ void known_issue_warnings(const PlanContext& ctx, Plan& plan)
 void plan_readiness(const PlanContext& ctx, Plan& plan, const HostInputs& /*in*/)
 {
     known_issue_warnings(ctx, plan);
-    const auto& profiles = gpu_profiles(ctx);
     double vram = 0;
     std::vector<std::string> unknown;
     std::vector<std::string> caveats;
     std::set<std::string> quirks_seen;
     for (const auto* card : ctx.selected) {
-        const auto* first = card->functions.empty() ? nullptr : ctx.inventory.find(card->functions.front());
-        const GpuProfile* p = first != nullptr ? find_profile(profiles, first->vendor_device()) : nullptr;
+        const GpuProfile* p = card->profile_row.get();
         if (p == nullptr || !p->vram_gib) {
             unknown.push_back(card->slot);
             continue;

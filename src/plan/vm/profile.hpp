@@ -1,62 +1,30 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// VM profiles (profiles/vm/<name>.json): the VM-level settings passthru
-// plans for a guest that gets GPUs (machine, firmware, CPU, NUMA, memory)
-// and the settings of a VM it creates.
+// VM profiles (profiles/vm/<name>.json, read by data/vm_profile.*) with plan's
+// checks: the rules PVE applies to the VM config they end up in.
 #pragma once
 
-#include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "data/vm_profile.hpp"
 #include "plan/planner.hpp"
 
 namespace passthru::plan {
 
 inline constexpr std::string_view k_default_vm_profile = "linux-ml";
 
-struct VmProfile
-{
-    std::string name;
-    std::string description;
-    std::string ostype = "l26";
-    std::string machine = "q35";
-    std::string bios = "ovmf";
-    std::string efitype = "4m";
-    bool pre_enrolled_keys = false;
-    std::string cpu_type = "host";
-    std::vector<std::string> cpu_flags; // "+pcid"; only PVE's VM allow-list
-    bool cpu_hidden = false;
-    std::optional<std::string> hv_vendor_id;
-    bool numa = true;
-    bool affinity = true;
-    std::optional<int> balloon = 0;
-    std::optional<std::string> hugepages; // "2", "1024" or "any"
-    // Memory advice: max(min, total VRAM * ram_per_vram + base), MiB.
-    std::uint64_t memory_min_mib = 8192;
-    double ram_per_vram = 0.0;
-    std::uint64_t memory_base_mib = 0;
-    // qm create
-    int create_cores = 4;
-    int create_sockets = 1;
-    std::uint64_t create_memory_mib = 16384;
-    int create_disk_gib = 64;
-    std::string create_scsihw = "virtio-scsi-single";
-    std::string create_disk_options;
-    std::string create_net0 = "virtio,bridge=vmbr0";
-    bool create_tpmstate = false;
-};
+using VmProfile = data::VmProfile;
 
 // PVE's VM-level CPU flag allow-list (qemu-server CPUFlags.pm, docs/facts.md: vm-config).
 const std::vector<std::string>& vm_cpu_flag_allow_list();
 
-// Parses and checks a profile (flags, hv-vendor-id, hugepages, machine,
-// bios). Errc::parse with the offending field on bad input; a string with a
+// Parses (data::parse_vm_profile) and checks a profile (flags, hv-vendor-id,
+// hugepages, machine, bios). Errc::parse with the offending field on bad input; a string with a
 // line break or another control character is refused (Errc::precondition).
 // `origin`, the file it came from, is named in every error.
 Result<VmProfile> parse_vm_profile(std::string_view name, std::string_view json_text, std::string_view origin = {});
-// Reads profiles/vm/<name>.json through the data directory. Errc::usage
+// data::load_vm_profile with the checks above. Errc::usage
 // when no such profile exists (with the available names as a hint).
 Result<VmProfile> load_vm_profile(const data::DataDir& data, std::string_view name);
 

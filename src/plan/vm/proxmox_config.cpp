@@ -128,7 +128,7 @@ void plan_qm_create(VmJob& job)
 {
     const VmProfile& profile = job.profile;
     const std::string& id = job.id;
-    const auto vram = total_vram_mib(job.ctx, job.cards);
+    const auto vram = total_vram_mib(job.cards);
     std::uint64_t memory = new_vm_memory(job, vram);
     std::vector<std::string> argv =
         qm_create_argv(id, {"--name", "gpu-" + id, "--ostype", profile.ostype, "--machine", profile.machine, "--bios", profile.bios});

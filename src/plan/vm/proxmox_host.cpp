@@ -53,9 +53,7 @@ Card card_of(const scan::Inventory& inventory, const scan::GpuCard& gpu, std::st
     for (const auto& fn : gpu.functions) {
         c.functions.push_back(util::to_lower(fn.str()));
     }
-    if (!gpu.functions.empty()) {
-        c.fn0 = inventory.find(gpu.functions.front());
-    }
+    c.fn0 = inventory.first_function(gpu);
     if (name.empty() && c.fn0 != nullptr) {
         name = c.fn0->device_name;
     }

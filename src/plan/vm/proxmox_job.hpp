@@ -140,8 +140,8 @@ bool plan_mappings(VmJob& job);
 
 // --- VM sizing: memory, vCPUs, huge pages (proxmox_sizing.cpp) -------------------
 
-// Total VRAM of the cards from the GPU profiles; nullopt when a card has none.
-std::optional<std::uint64_t> total_vram_mib(const PlanContext& ctx, const std::vector<Card>& cards);
+// Total VRAM of the cards from their GPU profile rows; nullopt when a card has none.
+std::optional<std::uint64_t> total_vram_mib(const std::vector<Card>& cards);
 // Memory of a new VM (MiB): the profile's, raised to the advice for the cards,
 // capped to what the host can pin, rounded to the huge page.
 std::uint64_t new_vm_memory(VmJob& job, std::optional<std::uint64_t> vram);

@@ -44,15 +44,14 @@ std::optional<std::uint64_t> memory_advice(const VmProfile& profile, std::option
 
 } // namespace
 
-std::optional<std::uint64_t> total_vram_mib(const PlanContext& ctx, const std::vector<Card>& cards)
+std::optional<std::uint64_t> total_vram_mib(const std::vector<Card>& cards)
 {
-    const auto& profiles = gpu_profiles(ctx);
     std::uint64_t total = 0;
     for (const auto& card : cards) {
         if (card.fn0 == nullptr) {
             return std::nullopt;
         }
-        const auto* profile = find_profile(profiles, card.fn0->vendor_device());
+        const auto* profile = card.card->profile_row.get();
         if (profile == nullptr || !profile->vram_gib) {
             return std::nullopt;
         }
@@ -157,7 +156,7 @@ bool edit_memory(VmJob& job)
             return false;
         }
     }
-    if (const auto advice = memory_advice(profile, total_vram_mib(job.ctx, job.cards)); advice && memory < *advice) {
+    if (const auto advice = memory_advice(profile, total_vram_mib(job.cards)); advice && memory < *advice) {
         job.plan.warnings.push_back("VM " + id + " has " + std::to_string(memory) + " MiB of memory; for these GPUs the " + profile.name
                                     + " profile advises at least " + std::to_string(*advice) + " MiB (qm set " + id + " --memory "
                                     + std::to_string(*advice) + ")");
