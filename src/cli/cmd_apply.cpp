@@ -203,10 +203,9 @@ PlanToApply fresh_plan(Context& ctx, const po::variables_map& vm, const Result<s
     }
     // The requests plan takes: cards for a VM, a container or a cluster mapping, or the
     // bond/bridge alone.
-    const bool network_only = request.vm.empty() && request.gpus.empty() && request.network && request.node_scans.empty() &&
-                              request.containers.empty();
-    if (!network_only && ((request.vm.empty() && request.node_scans.empty()) || request.gpus.empty()) &&
-        request.containers.empty()) {
+    const bool network_only =
+        request.vm.empty() && request.gpus.empty() && request.network && request.node_scans.empty() && request.containers.empty();
+    if (!network_only && ((request.vm.empty() && request.node_scans.empty()) || request.gpus.empty()) && request.containers.empty()) {
         throw Error(Errc::usage, "give the request (--vm and --gpus, --ct and --gpus, or --bond alone) or a saved plan (--plan FILE)")
             .with_hint("e.g. passthru apply --vm 101 --gpus all --dry-run");
     }
