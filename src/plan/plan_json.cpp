@@ -140,6 +140,22 @@ std::vector<RomFile> romfiles_from(const json& r)
     return out;
 }
 
+// request.containers (--ct): absent or null in requests without it.
+std::vector<ContainerRequest> containers_from(const json& r)
+{
+    std::vector<ContainerRequest> out;
+    if (!r.contains("containers") || r["containers"].is_null()) {
+        return out;
+    }
+    for (const auto& c : get_array(r, "containers", "request")) {
+        if (!c.is_object()) {
+            throw ParseError{"request.containers must hold objects"};
+        }
+        out.push_back({get_string(c, "ct", "request.containers"), get_string(c, "gpus", "request.containers")});
+    }
+    return out;
+}
+
 // Checks the request (plan/request.hpp) after reading it, unless check is shape_only.
 Request parse_request(const json& r, RequestCheck check = RequestCheck::validate)
 {
@@ -175,14 +191,7 @@ Request parse_request(const json& r, RequestCheck check = RequestCheck::validate
             req.node_scans.push_back({get_string(ns, "node", "request.node_scans"), get_string(ns, "file", "request.node_scans")});
         }
     }
-    if (r.contains("containers") && !r["containers"].is_null()) {
-        for (const auto& c : get_array(r, "containers", w)) {
-            if (!c.is_object()) {
-                throw ParseError{"request.containers must hold objects"};
-            }
-            req.containers.push_back({get_string(c, "ct", "request.containers"), get_string(c, "gpus", "request.containers")});
-        }
-    }
+    req.containers = containers_from(r);
     req.romfiles = romfiles_from(r);
     req.connect_uri = get_opt_string(r, "connect_uri", w);
     req.vm_profile = get_opt_string(r, "vm_profile", w);

@@ -64,6 +64,7 @@ const plan::FileChange* pin_file_of(const plan::Plan& p, std::string_view path)
 std::vector<std::string> pin_argvs(const plan::Plan& p)
 {
     std::vector<std::string> out;
+    out.reserve(p.commands.size());
     for (const auto& c : p.commands) {
         out.push_back(util::join(c.argv, " "));
     }

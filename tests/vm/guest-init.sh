@@ -385,6 +385,8 @@ EOF
     echo "lxc-start rc=$rc from $t0 to $t1"
     cat /tmp/ctout/result
     return "$rc"
+}
+
 # --- planted values: the live guest's capture carries none ------------------------------
 # A secret, an address, a MAC and another node's name planted in the files capture reads on
 # the live guest (a VM config's free text, storage.cfg, a PCI mapping, a task list and log),
