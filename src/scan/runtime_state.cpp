@@ -67,7 +67,10 @@ std::map<std::string, QemuPidFile> read_qemu_pid_files(const util::HostFs& fs)
         return out;
     }
     for (const auto& name : *names) {
-        const std::string path = std::string(k_qemu_pid_dir) + "/" + name;
+        // append, not operator+: GCC 12 at -O2 reads the inlined move of a temporary
+        // string as out of bounds (-Warray-bounds) in the Release build.
+        std::string path(k_qemu_pid_dir);
+        path.append("/").append(name);
         if (name.size() > 4 && name.ends_with(".pid") && fs.exists(path)) {
             out.emplace(name.substr(0, name.size() - 4), read_pid_file(fs, path));
         }
