@@ -43,7 +43,9 @@ for cmd in "${commands[@]}"; do
     [[ -n $cmd_help ]] || fail "passthru $cmd --help lists no options"
     [[ $cmd_help == "$cmd_man" ]] ||
         fail "$cmd: options differ: --help [$(echo $cmd_help)] vs man [$(echo $cmd_man)]"
-    summary=$(sed -n '/^$/,/^$/{/./p}' <<<"$help_text" | head -n 1)
+    # sed stops at the first line itself: 'sed | head -n 1' dies of SIGPIPE under pipefail
+    # when the help text outruns the pipe while head exits.
+    summary=$(sed -n '/^$/,/^$/{/./{p;q}}' <<<"$help_text")
     grep -qF -- "$(sed 's/-/\\-/g' <<<"$summary")" "$page" || fail "$cmd: summary '$summary' not in the man page"
 done
 
