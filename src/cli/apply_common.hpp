@@ -53,6 +53,11 @@ int commit_plan(Context& ctx, const apply::Journal& journal, const plan::Plan& p
 // nobody confirmed yet (confirm makes a newer, normal generation).
 std::optional<apply::Manifest> active_trial(const apply::Journal& journal);
 
+// Before a new generation (apply, kernel pin/unpin/trial): an interrupted generation or
+// an unconfirmed trial refuses it (Errc::precondition, exit 3), with the way out and
+// "then AGAIN"; under --dry-run the interrupted one is a warning and the trial no refusal.
+void refuse_unfinished(const Context& ctx, const apply::Journal& journal, bool dry_run, std::string_view again);
+
 // Asks "QUESTION ROOT? [y/N]" on stderr (ROOT: "this host" or the --root
 // directory) and reads the answer; true for y/yes. Without a terminal on
 // standard input it refuses (Errc::usage, exit 2) with the --yes hint:

@@ -401,23 +401,7 @@ int run_apply(Context& ctx, const po::variables_map& vm)
     }
 
     const apply::Journal journal(ctx.fs);
-    if (auto m = apply::find_interrupted(journal)) {
-        Error err(Errc::precondition, "generation " + std::to_string(m->id) + " was interrupted and may have left the host half-changed");
-        err.with_hint("run 'passthru rollback' to restore it first, then plan again");
-        if (!dry_run) {
-            throw err;
-        }
-        print_warning(ctx, err.what());
-    }
-
-    // A trial not yet confirmed keeps its watchdog: a new generation on top of
-    // it would leave confirm nothing to confirm while the watchdog still reboots.
-    if (auto trial = active_trial(journal); trial && !dry_run) {
-        throw Error(Errc::precondition, "generation " + std::to_string(trial->id)
-                                            + " is a trial boot that is not confirmed: its watchdog still reboots into the default entry")
-            .with_hint("on the trial boot run 'passthru verify' and 'passthru confirm', or remove the trial with 'passthru rollback'; "
-                       "then apply");
-    }
+    refuse_unfinished(ctx, journal, dry_run, "apply again");
 
     const PlanToApply chosen = plan_to_apply(ctx, vm, saved_file);
     const plan::Plan& p = chosen.plan;

@@ -125,21 +125,7 @@ int apply_kernel_plan(Context& ctx, const po::variables_map& vm, const plan::Pla
 {
     const bool dry_run = vm.count("dry-run") != 0U;
     const apply::Journal journal(ctx.fs);
-    if (auto m = apply::find_interrupted(journal)) {
-        Error err(Errc::precondition, "generation " + std::to_string(m->id) + " was interrupted and may have left the host half-changed");
-        err.with_hint("run 'passthru rollback' to restore it first, then " + std::string(command) + " again");
-        if (!dry_run) {
-            throw err;
-        }
-        print_warning(ctx, err.what());
-    }
-    if (auto trial = active_trial(journal); trial && !dry_run) {
-        throw Error(Errc::precondition, "generation " + std::to_string(trial->id)
-                                            + " is a trial boot that is not confirmed: its watchdog still reboots into the default entry")
-            .with_hint("on the trial boot run 'passthru verify' and 'passthru confirm', or remove the trial with 'passthru rollback'; "
-                       "then "
-                       + std::string(command) + " again");
-    }
+    refuse_unfinished(ctx, journal, dry_run, std::string(command) + " again");
     std::fputs(render_plan(p, RenderOptions{ctx.color_out, true}).c_str(), stdout);
     std::fflush(stdout);
     if (p.empty()) {
