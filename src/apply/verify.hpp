@@ -24,8 +24,6 @@ namespace passthru::apply {
 struct VerifyTarget
 {
     std::vector<scan::PciAddress> functions;
-    // profiles/gpus (the CLI loads them): what the models' profiles know of their resets; nullptr: none.
-    const std::vector<data::GpuProfile>* profiles = nullptr;
     std::optional<std::uint64_t> vmid;
     std::vector<std::string> kernel_args;
     std::string source; // "generation 3", "VM 101's config", "--gpus all" (for messages)

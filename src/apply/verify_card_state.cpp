@@ -57,10 +57,7 @@ std::vector<VerifyCheck> check_card_states(const scan::Inventory& inventory, con
         if (!selected) {
             continue;
         }
-        const auto* fn0 = card.functions.empty() ? nullptr : inventory.find(card.functions.front());
-        const auto* profile =
-            target.profiles != nullptr && fn0 != nullptr ? data::find_profile(*target.profiles, fn0->vendor_device()) : nullptr;
-        const auto state = scan::card_state(inventory, card, profile);
+        const auto state = scan::card_state(inventory, card);
         if (!state.did_not_come_back()) {
             continue; // nothing to say: the binding checks show a card that answers
         }

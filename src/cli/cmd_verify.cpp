@@ -209,12 +209,7 @@ int run_verify(Context& ctx, const po::variables_map& vm)
     const apply::Journal journal(ctx.fs);
     const auto active = apply::active_generations(journal.load_all());
     const std::optional<apply::Manifest> newest = apply::newest_configuring(active);
-    apply::VerifyTarget target = verify_target(vm, inventory, ctx.fs, newest);
-    const auto profiles = data::load_gpu_profiles(data);
-    if (!profiles) {
-        throw profiles.error();
-    }
-    target.profiles = &*profiles;
+    const apply::VerifyTarget target = verify_target(vm, inventory, ctx.fs, newest);
     const auto report = apply::verify_host(inventory, ctx.fs, target);
     // First: whether anything booted with the files checked.
     const std::vector<std::string> unbooted = newest ? args_not_booted(inventory, *newest) : std::vector<std::string>{};

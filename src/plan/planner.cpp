@@ -130,7 +130,7 @@ void note_rom_need(const scan::Inventory& inventory, const Request& request, con
             return;
         }
     }
-    if (auto need = scan::rom_file_need(inventory, card, card.profile_row.get())) {
+    if (auto need = scan::rom_file_need(inventory, card)) {
         plan.notes.push_back(card_label(inventory, card) + " is likely to need a ROM file (romfile=): " + *need);
     }
 }

@@ -46,8 +46,9 @@ std::string describe_resets(const std::vector<std::string>& methods, const std::
 
 } // namespace
 
-CardState card_state(const Inventory& inventory, const GpuCard& card, const data::GpuProfile* profile)
+CardState card_state(const Inventory& inventory, const GpuCard& card)
 {
+    const data::GpuProfile* profile = card.profile_row.get();
     CardState state;
     for (const auto& fn : card.functions) {
         const auto* d = inventory.find(fn);

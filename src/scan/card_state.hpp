@@ -37,8 +37,8 @@ struct CardState
 inline constexpr const char* k_power_off_fix =
     "power the host off completely and start it again: a warm reboot does not reset a card in this state";
 
-// PROFILE: the card's model (profiles/gpus), nullptr when unknown; its reset facts
-// go into the fix, with their source.
-CardState card_state(const Inventory& inventory, const GpuCard& card, const data::GpuProfile* profile = nullptr);
+// The reset facts of the card's model (GpuCard::profile_row, profiles/gpus) go into the
+// fix, with their source.
+CardState card_state(const Inventory& inventory, const GpuCard& card);
 
 } // namespace passthru::scan

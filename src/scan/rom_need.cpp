@@ -29,8 +29,9 @@ bool has_other_vendors_display(const Inventory& inventory, const GpuCard& card)
 
 } // namespace
 
-std::optional<std::string> rom_file_need(const Inventory& inventory, const GpuCard& card, const data::GpuProfile* profile)
+std::optional<std::string> rom_file_need(const Inventory& inventory, const GpuCard& card)
 {
+    const data::GpuProfile* profile = card.profile_row.get();
     const std::string dump = "passthru rom dump " + card.slot + " FILE";
     const std::string give = "; then plan with --romfile " + card.slot + "=FILE, which checks it and sets romfile=";
     if (is_3d_controller(inventory, card) && has_other_vendors_display(inventory, card)) {

@@ -14,9 +14,9 @@ namespace passthru::scan {
 // Why CARD likely needs a ROM file, with how to get one; nullopt: nothing says so.
 // The reasons: a 3D controller (class 0302) of the card's vendor beside another
 // vendor's display function (a MUX-less laptop GPU, whose VBIOS lives in the system
-// firmware), the card's model when its profile says so (PROFILE, nullptr when unknown:
+// firmware), the card's model when its profile says so (GpuCard::profile_row:
 // profiles/gpus `rom_file`, with its source), or the boot VGA card (the firmware ran, and
 // may have changed, its ROM).
-std::optional<std::string> rom_file_need(const Inventory& inventory, const GpuCard& card, const data::GpuProfile* profile = nullptr);
+std::optional<std::string> rom_file_need(const Inventory& inventory, const GpuCard& card);
 
 } // namespace passthru::scan

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 
@@ -105,12 +106,16 @@ TEST_SUITE("scan::card_state")
         data::GpuProfile model;
         model.name = "GeForce RTX 5090";
         model.reset = data::ResetFacts{false, "stops answering after an FLR until a power cycle", "https://example.org/report"};
-        const auto state = scan::card_state(inv, inv.gpus[0], &model);
+        auto modelled = inv.gpus[0];
+        modelled.profile_row = std::make_shared<const data::GpuProfile>(model);
+        const auto state = scan::card_state(inv, modelled);
         CHECK(state.fix.starts_with(scan::k_power_off_fix));
         CHECK(state.fix.find("the GeForce RTX 5090 is known for it: stops answering after an FLR until a power cycle "
                              "(https://example.org/report)")
               != std::string::npos);
-        CHECK(scan::card_state(inv, inv.gpus[0]).fix == scan::k_power_off_fix);
+        auto unknown = inv.gpus[0]; // a model no profile knows
+        unknown.profile_row.reset();
+        CHECK(scan::card_state(inv, unknown).fix == scan::k_power_off_fix);
     }
 
     TEST_CASE("a card in D0 came back; one in D3cold did not, and scan says so with the power-off fix")

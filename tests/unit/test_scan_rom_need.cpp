@@ -3,6 +3,7 @@
 // to get one and how to give it to plan.
 #include <doctest/doctest.h>
 
+#include <memory>
 #include <string>
 
 #include "../support/fake_host.hpp"
@@ -66,7 +67,9 @@ TEST_SUITE("scan::rom_need")
         data::GpuProfile model;
         model.name = "Modded Card";
         model.rom_file = data::RomFileNeed{"its flashed VBIOS is not what the guest driver expects", "https://example.org/rom"};
-        const auto by_profile = scan::rom_file_need(plain, plain.gpus[0], &model);
+        auto modelled = plain.gpus[0];
+        modelled.profile_row = std::make_shared<const data::GpuProfile>(model);
+        const auto by_profile = scan::rom_file_need(plain, modelled);
         REQUIRE(by_profile);
         CHECK(by_profile->starts_with("0000:01:00 is a Modded Card: its flashed VBIOS is not what the guest driver expects "
                                       "(https://example.org/rom)"));
