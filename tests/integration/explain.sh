@@ -27,20 +27,11 @@ new_host() {
     echo "hostpci0: 0000:01:00,pcie=1,x-vga=1" >> "$conf"
 }
 
-# lay_task ROOT VMID START STATUS [LINE...]: one qmstart task as pve-common
-# records it: a line "UPID ENDTIME STATUS" in tasks/index, the log in
-# tasks/<X>/<UPID> ending in "TASK OK" or "TASK ERROR: STATUS".
+# lay_task ROOT VMID START STATUS [LINE...]: one qmstart task (lay_pve_task, lib.inc).
 lay_task() {
-    local root=$1 vmid=$2 start=$3 status=$4
-    shift 4
-    local upid="UPID:pve:000C3D4F:0437F1B8:$start:qmstart:$vmid:root@pam:"
-    local dir=$root/var/log/pve/tasks/${start:7:1}
-    mkdir -p "$dir"
-    {
-        [[ $# -gt 0 ]] && printf '%s\n' "$@"
-        if [[ $status == OK ]]; then echo "TASK OK"; else echo "TASK ERROR: $status"; fi
-    } > "$dir/$upid"
-    printf '%s %08X %s\n' "$upid" $((16#$start + 2)) "$status" >> "$root/var/log/pve/tasks/index"
+    local root=$1
+    shift
+    lay_pve_task "$root" qmstart "$@"
 }
 
 # lay_signature ROOT ID: the failed start of VM 101 whose log (task or kernel) holds ID's line.

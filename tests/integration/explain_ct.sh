@@ -16,18 +16,11 @@ need python3
 SIGS=$SRC/tests/fixtures/explain/signatures.txt
 START=6564A3F2
 
-# lay_ct_task ROOT CTID STATUS [LINE...]: one vzstart task (pct start) in tasks/index and its log.
+# lay_ct_task ROOT CTID STATUS [LINE...]: one vzstart task (pct start; lay_pve_task, lib.inc).
 lay_ct_task() {
-    local root=$1 id=$2 status=$3
-    shift 3
-    local upid="UPID:pve:000C3D4F:0437F1B8:$START:vzstart:$id:root@pam:"
-    local dir=$root/var/log/pve/tasks/${START:7:1}
-    mkdir -p "$dir"
-    {
-        [[ $# -gt 0 ]] && printf '%s\n' "$@"
-        if [[ $status == OK ]]; then echo "TASK OK"; else echo "TASK ERROR: $status"; fi
-    } > "$dir/$upid"
-    printf '%s %08X %s\n' "$upid" $((16#$START + 2)) "$status" >> "$root/var/log/pve/tasks/index"
+    local root=$1 id=$2
+    shift 2
+    lay_pve_task "$root" vzstart "$id" "$START" "$@"
 }
 
 causes() {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "../support/plan_view.hpp"
 #include "../support/shipped_data.hpp"
 #include "../support/temp_dir.hpp"
 #include "kernel/pin.hpp"
@@ -55,22 +56,6 @@ struct PinHost
     }
 };
 
-const plan::FileChange* pin_file_of(const plan::Plan& p, std::string_view path)
-{
-    auto it = std::find_if(p.files.begin(), p.files.end(), [&](const plan::FileChange& f) { return f.path == path; });
-    return it == p.files.end() ? nullptr : &*it;
-}
-
-std::vector<std::string> pin_argvs(const plan::Plan& p)
-{
-    std::vector<std::string> out;
-    out.reserve(p.commands.size());
-    for (const auto& c : p.commands) {
-        out.push_back(util::join(c.argv, " "));
-    }
-    return out;
-}
-
 } // namespace
 
 TEST_SUITE("kernel::pin")
@@ -84,13 +69,13 @@ TEST_SUITE("kernel::pin")
         auto p = kernel::plan_pin(h.scanned->fs, h.scanned->inventory, data, "6.2.16-3-pve");
         REQUIRE(p);
         REQUIRE(p->files.size() == 1);
-        const auto* f = pin_file_of(*p, plan::k_grub_pin_dropin);
+        const auto* f = test::file_of(*p, plan::k_grub_pin_dropin);
         REQUIRE(f != nullptr);
         CHECK(f->action == plan::FileAction::create);
         CHECK(util::split_lines(*f->after).back()
               == "GRUB_DEFAULT=\"gnulinux-advanced-" + std::string(k_pin_root_id) + ">gnulinux-6.2.16-3-pve-advanced-" + k_pin_root_id
                      + "\"");
-        CHECK(pin_argvs(*p) == std::vector<std::string>{"update-grub"});
+        CHECK(test::command_lines(*p) == std::vector<std::string>{"update-grub"});
         REQUIRE(p->request.kernel);
         CHECK(p->request.kernel->release == "6.2.16-3-pve");
 
@@ -99,8 +84,8 @@ TEST_SUITE("kernel::pin")
         p = kernel::plan_pin(h.scanned->fs, h.scanned->inventory, data, "6.2.16-3-pve");
         REQUIRE(p);
         REQUIRE(p->files.size() == 2);
-        CHECK(*pin_file_of(*p, plan::k_kernel_pin_file)->after == "6.2.16-3-pve\n");
-        CHECK(*pin_file_of(*p, plan::k_grub_pin_dropin_pbt)->after
+        CHECK(*test::file_of(*p, plan::k_kernel_pin_file)->after == "6.2.16-3-pve\n");
+        CHECK(*test::file_of(*p, plan::k_grub_pin_dropin_pbt)->after
               == "GRUB_DEFAULT=\"gnulinux-advanced-" + std::string(k_pin_root_id) + ">gnulinux-6.2.16-3-pve-advanced-" + k_pin_root_id
                      + "\"\n");
     }
@@ -143,8 +128,8 @@ TEST_SUITE("kernel::pin")
         auto p = kernel::plan_pin(h.scanned->fs, h.scanned->inventory, data, "6.8.12-4-pve");
         REQUIRE(p);
         REQUIRE(p->files.size() == 1);
-        CHECK(*pin_file_of(*p, plan::k_kernel_pin_file)->after == "6.8.12-4-pve\n");
-        CHECK(pin_argvs(*p) == std::vector<std::string>{"proxmox-boot-tool refresh"});
+        CHECK(*test::file_of(*p, plan::k_kernel_pin_file)->after == "6.8.12-4-pve\n");
+        CHECK(test::command_lines(*p) == std::vector<std::string>{"proxmox-boot-tool refresh"});
 
         auto none = kernel::plan_unpin(h.scanned->fs, h.scanned->inventory, data);
         REQUIRE(none);
@@ -158,16 +143,16 @@ TEST_SUITE("kernel::pin")
         CHECK(p->empty()); // pinned already
         p = kernel::plan_pin(h.scanned->fs, h.scanned->inventory, data, k_pin_new);
         REQUIRE(p);
-        CHECK(pin_file_of(*p, plan::k_kernel_pin_file)->action == plan::FileAction::modify);
+        CHECK(test::file_of(*p, plan::k_kernel_pin_file)->action == plan::FileAction::modify);
         CHECK(std::any_of(p->notes.begin(), p->notes.end(),
                           [](const std::string& n) { return n.find("next-boot-pin exists") != std::string::npos; }));
 
         auto u = kernel::plan_unpin(h.scanned->fs, h.scanned->inventory, data);
         REQUIRE(u);
         REQUIRE(u->files.size() == 2);
-        CHECK(pin_file_of(*u, plan::k_kernel_pin_file)->action == plan::FileAction::remove);
-        CHECK(pin_file_of(*u, plan::k_next_boot_pin_file)->action == plan::FileAction::remove);
-        CHECK(pin_argvs(*u) == std::vector<std::string>{"proxmox-boot-tool refresh"});
+        CHECK(test::file_of(*u, plan::k_kernel_pin_file)->action == plan::FileAction::remove);
+        CHECK(test::file_of(*u, plan::k_next_boot_pin_file)->action == plan::FileAction::remove);
+        CHECK(test::command_lines(*u) == std::vector<std::string>{"proxmox-boot-tool refresh"});
     }
 
     TEST_CASE("the pinned kernel is read back from passthru's GRUB drop-in")

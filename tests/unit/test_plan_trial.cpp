@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "../support/plan_view.hpp"
 #include "../support/shipped_data.hpp"
 #include "plan/planner.hpp"
 #include "plan/trial.hpp"
@@ -32,25 +33,9 @@ plan::Request trial_request(const std::string& gpus, std::optional<int> minutes 
     return r;
 }
 
-const plan::FileChange* trial_file(const plan::Plan& p, std::string_view path)
-{
-    auto it = std::find_if(p.files.begin(), p.files.end(), [&](const plan::FileChange& f) { return f.path == path; });
-    return it == p.files.end() ? nullptr : &*it;
-}
-
 bool contains(const std::optional<std::string>& text, std::string_view what)
 {
     return text && text->find(what) != std::string::npos;
-}
-
-std::vector<std::string> argvs(const plan::Plan& p)
-{
-    std::vector<std::string> out;
-    out.reserve(p.commands.size());
-    for (const auto& c : p.commands) {
-        out.push_back(util::join(c.argv, " "));
-    }
-    return out;
 }
 
 } // namespace
@@ -64,9 +49,9 @@ TEST_SUITE("plan/trial")
         const auto p = plan::make_plan(f.inventory, f.fs, data, trial_request("all", 7));
         REQUIRE(p);
         REQUIRE_FALSE(p->refused());
-        CHECK(trial_file(*p, "/etc/default/grub.d/passthru.cfg") == nullptr);
-        CHECK(trial_file(*p, "/etc/default/grub") == nullptr);
-        const auto* script = trial_file(*p, plan::k_trial_grub_script);
+        CHECK(test::file_of(*p, "/etc/default/grub.d/passthru.cfg") == nullptr);
+        CHECK(test::file_of(*p, "/etc/default/grub") == nullptr);
+        const auto* script = test::file_of(*p, plan::k_trial_grub_script);
         REQUIRE(script != nullptr);
         CHECK(script->mode == 0755);
         CHECK(contains(script->after, "passthru.trial systemd.wants=passthru-trial.timer"));
@@ -74,19 +59,19 @@ TEST_SUITE("plan/trial")
         CHECK(contains(script->after, "modprobe.blacklist=nouveau,nvidia"));
         CHECK(contains(script->after, "'amd_iommu=on') ;;")); // removed from the trial entry only
         CHECK(contains(script->after, "vmlinuz-6.2.16-3-pve"));
-        const auto* conf = trial_file(*p, "/etc/modprobe.d/passthru-vfio.conf");
+        const auto* conf = test::file_of(*p, "/etc/modprobe.d/passthru-vfio.conf");
         REQUIRE(conf != nullptr);
         CHECK_FALSE(contains(conf->after, "\noptions vfio-pci ids="));
         CHECK_FALSE(contains(conf->after, "\nblacklist "));
         CHECK(contains(conf->after, "\nsoftdep nouveau pre: vfio-pci"));
-        const auto* timer = trial_file(*p, plan::k_trial_timer);
+        const auto* timer = test::file_of(*p, plan::k_trial_timer);
         REQUIRE(timer != nullptr);
         CHECK(contains(timer->after, "OnBootSec=7min"));
         CHECK(contains(timer->after, "ConditionKernelCommandLine=passthru.trial"));
-        const auto* service = trial_file(*p, plan::k_trial_service);
+        const auto* service = test::file_of(*p, plan::k_trial_service);
         REQUIRE(service != nullptr);
         CHECK(contains(service->after, "ConditionPathExists=/etc/grub.d/42_passthru_trial"));
-        const auto cmds = argvs(*p);
+        const auto cmds = test::command_lines(*p);
         REQUIRE(cmds.size() >= 2);
         CHECK(cmds[cmds.size() - 2] == "update-grub");
         CHECK(cmds.back() == "grub-reboot passthru-trial");
@@ -102,13 +87,13 @@ TEST_SUITE("plan/trial")
         const auto p = plan::make_plan(f.inventory, f.fs, data, trial_request("all"));
         REQUIRE(p);
         REQUIRE_FALSE(p->refused());
-        const auto* revert = trial_file(*p, plan::k_trial_revert);
+        const auto* revert = test::file_of(*p, plan::k_trial_revert);
         REQUIRE(revert != nullptr);
         CHECK(revert->mode == 0644);
         CHECK(contains(revert->after, "\nConditionKernelCommandLine=!passthru.trial\n"));
         CHECK(contains(revert->after, "\nType=oneshot\n"));
         CHECK(contains(revert->after, "\nExecStart=passthru rollback --trial-fallback\n"));
-        const auto* dropin = trial_file(*p, plan::k_trial_dropin);
+        const auto* dropin = test::file_of(*p, plan::k_trial_dropin);
         REQUIRE(dropin != nullptr);
         CHECK(contains(dropin->after, "\n[Unit]\nWants=passthru-trial-revert.service\nAfter=passthru-trial-revert.service\n"));
         const auto files = plan::trial_files();
@@ -124,7 +109,7 @@ TEST_SUITE("plan/trial")
         REQUIRE(p);
         REQUIRE_FALSE(p->refused());
         CHECK(p->binding == "address");
-        const auto* conf = trial_file(*p, "/etc/modprobe.d/passthru-vfio.conf");
+        const auto* conf = test::file_of(*p, "/etc/modprobe.d/passthru-vfio.conf");
         REQUIRE(conf != nullptr);
         const std::string guard = "install vfio-pci \\\n  case \" $(cat /proc/cmdline) \" in *\" passthru.trial \"*) ;; *) exec "
                                   "/sbin/modprobe --ignore-install vfio-pci $CMDLINE_OPTS ;; esac; \\\n";
@@ -139,9 +124,9 @@ TEST_SUITE("plan/trial")
         const auto p = plan::make_plan(zfs.inventory, zfs.fs, data, trial_request("all", 7));
         REQUIRE(p);
         REQUIRE_FALSE(p->refused());
-        CHECK(trial_file(*p, "/etc/kernel/cmdline") == nullptr);
-        CHECK(trial_file(*p, plan::k_trial_grub_script) == nullptr);
-        const auto* entry = trial_file(*p, plan::k_trial_loader_entry);
+        CHECK(test::file_of(*p, "/etc/kernel/cmdline") == nullptr);
+        CHECK(test::file_of(*p, plan::k_trial_grub_script) == nullptr);
+        const auto* entry = test::file_of(*p, plan::k_trial_loader_entry);
         REQUIRE(entry != nullptr);
         CHECK(entry->mode == 0644);
         CHECK(contains(entry->after, "\ntitle passthru trial\nversion 6.8.12-4-pve\noptions root=ZFS=rpool/ROOT/pve-1 boot=zfs "));
@@ -156,13 +141,13 @@ TEST_SUITE("plan/trial")
         CHECK(options->find(" modprobe.blacklist=nouveau,nvidia ") != std::string::npos);
         CHECK(options->ends_with(" passthru.trial systemd.wants=passthru-trial.timer"));
         CHECK(std::count(lines.begin(), lines.end(), std::string("title passthru trial")) == 1);
-        const auto* service = trial_file(*p, plan::k_trial_service);
+        const auto* service = test::file_of(*p, plan::k_trial_service);
         REQUIRE(service != nullptr);
         CHECK(contains(service->after, "\nConditionPathExists=/etc/passthru/trial-loader-entry.conf\n"));
         CHECK_FALSE(contains(service->after, "grub-editenv"));
-        CHECK(trial_file(*p, plan::k_trial_revert) != nullptr);
-        CHECK(trial_file(*p, plan::k_trial_dropin) != nullptr);
-        const auto cmds = argvs(*p);
+        CHECK(test::file_of(*p, plan::k_trial_revert) != nullptr);
+        CHECK(test::file_of(*p, plan::k_trial_dropin) != nullptr);
+        const auto cmds = test::command_lines(*p);
         REQUIRE(cmds.size() >= 3);
         CHECK(cmds[cmds.size() - 3].starts_with("update-initramfs "));
         CHECK(cmds[cmds.size() - 2] == "proxmox-boot-tool refresh");
@@ -183,8 +168,8 @@ TEST_SUITE("plan/trial")
         const auto p = plan::make_plan(f.inventory, f.fs, data, trial_request("all"));
         REQUIRE(p);
         REQUIRE_FALSE(p->refused());
-        CHECK(trial_file(*p, plan::k_trial_loader_entry) == nullptr);
-        const auto* service = trial_file(*p, plan::k_trial_service);
+        CHECK(test::file_of(*p, plan::k_trial_loader_entry) == nullptr);
+        const auto* service = test::file_of(*p, plan::k_trial_service);
         REQUIRE(service != nullptr);
         CHECK(contains(service->after, "\nExecStartPre=-/usr/bin/grub-editenv /boot/grub/grubenv unset next_entry\n"));
         CHECK(plan::trial_reboot_step(*p).starts_with("GRUB boots the trial entry 'passthru-trial' once"));
@@ -210,10 +195,10 @@ TEST_SUITE("plan/trial")
         const data::DataDir data(f.fs, std::nullopt);
         const auto p = plan::make_plan(f.inventory, f.fs, data, trial_request("all", std::nullopt));
         REQUIRE(p);
-        CHECK(trial_file(*p, plan::k_trial_grub_script) == nullptr);
-        CHECK(trial_file(*p, "/etc/default/grub.d/passthru.cfg") != nullptr);
+        CHECK(test::file_of(*p, plan::k_trial_grub_script) == nullptr);
+        CHECK(test::file_of(*p, "/etc/default/grub.d/passthru.cfg") != nullptr);
         CHECK(p->trial_args.empty());
-        const auto* conf = trial_file(*p, "/etc/modprobe.d/passthru-vfio.conf");
+        const auto* conf = test::file_of(*p, "/etc/modprobe.d/passthru-vfio.conf");
         REQUIRE(conf != nullptr);
         CHECK(contains(conf->after, "\noptions vfio-pci ids=10de:10f7,10de:1ad6,10de:1ad7,10de:1e07"));
         CHECK_FALSE(contains(conf->after, "passthru.trial"));
@@ -227,9 +212,9 @@ TEST_SUITE("plan/trial")
         REQUIRE(p);
         REQUIRE_FALSE(p->refused());
         CHECK_FALSE(p->request.trial_minutes.has_value());
-        CHECK(trial_file(*p, "/etc/default/grub.d/passthru.cfg") != nullptr);
-        CHECK(trial_file(*p, plan::k_trial_grub_script) == nullptr); // nothing to remove on a host without a trial
-        const auto cmds = argvs(*p);
+        CHECK(test::file_of(*p, "/etc/default/grub.d/passthru.cfg") != nullptr);
+        CHECK(test::file_of(*p, plan::k_trial_grub_script) == nullptr); // nothing to remove on a host without a trial
+        const auto cmds = test::command_lines(*p);
         CHECK(std::find(cmds.begin(), cmds.end(), "grub-reboot passthru-trial") == cmds.end());
     }
 
@@ -240,14 +225,14 @@ TEST_SUITE("plan/trial")
         const auto p = plan::make_confirm_plan(zfs.inventory, zfs.fs, data, trial_request("all"));
         REQUIRE(p);
         REQUIRE_FALSE(p->refused());
-        const auto* cmdline = trial_file(*p, "/etc/kernel/cmdline");
+        const auto* cmdline = test::file_of(*p, "/etc/kernel/cmdline");
         REQUIRE(cmdline != nullptr);
         CHECK(contains(cmdline->after, "iommu=pt"));
         CHECK_FALSE(contains(cmdline->after, "passthru.trial"));
-        const auto cmds = argvs(*p);
+        const auto cmds = test::command_lines(*p);
         CHECK(std::find(cmds.begin(), cmds.end(), "proxmox-boot-tool refresh") != cmds.end());
         // Nothing of a trial on this tree: nothing to remove, no helper to run.
-        CHECK(trial_file(*p, plan::k_trial_loader_entry) == nullptr);
+        CHECK(test::file_of(*p, plan::k_trial_loader_entry) == nullptr);
         CHECK(
             std::none_of(cmds.begin(), cmds.end(), [](const std::string& c) { return c.find("trial-loader-entry") != std::string::npos; }));
     }
