@@ -373,8 +373,7 @@ Result<VerifyReport> verify_container(const scan::Inventory& inventory, const ut
     ctx.uvm_major = ct_major_named(inventory, "nvidia-uvm");
     ctx.caps_major = ct_major_named(inventory, "nvidia-caps");
     ct_collect_lines(ctx, lxc::CtConfig::parse(*text));
-    const auto proc_version = fs.read_file(k_ct_proc_version);
-    const auto host_version = proc_version ? nvidia_module_version(*proc_version) : std::nullopt;
+    const auto& host_version = inventory.host.nvidia_version;
     if (host_version) {
         c.add(true, "the host's nvidia module is " + *host_version + " (" + std::string(k_ct_proc_version) + ")");
     } else {
@@ -414,24 +413,6 @@ Result<VerifyReport> verify_container(const scan::Inventory& inventory, const ut
         }
     }
     return rep;
-}
-
-std::optional<std::string> nvidia_module_version(std::string_view proc_version)
-{
-    for (const auto& line : util::split_lines(proc_version)) {
-        const auto at = line.find("Kernel Module");
-        if (!line.starts_with("NVRM version:") || at == std::string::npos) {
-            continue;
-        }
-        // The first version-like field after it ("Open Kernel Module for x86_64  570.86.15").
-        for (const auto& field : util::split(std::string_view(line).substr(at + 13), " \t")) {
-            if (!field.empty() && lex::is_digit(field.front()) && field.find('.') != std::string::npos
-                && lex::all_of(field, [](char ch) { return lex::is_digit(ch) || ch == '.'; })) {
-                return field;
-            }
-        }
-    }
-    return std::nullopt;
 }
 
 std::vector<std::string> nvml_library_versions(std::string_view listing)

@@ -30,11 +30,6 @@ namespace passthru::apply {
 // reached (under --root, or the container is not running).
 using CtExec = std::function<Result<util::CommandResult>(const std::vector<std::string>& argv)>;
 
-// The version of the NVIDIA kernel module in /proc/driver/nvidia/version
-// ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.163.01  Tue ..."; the
-// open modules say "Open Kernel Module"); nullopt when the text has none.
-std::optional<std::string> nvidia_module_version(std::string_view proc_version);
-
 // The userspace versions in a list of file names: the X.Y[.Z] of each
 // libnvidia-ml.so.X.Y[.Z], each once, in order of appearance.
 std::vector<std::string> nvml_library_versions(std::string_view listing);

@@ -9,7 +9,6 @@
 #include "apply/journal.hpp"
 #include "apply/rollback.hpp"
 #include "apply/verify.hpp"
-#include "apply/verify_ct.hpp"
 #include "format/lxc_config.hpp"
 #include "format/pve_config.hpp"
 #include "scan/card_state.hpp"
@@ -108,10 +107,9 @@ public:
         std::map<std::string, std::string> v = captures;
         v["vmid"] = std::to_string(m_in.vmid);
         v["guest"] = (m_report.guest == scan::GuestKind::container ? "container " : "VM ") + std::to_string(m_in.vmid);
-        const auto proc_version = m_in.fs.read_file("/proc/driver/nvidia/version");
-        v["nvidia_version"] = proc_version ? apply::nvidia_module_version(*proc_version).value_or("unknown") : "not loaded";
-        v["nvidia_nodes"] = nvidia_nodes();
         const auto& host = m_in.inventory.host;
+        v["nvidia_version"] = host.nvidia_loaded ? host.nvidia_version.value_or("unknown") : "not loaded";
+        v["nvidia_nodes"] = nvidia_nodes();
         v["address_bits"] = host.phys_address_bits ? std::to_string(*host.phys_address_bits) : "an unknown number of";
         v["interrupt_remapping"] = !host.iommu.interrupt_remapping ? "unknown" : (*host.iommu.interrupt_remapping ? "yes" : "no");
         const auto pci = captures.contains("pci") ? scan::PciAddress::parse(captures.at("pci")) : std::nullopt;

@@ -330,6 +330,10 @@ void read_nvidia_state(UsersCtx& ctx)
     if (const auto devices = ctx.fs.read_file("/proc/devices")) {
         ctx.inv.host.char_majors = parse_char_majors(*devices);
     }
+    if (const auto version = ctx.fs.read_file("/proc/driver/nvidia/version")) {
+        ctx.inv.host.nvidia_loaded = true;
+        ctx.inv.host.nvidia_version = nvidia_module_version(*version);
+    }
     if (const auto it = ctx.inv.host.char_majors.find("nvidia"); it != ctx.inv.host.char_majors.end()) {
         ctx.nvidia_major = it->second;
     }
@@ -390,6 +394,24 @@ std::optional<std::uint32_t> parse_nvidia_minor(std::string_view information)
             return static_cast<std::uint32_t>(*n);
         }
         return std::nullopt;
+    }
+    return std::nullopt;
+}
+
+std::optional<std::string> nvidia_module_version(std::string_view proc_version)
+{
+    for (const auto& line : util::split_lines(proc_version)) {
+        const auto at = line.find("Kernel Module");
+        if (!line.starts_with("NVRM version:") || at == std::string::npos) {
+            continue;
+        }
+        // The first version-like field after it ("Open Kernel Module for x86_64  570.86.15").
+        for (const auto& field : util::split(std::string_view(line).substr(at + 13), " \t")) {
+            if (!field.empty() && lex::is_digit(field.front()) && field.find('.') != std::string::npos
+                && lex::all_of(field, [](char ch) { return lex::is_digit(ch) || ch == '.'; })) {
+                return field;
+            }
+        }
     }
     return std::nullopt;
 }

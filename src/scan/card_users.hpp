@@ -29,6 +29,11 @@ std::map<std::string, std::uint32_t> parse_char_majors(std::string_view proc_dev
 // The "Device Minor:" of /proc/driver/nvidia/gpus/<BDF>/information.
 std::optional<std::uint32_t> parse_nvidia_minor(std::string_view information);
 
+// The version of the NVIDIA kernel module in /proc/driver/nvidia/version
+// ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.163.01  Tue ..."; the
+// open modules say "Open Kernel Module"); nullopt when the text has none.
+std::optional<std::string> nvidia_module_version(std::string_view proc_version);
+
 // A guest config's file name, VMID.conf (qemu-server or lxc), to its VMID: 3 to 9 digits
 // (100..999999999), no leading zero; nullopt for any other name.
 std::optional<std::string> guest_conf_vmid(std::string_view name);

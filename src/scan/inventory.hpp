@@ -234,6 +234,10 @@ struct HostInfo
     // The character-device majors of /proc/devices by driver name ("nvidia" 195,
     // "nvidia-uvm" its own); empty when unreadable.
     std::map<std::string, std::uint32_t> char_majors;
+    // /proc/driver/nvidia/version: whether the nvidia module is loaded, and the version of
+    // its "Kernel Module" line (nullopt: none readable).
+    bool nvidia_loaded = false;
+    std::optional<std::string> nvidia_version;
     // The "processor" entries of /proc/cpuinfo: Proxmox VE's limit on a VM's
     // sockets x cores (docs/facts.md: qm-start).
     int cpu_count = 0;

@@ -13,6 +13,7 @@
 
 #include "../support/temp_dir.hpp"
 #include "apply/verify_ct.hpp"
+#include "scan/card_users.hpp"
 
 using namespace passthru;
 
@@ -31,6 +32,8 @@ struct CtHost
     {
         dir.write("etc/pve/lxc/105.conf", "arch: amd64\ndev0: /dev/nvidia1,gid=44\ndev1: /dev/nvidiactl,gid=44\nunprivileged: 1\n");
         dir.write("proc/driver/nvidia/version", std::string(k_version));
+        inv.host.nvidia_loaded = true; // as scan reads that file
+        inv.host.nvidia_version = scan::nvidia_module_version(k_version);
         scan::GpuCard card;
         card.slot = "0000:82:00";
         card.nvidia_minor = 1;
@@ -81,11 +84,11 @@ apply::CtExec fake_ct(std::map<std::string, std::string> dd_errors, std::string 
 
 TEST_CASE("verify_ct: the host module's version and the userspace library versions")
 {
-    CHECK(apply::nvidia_module_version(k_version) == "550.163.01");
-    CHECK(apply::nvidia_module_version("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.86.15  Release Build\n")
+    CHECK(scan::nvidia_module_version(k_version) == "550.163.01");
+    CHECK(scan::nvidia_module_version("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.86.15  Release Build\n")
           == "570.86.15");
-    CHECK(apply::nvidia_module_version("GCC version: 12\n") == std::nullopt);
-    CHECK(apply::nvidia_module_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  x.y  Tue\n") == std::nullopt);
+    CHECK(scan::nvidia_module_version("GCC version: 12\n") == std::nullopt);
+    CHECK(scan::nvidia_module_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  x.y  Tue\n") == std::nullopt);
     CHECK(apply::nvml_library_versions("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.163.01\n/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1\n"
                                        "/usr/lib64/libnvidia-ml.so.550.163.01\n/usr/lib/libnvidia-ml.so.535.104.05\n")
           == std::vector<std::string>{"550.163.01", "535.104.05"});

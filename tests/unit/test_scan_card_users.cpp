@@ -4,6 +4,7 @@
 // nvidia get when others leave it (first free minor at probe, in probe order).
 #include <doctest/doctest.h>
 
+#include "../support/temp_dir.hpp"
 #include "plan/guest_users.hpp"
 #include "scan/card_users.hpp"
 
@@ -28,6 +29,28 @@ TEST_CASE("card_users: the Device Minor of the nvidia driver's information file"
     CHECK(scan::parse_nvidia_minor("Device Minor: \t 255\n") == std::nullopt); // nvidiactl's, never a GPU's
     CHECK(scan::parse_nvidia_minor("Device Minor: \t x\n") == std::nullopt);
     CHECK(scan::parse_nvidia_minor("Model: x\n") == std::nullopt);
+}
+
+TEST_CASE("card_users: scan reads the nvidia module's version once, for verify and explain")
+{
+    test::TempDir dir;
+    dir.write("proc/devices", "Character devices:\n195 nvidia\n");
+    auto fs = util::HostFs::open(dir.path());
+    REQUIRE(fs);
+    scan::Inventory none;
+    scan::scan_card_users(*fs, none);
+    CHECK(!none.host.nvidia_loaded);
+    CHECK(none.host.nvidia_version == std::nullopt);
+    dir.write("proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.86.15  Release Build\n");
+    scan::Inventory loaded;
+    scan::scan_card_users(*fs, loaded);
+    CHECK(loaded.host.nvidia_loaded);
+    CHECK(loaded.host.nvidia_version == "570.86.15");
+    dir.write("proc/driver/nvidia/version", "garbled\n");
+    scan::Inventory garbled;
+    scan::scan_card_users(*fs, garbled);
+    CHECK(garbled.host.nvidia_loaded); // loaded, of a version it does not say
+    CHECK(garbled.host.nvidia_version == std::nullopt);
 }
 
 TEST_CASE("card_users: the minors of the cards that stay on nvidia")
