@@ -51,11 +51,10 @@ std::map<std::string, std::vector<int>> bits_by_vendor(const Field& f)
 {
     f.object();
     std::map<std::string, std::vector<int>> out;
-    for (const auto& item : f.json().items()) {
-        const auto list = f[item.key()];
-        auto& bits = out[item.key()];
-        for (std::size_t i = 0; i < list.size(); ++i) {
-            bits.push_back(static_cast<int>(list[i].integer()));
+    for (const auto& key : f.keys()) {
+        auto& bits = out[key];
+        for (const auto& bit : f[key].elements()) {
+            bits.push_back(static_cast<int>(bit.integer()));
         }
     }
     return out;

@@ -75,8 +75,8 @@ LogKind log_kind(const Field& field)
 // plan_option (a string, null or absent) and plan_option_when (always by default).
 void read_plan_option(const Field& row, FailureRow& sig)
 {
-    if (const auto option = row["plan_option"]; option.present() && !option.json().is_null()) {
-        if (!option.json().is_string()) {
+    if (const auto option = row["plan_option"]; option.present() && !option.is_null()) {
+        if (!option.is_string()) {
             option.expected("a string or null");
         }
         sig.plan_option = option.string();

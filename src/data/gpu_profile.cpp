@@ -32,12 +32,12 @@ bool lower_hex(std::string_view text, std::size_t digits)
 
 std::string profile_text(const Field& f)
 {
-    if (!f.json().is_string() || f.json().get_ref<const std::string&>().empty()) {
+    auto text = f.if_string().value_or("");
+    if (text.empty()) {
         f.fail("must be a non-empty string");
     }
     // Every string of a profile may reach a generated file (the name goes into
     // passthru-vfio.conf and the VM config), and those files are line-based.
-    auto text = f.json().get<std::string>();
     if (!util::one_line(text)) {
         // A value that would break a generated file (format/grammar.hpp: line_text) is a refusal, not a typo.
         throw SchemaError(f.path() + " '" + util::shown_value(text) + "' is not one line of text: no line break or other control character",
@@ -48,13 +48,12 @@ std::string profile_text(const Field& f)
 
 std::vector<std::string> profile_texts(const Field& f)
 {
-    if (!f.json().is_array()) {
+    if (!f.is_array()) {
         f.fail("must be a list of strings");
     }
     std::vector<std::string> out;
-    out.reserve(f.json().size());
-    for (std::size_t i = 0; i < f.json().size(); ++i) {
-        out.push_back(profile_text(f[i]));
+    for (const Field& at : f.elements()) {
+        out.push_back(profile_text(at));
     }
     return out;
 }
@@ -62,13 +61,12 @@ std::vector<std::string> profile_texts(const Field& f)
 // "10de:1e07": the vendor:device of function 0, lower-case hex.
 std::vector<std::string> profile_ids(const Field& f)
 {
-    if (!f.json().is_array() || f.json().empty()) {
+    if (!f.is_array() || f.size() == 0) {
         f.fail("must be a non-empty list of vendor:device ids (\"10de:1e07\")");
     }
     std::vector<std::string> out;
-    for (std::size_t i = 0; i < f.json().size(); ++i) {
-        const Field at = f[i];
-        const std::string id = at.json().is_string() ? at.json().get<std::string>() : std::string();
+    for (const Field& at : f.elements()) {
+        const std::string id = at.if_string().value_or("");
         if (!vendor_device_id(id)) {
             at.fail("must be a vendor:device id in lower-case hex (\"10de:1e07\")");
         }
@@ -82,23 +80,22 @@ std::vector<std::string> profile_ids(const Field& f)
 
 ProfileFunction profile_function(const Field& f)
 {
-    if (!f.json().is_object()) {
+    if (!f.is_object()) {
         f.fail("must be an object with function, class and role");
     }
     // "id" was documentation in earlier releases: accepted and ignored.
-    for (const auto& item : f.json().items()) {
-        if (item.key() != "function" && item.key() != "class" && item.key() != "role" && item.key() != "id") {
-            f[item.key()].fail("is not a field of a function (function, class, role)");
+    for (const auto& key : f.keys()) {
+        if (key != "function" && key != "class" && key != "role" && key != "id") {
+            f[key].fail("is not a field of a function (function, class, role)");
         }
     }
     ProfileFunction out;
-    const nlohmann::json number = f["function"].json(); // a copy: no reference into a temporary Field
-    if (!number.is_number_integer() || number.get<int>() < 0 || number.get<int>() > 7) {
+    const auto number = f["function"].if_integer();
+    if (!number || *number < 0 || *number > 7) {
         f["function"].fail("must be the PCI function number, 0 to 7");
     }
-    out.function = number.get<int>();
-    const nlohmann::json cls = f["class"].json();
-    const std::string cls_text = cls.is_string() ? cls.get<std::string>() : std::string();
+    out.function = static_cast<int>(*number);
+    const std::string cls_text = f["class"].if_string().value_or("");
     if (!lower_hex(cls_text, 4)) {
         f["class"].fail("must be the PCI class and subclass, 4 lower-case hex digits (\"0403\")");
     }
@@ -109,14 +106,14 @@ ProfileFunction profile_function(const Field& f)
 
 std::vector<ProfileFunction> profile_functions(const Field& f)
 {
-    if (!f.json().is_array() || f.json().empty()) {
+    if (!f.is_array() || f.size() == 0) {
         f.fail("must be a non-empty list of the card's PCI functions");
     }
     std::vector<ProfileFunction> out;
-    for (std::size_t i = 0; i < f.json().size(); ++i) {
-        auto fn = profile_function(f[i]);
+    for (const Field& at : f.elements()) {
+        auto fn = profile_function(at);
         if (std::any_of(out.begin(), out.end(), [&](const ProfileFunction& o) { return o.function == fn.function; })) {
-            f[i]["function"].fail("function " + std::to_string(fn.function) + " is listed twice");
+            at["function"].fail("function " + std::to_string(fn.function) + " is listed twice");
         }
         out.push_back(std::move(fn));
     }
@@ -129,12 +126,12 @@ std::vector<ProfileFunction> profile_functions(const Field& f)
 
 KnownIssue known_issue(const Field& f)
 {
-    if (!f.json().is_object()) {
+    if (!f.is_object()) {
         f.fail("must be an object with issue, advice and sources");
     }
-    for (const auto& item : f.json().items()) {
-        if (item.key() != "issue" && item.key() != "advice" && item.key() != "sources") {
-            f[item.key()].fail("is not a field of a known issue (issue, advice, sources)");
+    for (const auto& key : f.keys()) {
+        if (key != "issue" && key != "advice" && key != "sources") {
+            f[key].fail("is not a field of a known issue (issue, advice, sources)");
         }
     }
     KnownIssue k;
@@ -149,13 +146,12 @@ KnownIssue known_issue(const Field& f)
 
 std::vector<KnownIssue> known_issues(const Field& f)
 {
-    if (!f.json().is_array()) {
+    if (!f.is_array()) {
         f.fail("must be a list of {issue, advice, sources}");
     }
     std::vector<KnownIssue> out;
-    out.reserve(f.json().size());
-    for (std::size_t i = 0; i < f.json().size(); ++i) {
-        out.push_back(known_issue(f[i]));
+    for (const Field& at : f.elements()) {
+        out.push_back(known_issue(at));
     }
     return out;
 }
@@ -191,11 +187,11 @@ GpuProfile gpu_profile_document(const Field& root)
     p.name = profile_text(root["name"]);
     p.ids = profile_ids(root["ids"]);
     if (root.has("vram_gib")) {
-        const nlohmann::json vram = root["vram_gib"].json();
-        if (!vram.is_number() || vram.get<double>() <= 0) {
+        const auto vram = root["vram_gib"].if_number();
+        if (!vram || *vram <= 0) {
             root["vram_gib"].fail("must be a positive number (GiB)");
         }
-        p.vram_gib = vram.get<double>();
+        p.vram_gib = *vram;
     }
     if (root.has("vram_note")) {
         p.vram_note = profile_text(root["vram_note"]);
@@ -247,17 +243,14 @@ Result<std::vector<GpuProfile>> load_gpu_profiles(const DataDir& data)
         if (!text) {
             return fail(Errc::usage, where + ": " + text.error().what());
         }
-        auto profile = parse_gpu_profile(*text, where);
-        if (!profile) {
-            return tl::unexpected(profile.error());
-        }
-        profile->file = name;
-        for (const auto& id : profile->ids) {
+        PASSTHRU_TRY_ASSIGN(auto profile, parse_gpu_profile(*text, where));
+        profile.file = name;
+        for (const auto& id : profile.ids) {
             if (const auto [it, fresh] = claimed.emplace(id, name); !fresh) {
                 return fail(Errc::usage, where + ": ids " + id + " is also claimed by " + it->second + " (one profile per card model)");
             }
         }
-        out.push_back(std::move(*profile));
+        out.push_back(std::move(profile));
     }
     return out;
 }

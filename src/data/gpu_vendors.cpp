@@ -15,7 +15,7 @@ constexpr std::string_view k_vendors_schema = "passthru.gpu-vendors/1";
 // Exactly four lower-case hex digits ("10de", "0680").
 std::uint16_t vendor_hex(const Field& f)
 {
-    const std::string text = f.json().is_string() ? f.string() : std::string();
+    const std::string text = f.if_string().value_or("");
     if (text.size() != 4 || text.find_first_not_of("0123456789abcdef") != std::string::npos) {
         f.fail("must be 4 lower-case hex digits");
     }

@@ -12,7 +12,7 @@ constexpr std::string_view k_drivers_schema = "passthru.host-drivers/1";
 
 std::optional<std::uint16_t> hex16(const Field& f, std::size_t digits)
 {
-    if (!f.json().is_string()) {
+    if (!f.is_string()) {
         f.fail("must be a string of " + std::to_string(digits) + " hex digits");
     }
     const auto text = f.string();
@@ -29,7 +29,7 @@ bool valid_module(const std::string& name)
 
 void parse_claims(const Field& c, HostDriver& d)
 {
-    if (!c.json().is_object() || c.json().empty()) {
+    if (!c.is_object() || c.keys().empty()) {
         c.fail("must be an object with vendor, kind and/or class");
     }
     c.only_fields({"vendor", "kind", "class"}, "claims (vendor, kind, class)");
@@ -40,7 +40,7 @@ void parse_claims(const Field& c, HostDriver& d)
         d.class16 = hex16(c["class"], 4);
     }
     if (c.has("kind")) {
-        if (c["kind"].json() != "display") {
+        if (c["kind"].if_string() != "display") {
             c["kind"].fail("must be \"display\"");
         }
         d.kind = FunctionKind::display;
@@ -50,21 +50,21 @@ void parse_claims(const Field& c, HostDriver& d)
 
 HostDriver parse_driver(const Field& j)
 {
-    if (!j.json().is_object()) {
+    if (!j.is_object()) {
         j.fail("must be an object");
     }
     j.only_fields({"module", "vendor", "claims", "why", "blacklist", "framebuffer", "since_kernel", "vgpu_keep"}, "a driver");
     HostDriver d;
-    if (!j["module"].json().is_string() || !valid_module(j["module"].string())) {
+    if (!j["module"].is_string() || !valid_module(j["module"].string())) {
         j["module"].fail("must be a kernel module name (lower-case letters, digits, '_' or '-')");
     }
     d.module = util::module_key(j["module"].string());
-    if (!j["why"].json().is_string() || j["why"].string().empty()) {
+    if (j["why"].if_string().value_or("").empty()) {
         j["why"].fail("must say why the driver matters");
     }
     d.why = j["why"].string();
     for (const char* flag : {"blacklist", "framebuffer", "vgpu_keep"}) {
-        if (j.has(flag) && !j[flag].json().is_boolean()) {
+        if (j.has(flag) && !j[flag].is_boolean()) {
             j[flag].fail("must be true or false");
         }
     }
@@ -73,7 +73,8 @@ HostDriver parse_driver(const Field& j)
     d.vgpu_keep = j.has("vgpu_keep") && j["vgpu_keep"].boolean();
     if (j.has("since_kernel")) {
         const auto v = j["since_kernel"];
-        const auto version = v.json().is_string() ? util::major_minor(v.string()) : std::nullopt;
+        const auto text = v.if_string();
+        const auto version = text ? util::major_minor(*text) : std::nullopt;
         if (!version) {
             v.fail("must be a kernel version such as \"6.15\"");
         }
@@ -94,26 +95,26 @@ HostDriverData parse_drivers_document(const Field& doc)
     doc.only_fields({"schema", "comment", "drivers", "driver_modules"}, k_drivers_schema);
     HostDriverData out;
     const auto drivers = doc["drivers"];
-    if (!drivers.json().is_array()) {
+    if (!drivers.is_array()) {
         drivers.fail("must be a list");
     }
-    for (std::size_t i = 0; i < drivers.size(); ++i) {
-        out.drivers.push_back(parse_driver(drivers[i]));
+    for (const auto& driver : drivers.elements()) {
+        out.drivers.push_back(parse_driver(driver));
     }
     if (doc.has("driver_modules")) {
         const auto modules = doc["driver_modules"];
-        if (!modules.json().is_object()) {
+        if (!modules.is_object()) {
             modules.fail("must be an object");
         }
-        for (const auto& item : modules.json().items()) {
-            if (item.key() == "comment") {
+        for (const auto& key : modules.keys()) {
+            if (key == "comment") {
                 continue;
             }
-            const auto module = modules[item.key()];
-            if (!module.json().is_string() || !valid_module(module.string())) {
+            const auto module = modules[key];
+            if (!module.is_string() || !valid_module(module.string())) {
                 module.fail("must be a kernel module name");
             }
-            out.driver_modules[item.key()] = util::module_key(module.string());
+            out.driver_modules[key] = util::module_key(module.string());
         }
     }
     return out;

@@ -40,8 +40,8 @@ KernelCutoffs parse_cutoffs(const data::Field& doc)
     for (const auto& field : k_cutoff_fields) {
         const auto value = doc[field.name];
         std::optional<KernelVersion> version;
-        if (value.json().is_string()) {
-            version = cutoff_version(value.string());
+        if (const auto text = value.if_string()) {
+            version = cutoff_version(*text);
         }
         if (!version) {
             value.fail("must be a kernel release \"MAJOR.MINOR\" (e.g. \"6.2\")");

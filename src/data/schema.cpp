@@ -10,8 +10,6 @@ namespace passthru::data {
 
 namespace {
 
-const nlohmann::json k_null_value;
-
 bool listed(std::span<const std::string_view> names, std::string_view key)
 {
     return std::find(names.begin(), names.end(), key) != names.end();
@@ -19,9 +17,55 @@ bool listed(std::span<const std::string_view> names, std::string_view key)
 
 } // namespace
 
-const nlohmann::json& Field::json() const noexcept
+bool Field::is_null() const noexcept
 {
-    return value_ != nullptr ? *value_ : k_null_value;
+    return value_ != nullptr && value_->is_null();
+}
+
+bool Field::is_string() const noexcept
+{
+    return value_ != nullptr && value_->is_string();
+}
+
+bool Field::is_boolean() const noexcept
+{
+    return value_ != nullptr && value_->is_boolean();
+}
+
+bool Field::is_integer() const noexcept
+{
+    return value_ != nullptr && value_->is_number_integer()
+           && !(value_->is_number_unsigned() && value_->get<std::uint64_t>() > std::uint64_t{std::numeric_limits<std::int64_t>::max()});
+}
+
+bool Field::is_number() const noexcept
+{
+    return value_ != nullptr && value_->is_number();
+}
+
+bool Field::is_array() const noexcept
+{
+    return value_ != nullptr && value_->is_array();
+}
+
+bool Field::is_object() const noexcept
+{
+    return value_ != nullptr && value_->is_object();
+}
+
+std::optional<std::string> Field::if_string() const
+{
+    return is_string() ? std::optional<std::string>(value_->get<std::string>()) : std::nullopt;
+}
+
+std::optional<std::int64_t> Field::if_integer() const
+{
+    return is_integer() ? std::optional<std::int64_t>(value_->get<std::int64_t>()) : std::nullopt;
+}
+
+std::optional<double> Field::if_number() const
+{
+    return is_number() ? std::optional<double>(value_->get<double>()) : std::nullopt;
 }
 
 std::string Field::child(std::string_view key) const
@@ -67,7 +111,7 @@ void Field::expected(const std::string& what) const
 
 std::string Field::string() const
 {
-    if (value_ == nullptr || !value_->is_string()) {
+    if (!is_string()) {
         expected("a string");
     }
     return value_->get<std::string>();
@@ -75,7 +119,7 @@ std::string Field::string() const
 
 std::string Field::nonempty_string() const
 {
-    auto text = value_ != nullptr && value_->is_string() ? value_->get<std::string>() : std::string();
+    auto text = if_string().value_or("");
     if (text.empty()) {
         expected("a non-empty string");
     }
@@ -94,7 +138,7 @@ std::string Field::one_line() const
 
 bool Field::boolean() const
 {
-    if (value_ == nullptr || !value_->is_boolean()) {
+    if (!is_boolean()) {
         expected("true or false");
     }
     return value_->get<bool>();
@@ -102,8 +146,7 @@ bool Field::boolean() const
 
 std::int64_t Field::integer() const
 {
-    if (value_ == nullptr || !value_->is_number_integer()
-        || (value_->is_number_unsigned() && value_->get<std::uint64_t>() > std::uint64_t{std::numeric_limits<std::int64_t>::max()})) {
+    if (!is_integer()) {
         expected("an integer");
     }
     return value_->get<std::int64_t>();
@@ -111,7 +154,7 @@ std::int64_t Field::integer() const
 
 double Field::number() const
 {
-    if (value_ == nullptr || !value_->is_number()) {
+    if (!is_number()) {
         expected("a number");
     }
     return value_->get<double>();
@@ -119,7 +162,7 @@ double Field::number() const
 
 std::size_t Field::size() const
 {
-    if (value_ == nullptr || !value_->is_array()) {
+    if (!is_array()) {
         expected("an array");
     }
     return value_->size();
@@ -127,17 +170,37 @@ std::size_t Field::size() const
 
 void Field::object() const
 {
-    if (value_ == nullptr || !value_->is_object()) {
+    if (!is_object()) {
         expected("an object");
     }
 }
 
-void Field::only_fields(std::span<const std::string_view> allowed, std::string_view of, std::span<const std::string_view> ignored) const
+std::vector<Field> Field::elements() const
+{
+    std::vector<Field> out;
+    out.reserve(size());
+    for (std::size_t i = 0; i < value_->size(); ++i) {
+        out.push_back((*this)[i]);
+    }
+    return out;
+}
+
+std::vector<std::string> Field::keys() const
 {
     object();
+    std::vector<std::string> out;
+    out.reserve(value_->size());
     for (const auto& item : value_->items()) {
-        if (!listed(allowed, item.key()) && !listed(ignored, item.key())) {
-            throw SchemaError{child(item.key()) + " is not a field of " + std::string(of)};
+        out.push_back(item.key());
+    }
+    return out;
+}
+
+void Field::only_fields(std::span<const std::string_view> allowed, std::string_view of, std::span<const std::string_view> ignored) const
+{
+    for (const auto& key : keys()) {
+        if (!listed(allowed, key) && !listed(ignored, key)) {
+            throw SchemaError{child(key) + " is not a field of " + std::string(of)};
         }
     }
 }
@@ -150,10 +213,10 @@ bool vendor_device_id(std::string_view text)
 
 void check_schema(const Field& doc, std::string_view schema)
 {
-    if (!doc.json().is_object()) {
+    if (!doc.is_object()) {
         throw SchemaError(doc.path() + " must be a JSON object");
     }
-    if (!doc.has("schema") || doc["schema"].json() != schema) {
+    if (doc["schema"].if_string() != schema) {
         throw SchemaError{"schema must be \"" + std::string(schema) + "\""};
     }
 }

@@ -8,10 +8,12 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -46,8 +48,20 @@ public:
     // The path as errors name it: "functions[1].class", "(document)" for the root.
     std::string path() const { return path_.empty() ? std::string("(document)") : path_; }
     bool present() const noexcept { return value_ != nullptr; }
-    // The value itself (null when not present).
-    const nlohmann::json& json() const noexcept;
+
+    // Type tests, false when the field is not present: for loaders whose
+    // message for a wrong type is their own ("ids must be a non-empty list ...").
+    bool is_null() const noexcept;
+    bool is_string() const noexcept;
+    bool is_boolean() const noexcept;
+    bool is_integer() const noexcept; // what integer() accepts
+    bool is_number() const noexcept;
+    bool is_array() const noexcept;
+    bool is_object() const noexcept;
+    // The value when it has that type; nullopt otherwise (missing included).
+    std::optional<std::string> if_string() const;
+    std::optional<std::int64_t> if_integer() const;
+    std::optional<double> if_number() const;
 
     bool has(std::string_view key) const;
     // The member `key` of an object (not present when missing or not an object).
@@ -71,6 +85,12 @@ public:
     std::size_t size() const;
     // Requires an object ("PATH: expected an object").
     void object() const;
+    // The elements of an array, each with its path ("ids[2]"); "PATH: expected
+    // an array" when it is none.
+    std::vector<Field> elements() const;
+    // The member names of an object, in the order nlohmann::json keeps them
+    // (sorted); "PATH: expected an object" when it is none.
+    std::vector<std::string> keys() const;
 
     // Every member of this object is one of `allowed` or `ignored`; another is
     // "PATH.KEY is not a field of OF".
@@ -127,11 +147,8 @@ Result<T> load_document(const nlohmann::json& doc, const std::string& where, std
 template<class T, class Parse>
 Result<T> load(std::string_view text, const std::string& where, std::string_view schema, Parse&& parse)
 {
-    const auto doc = util::parse_json(text, where, Errc::usage);
-    if (!doc) {
-        return tl::unexpected(doc.error());
-    }
-    return load_document<T>(*doc, where, schema, std::forward<Parse>(parse));
+    PASSTHRU_TRY_ASSIGN(const auto doc, util::parse_json(text, where, Errc::usage));
+    return load_document<T>(doc, where, schema, std::forward<Parse>(parse));
 }
 
 } // namespace passthru::data

@@ -28,7 +28,7 @@ constexpr std::string_view k_vm_schema = "passthru.vm-profile/1";
 // A field that is absent or null keeps its default.
 bool given(const Field& field)
 {
-    return field.present() && !field.json().is_null();
+    return field.present() && !field.is_null();
 }
 
 // A string of a profile: it lands in a line of the VM config or in a qm

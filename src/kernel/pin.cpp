@@ -96,11 +96,8 @@ struct PinRow
 
 Result<std::vector<PinFile>> grub_files(const util::HostFs& fs, const std::string& release)
 {
-    auto path = grub_menu_path(fs, release);
-    if (!path) {
-        return tl::unexpected(path.error());
-    }
-    const std::string line = std::string(k_grub_default) + "\"" + *path + "\"\n";
+    PASSTHRU_TRY_ASSIGN(const auto path, grub_menu_path(fs, release));
+    const std::string line = std::string(k_grub_default) + "\"" + path + "\"\n";
     const std::string why = "GRUB_DEFAULT names the 'Advanced options' entry of kernel " + release
                             + ", so GRUB starts it by default (sourced after /etc/default/grub)";
     if (fs.exists(k_pbt_program)) {

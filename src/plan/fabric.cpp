@@ -106,11 +106,8 @@ Result<std::vector<const scan::GpuCard*>> plan_fabric(const scan::Inventory& inv
     if (!inv.nvswitch_system()) {
         return std::vector<const scan::GpuCard*>{};
     }
-    const auto gens = data::load_nvswitch_generations(data);
-    if (!gens) {
-        return tl::unexpected(gens.error());
-    }
-    const auto* gen = generation_of(inv, *gens);
+    PASSTHRU_TRY_ASSIGN(const auto gens, data::load_nvswitch_generations(data));
+    const auto* gen = generation_of(inv, gens);
     const std::string what = gen != nullptr ? gen->name : "NVSwitches of a generation profiles/host/nvswitch.json does not list";
     const Count n = fabric_vendor_cards(inv, cards);
     const bool no_fabric = request.no_fabric == NoFabric::yes;

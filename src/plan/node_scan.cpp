@@ -40,10 +40,10 @@ void require(const Field& field)
 std::optional<std::string> opt_text(const Field& field, format::Grammar grammar)
 {
     require(field);
-    if (field.json().is_null()) {
+    if (field.is_null()) {
         return std::nullopt;
     }
-    if (!field.json().is_string()) {
+    if (!field.is_string()) {
         field.expected("a string or null");
     }
     std::string text = field.string();
@@ -54,26 +54,19 @@ std::optional<std::string> opt_text(const Field& field, format::Grammar grammar)
 }
 
 // An integer from 0 to INT_MAX (parsed text gives unsigned numbers, a built document signed ones).
-std::optional<int> non_negative(const nlohmann::json& v)
+std::optional<int> non_negative(const Field& field)
 {
-    if (v.is_number_unsigned()) {
-        const auto n = v.get<std::uint64_t>();
-        return n <= static_cast<std::uint64_t>(std::numeric_limits<int>::max()) ? std::optional<int>(static_cast<int>(n)) : std::nullopt;
-    }
-    if (v.is_number_integer()) {
-        const auto n = v.get<std::int64_t>();
-        return n >= 0 && n <= std::numeric_limits<int>::max() ? std::optional<int>(static_cast<int>(n)) : std::nullopt;
-    }
-    return std::nullopt;
+    const auto n = field.if_integer();
+    return n && *n >= 0 && *n <= std::numeric_limits<int>::max() ? std::optional<int>(static_cast<int>(*n)) : std::nullopt;
 }
 
 std::optional<int> opt_count(const Field& field)
 {
     require(field);
-    if (field.json().is_null()) {
+    if (field.is_null()) {
         return std::nullopt;
     }
-    const auto n = non_negative(field.json());
+    const auto n = non_negative(field);
     if (!n) {
         field.expected("a non-negative integer or null");
     }
@@ -97,7 +90,7 @@ std::optional<std::uint32_t> opt_hex(const Field& field, std::size_t digits)
 
 scan::PciAddress address(const Field& field)
 {
-    const auto text = field.json().is_string() ? field.string() : std::string();
+    const auto text = field.if_string().value_or("");
     const auto parsed = scan::PciAddress::parse(text);
     if (!parsed || parsed->str() != text) {
         field.expected("a PCI address such as 0000:01:00.0");
@@ -149,9 +142,9 @@ scan::PciDevice device_of(const Field& jd)
 
 scan::Isolation isolation_of(const Field& field)
 {
-    const auto& v = field.json();
+    const auto v = field.if_string();
     for (const auto i : {scan::Isolation::clean, scan::Isolation::shared_with_gpu, scan::Isolation::shared, scan::Isolation::unknown}) {
-        if (v.is_string() && v.get<std::string>() == scan::to_string(i)) {
+        if (v && *v == scan::to_string(i)) {
             return i;
         }
     }
@@ -163,7 +156,7 @@ scan::GpuCard card_of(const Field& jg, const scan::Inventory& inv)
     jg.object();
     scan::GpuCard g;
     const Field slot = jg["slot"];
-    g.slot = slot.json().is_string() ? slot.string() : std::string();
+    g.slot = slot.if_string().value_or("");
     const auto parsed = scan::parse_slot(g.slot);
     if (!parsed || parsed->slot() != g.slot) {
         slot.expected("a slot such as 0000:01:00");
@@ -184,7 +177,7 @@ scan::GpuCard card_of(const Field& jg, const scan::Inventory& inv)
     }
     const Field groups = jg["iommu_groups"];
     for (std::size_t k = 0; k < groups.size(); ++k) {
-        const auto number = non_negative(groups[k].json());
+        const auto number = non_negative(groups[k]);
         if (!number) {
             groups.expected("non-negative integers");
         }
@@ -369,11 +362,8 @@ Result<scan::Inventory> read_node_scan(const NodeScan& node_scan, const scan::Gp
         return tl::unexpected(Error(Errc::usage, what + ": " + text.error().what())
                                   .with_hint("save the node's scan with 'passthru scan --json > FILE' on that node"));
     }
-    auto doc = util::parse_json(*text, what, Errc::usage);
-    if (!doc) {
-        return tl::unexpected(doc.error());
-    }
-    return inventory_from_scan_json(*doc, what, vendors);
+    PASSTHRU_TRY_ASSIGN(const auto doc, util::parse_json(*text, what, Errc::usage));
+    return inventory_from_scan_json(doc, what, vendors);
 }
 
 } // namespace passthru::plan

@@ -258,16 +258,13 @@ Result<Plan> cluster_mapping_plan(const scan::Inventory& inventory, const util::
     std::vector<MappedNode> nodes;
     nodes.reserve(request.node_scans.size());
     for (const auto& ns : request.node_scans) {
-        auto inv = read_node_scan(ns, inventory.vendors);
-        if (!inv) {
-            return tl::unexpected(inv.error());
-        }
+        PASSTHRU_TRY_ASSIGN(auto inv, read_node_scan(ns, inventory.vendors));
         // This host's own cards come from its own scan: a document naming this host (as the
         // cluster workflow passes every node's scan, this one's too) must agree with it, and
         // the live scan is what is mapped.
         const auto& self = inventory.runtime.node_name;
         if (self && util::to_lower(*self) == util::to_lower(ns.node)) {
-            if (const auto differs = node_scan_differs(inventory, *inv)) {
+            if (const auto differs = node_scan_differs(inventory, inv)) {
                 return tl::unexpected(Error(Errc::usage, "--node-scan " + ns.node + "=" + ns.file + ": " + ns.node
                                                              + " is this host (its /etc/hostname), and the document differs from "
                                                                "its own scan: "
@@ -275,13 +272,10 @@ Result<Plan> cluster_mapping_plan(const scan::Inventory& inventory, const util::
                                           .with_hint("take a fresh 'passthru scan --json' on " + ns.node
                                                      + ", or leave its --node-scan out: this host is mapped from its own scan"));
             }
-            *inv = inventory;
+            inv = inventory;
         }
-        nodes.push_back({ns.node, std::move(*inv), {}});
-        const auto selected = select_node_cards(request, nodes.back(), plan);
-        if (!selected) {
-            return tl::unexpected(selected.error());
-        }
+        nodes.push_back({ns.node, std::move(inv), {}});
+        PASSTHRU_TRY(select_node_cards(request, nodes.back(), plan));
     }
     if (!plan.refused()) {
         const PlanContext ctx{.inventory = inventory, .fs = fs, .data = data, .request = request};
@@ -320,11 +314,8 @@ Result<std::vector<ContainerCards>> select_container_cards(const scan::Inventory
 Result<std::optional<std::vector<const scan::GpuCard*>>> vm_cards(const scan::Inventory& inventory, const data::DataDir& data,
                                                                   const Request& request, Plan& plan, bool& need_acs)
 {
-    auto cards = select_cards(inventory, request.gpus);
-    if (!cards) {
-        return tl::unexpected(cards.error());
-    }
-    for (const auto* card : *cards) {
+    PASSTHRU_TRY_ASSIGN(const auto cards, select_cards(inventory, request.gpus));
+    for (const auto* card : cards) {
         plan.gpus.push_back(selected_gpu(inventory, *card));
         detail::check_function_layout(inventory, *card, card_label(inventory, *card), plan);
         note_rom_need(inventory, request, *card, plan);
@@ -334,15 +325,12 @@ Result<std::optional<std::vector<const scan::GpuCard*>>> vm_cards(const scan::In
                                       "(use SSH, the BMC or a serial console)");
         }
     }
-    refuse_cards_serving_vfs(inventory, *cards, plan);
-    detail::refuse_cards_guests_use(inventory, *cards, plan);
+    refuse_cards_serving_vfs(inventory, cards, plan);
+    detail::refuse_cards_guests_use(inventory, cards, plan);
     // On an NVSwitch system the switches go along with the GPUs (the full-passthrough model).
-    const auto fabric = detail::plan_fabric(inventory, data, request, *cards, plan);
-    if (!fabric) {
-        return tl::unexpected(fabric.error());
-    }
-    std::vector<const scan::GpuCard*> passed = *cards;
-    for (const auto* sw : *fabric) {
+    PASSTHRU_TRY_ASSIGN(const auto fabric, detail::plan_fabric(inventory, data, request, cards, plan));
+    std::vector<const scan::GpuCard*> passed = cards;
+    for (const auto* sw : fabric) {
         passed.push_back(sw);
         plan.nvswitches.push_back(selected_gpu(inventory, *sw));
     }
@@ -376,26 +364,18 @@ Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs,
     if (request.vm.empty() && !request.node_scans.empty()) {
         return cluster_mapping_plan(inventory, fs, data, request);
     }
-    if (auto given = check_guests_given(request); !given) {
-        return tl::unexpected(given.error());
-    }
-    const auto containers = select_container_cards(inventory, request);
-    if (!containers) {
-        return tl::unexpected(containers.error());
-    }
+    PASSTHRU_TRY(check_guests_given(request));
+    PASSTHRU_TRY_ASSIGN(const auto containers, select_container_cards(inventory, request));
     Plan plan;
     plan.request = request;
     bool need_acs = false;
     std::vector<const scan::GpuCard*> passed;
     if (!request.vm.empty()) {
-        auto cards = vm_cards(inventory, data, request, plan, need_acs);
+        PASSTHRU_TRY_ASSIGN(auto cards, vm_cards(inventory, data, request, plan, need_acs));
         if (!cards) {
-            return tl::unexpected(cards.error());
-        }
-        if (!*cards) {
             return plan;
         }
-        passed = std::move(**cards);
+        passed = std::move(*cards);
     }
     PlanContext ctx{.inventory = inventory, .fs = fs, .data = data, .request = request, .selected = passed};
     if (need_acs) {
@@ -407,7 +387,7 @@ Result<Plan> make_plan(const scan::Inventory& inventory, const util::HostFs& fs,
         plan_host(ctx, plan);
         plan_vm(ctx, plan);
     }
-    plan_containers(ctx, *containers, detail::minors_after(inventory, passed), plan);
+    plan_containers(ctx, containers, detail::minors_after(inventory, passed), plan);
     plan_network(ctx, plan);
     if (request.trial_minutes && !plan.refused()) {
         plan_trial(ctx, plan);

@@ -73,11 +73,8 @@ std::optional<std::string> value_off_grammar(const nlohmann::json& value, const 
 
 Result<std::string> render_template(const data::DataDir& data, std::string_view name, const nlohmann::json& values)
 {
-    auto text = data.read("templates", name);
-    if (!text) {
-        return tl::unexpected(text.error());
-    }
-    kainjow::mustache::mustache tmpl{*text};
+    PASSTHRU_TRY_ASSIGN(const auto text, data.read("templates", name));
+    kainjow::mustache::mustache tmpl{text};
     if (!tmpl.is_valid()) {
         return fail(Errc::parse, "template " + data.origin("templates", name).value_or(std::string(name)) + ": " + tmpl.error_message());
     }

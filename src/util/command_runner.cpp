@@ -141,9 +141,7 @@ Result<CommandResult> CommandRunner::run(const std::vector<std::string>& argv)
     if (argv.empty()) {
         return fail(Errc::internal, "empty command");
     }
-    if (auto injected = fault::check("command", shell_quote(argv)); !injected) {
-        return tl::unexpected(injected.error());
-    }
+    PASSTHRU_TRY(fault::check("command", shell_quote(argv)));
     if (m_mode == RunMode::record) {
         m_recorded.push_back(argv);
         return CommandResult{};

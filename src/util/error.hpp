@@ -65,6 +65,28 @@ inline tl::unexpected<Error> fail(Errc code, const std::string& message)
     return tl::unexpected<Error>(Error(code, message));
 }
 
+// Error forwarding for functions that return a Result. PASSTHRU_TRY(EXPR):
+// when the Result EXPR holds an error, the calling function returns it.
+// PASSTHRU_TRY_ASSIGN(TARGET, EXPR): the same, and otherwise TARGET, an
+// existing variable or a declaration ("const auto cards"), takes EXPR's
+// value. Each is a statement of its own (not the body of a braceless if).
+#define PASSTHRU_TRY(...)                                                                                                                  \
+    do {                                                                                                                                   \
+        if (auto passthru_try_result_ = (__VA_ARGS__); !passthru_try_result_) {                                                            \
+            return tl::unexpected<::passthru::Error>(std::move(passthru_try_result_).error());                                             \
+        }                                                                                                                                  \
+    } while (false)
+
+#define PASSTHRU_TRY_CONCAT_(a, b) a##b
+#define PASSTHRU_TRY_NAME_(line) PASSTHRU_TRY_CONCAT_(passthru_try_result_, line)
+#define PASSTHRU_TRY_ASSIGN_(result, target, ...)                                                                                          \
+    auto result = (__VA_ARGS__);                                                                                                           \
+    if (!(result)) {                                                                                                                       \
+        return tl::unexpected<::passthru::Error>(std::move(result).error());                                                               \
+    }                                                                                                                                      \
+    target = std::move(*(result)) // NOLINT(bugprone-macro-parentheses): TARGET may be a declaration
+#define PASSTHRU_TRY_ASSIGN(target, ...) PASSTHRU_TRY_ASSIGN_(PASSTHRU_TRY_NAME_(__LINE__), target, __VA_ARGS__)
+
 // Documented exit codes (README, man page, --help).
 namespace exit_code {
 inline constexpr int ok = 0;

@@ -243,9 +243,7 @@ Result<void> HostFs::write_file_atomic(std::string_view host_path, std::string_v
         }
         existed = true;
     }
-    if (auto injected = fault::check("write", host_path); !injected) {
-        return tl::unexpected(injected.error());
-    }
+    PASSTHRU_TRY(fault::check("write", host_path));
     std::string tmp;
     const int fd = create_temp(dir.get(), name, tmp);
     if (fd < 0) {
@@ -286,9 +284,7 @@ Result<void> HostFs::remove_file(std::string_view host_path) const
     if (!dir.ok()) {
         return tl::unexpected(io_error("cannot fsync the directory of", host_path, errno));
     }
-    if (auto injected = fault::check("remove", host_path); !injected) {
-        return tl::unexpected(injected.error());
-    }
+    PASSTHRU_TRY(fault::check("remove", host_path));
     if (::unlinkat(dir.get(), name.c_str(), 0) != 0 && errno != ENOENT) {
         return tl::unexpected(io_error("cannot remove", host_path, errno));
     }
@@ -334,9 +330,7 @@ Result<void> HostFs::remove_directory(std::string_view host_path) const
     if (!dir.ok()) {
         return tl::unexpected(io_error("cannot fsync the directory of", host_path, errno));
     }
-    if (auto injected = fault::check("rmdir", host_path); !injected) {
-        return tl::unexpected(injected.error());
-    }
+    PASSTHRU_TRY(fault::check("rmdir", host_path));
     if (::unlinkat(dir.get(), name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
         return tl::unexpected(io_error("cannot remove directory", host_path, errno));
     }

@@ -109,7 +109,7 @@ TEST_SUITE("data::schema")
         CHECK(root.has("s"));
         CHECK_FALSE(root.has("t"));
         CHECK_FALSE(root["t"].present());
-        CHECK(root["t"].json().is_null());
+        CHECK_FALSE(root["t"].is_null());
         CHECK(root.path() == "(document)");
         CHECK_THROWS_AS(root["s"].boolean(), data::SchemaError);
         CHECK_THROWS_AS(root["n"].integer(), data::SchemaError);
@@ -125,6 +125,66 @@ TEST_SUITE("data::schema")
             root["b"].fail("must be false");
         } catch (const data::SchemaError& e) {
             CHECK(e.message == "b must be false");
+        }
+    }
+
+    TEST_CASE("type tests and the if_ getters: nothing thrown, a missing field is no type")
+    {
+        const auto doc = nlohmann::json::parse(
+            R"({"z": null, "b": false, "i": 7, "u": 18446744073709551615, "n": 0.5, "s": "x", "a": [1], "o": {"k": 1}})");
+        const data::Field root(doc);
+        CHECK(root["z"].is_null());
+        CHECK(root["b"].is_boolean());
+        CHECK(root["i"].is_integer());
+        CHECK(root["i"].is_number());
+        CHECK_FALSE(root["u"].is_integer()); // what integer() refuses
+        CHECK(root["u"].is_number());
+        CHECK_FALSE(root["n"].is_integer());
+        CHECK(root["s"].is_string());
+        CHECK(root["a"].is_array());
+        CHECK(root["o"].is_object());
+        const data::Field missing = root["m"];
+        CHECK_FALSE((missing.is_null() || missing.is_boolean() || missing.is_integer() || missing.is_number() || missing.is_string()
+                     || missing.is_array() || missing.is_object()));
+        CHECK(root["s"].if_string() == "x");
+        CHECK_FALSE(root["i"].if_string());
+        CHECK_FALSE(missing.if_string());
+        CHECK(root["i"].if_integer() == 7);
+        CHECK_FALSE(root["u"].if_integer());
+        CHECK_FALSE(root["s"].if_integer());
+        CHECK(root["n"].if_number() == doctest::Approx(0.5));
+        CHECK(root["i"].if_number() == doctest::Approx(7));
+        CHECK_FALSE(root["z"].if_number());
+    }
+
+    TEST_CASE("elements and keys keep the path, and name what is not a list or an object")
+    {
+        const auto doc = nlohmann::json::parse(R"({"list": ["a", 2], "obj": {"y": 1, "x": [true]}, "s": "x"})");
+        const data::Field root(doc);
+        const auto items = root["list"].elements();
+        REQUIRE(items.size() == 2);
+        CHECK(items[0].string() == "a");
+        CHECK(items[1].path() == "list[1]");
+        CHECK(root["obj"].keys() == std::vector<std::string>{"x", "y"});
+        CHECK(root["obj"]["x"].elements().front().path() == "obj.x[0]");
+        CHECK(root.keys() == std::vector<std::string>{"list", "obj", "s"});
+        try {
+            root["s"].elements();
+            FAIL("no error");
+        } catch (const data::SchemaError& e) {
+            CHECK(e.message == "s: expected an array");
+        }
+        try {
+            root["list"].keys();
+            FAIL("no error");
+        } catch (const data::SchemaError& e) {
+            CHECK(e.message == "list: expected an object");
+        }
+        try {
+            root["none"].elements();
+            FAIL("no error");
+        } catch (const data::SchemaError& e) {
+            CHECK(e.message == "none is missing");
         }
     }
 

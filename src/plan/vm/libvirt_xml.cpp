@@ -357,12 +357,8 @@ Result<Domain> open_domain(std::string_view domain_xml)
     const std::string top_indent = child_indent(root, "  ");
     d.devices = child(root, "devices");
     if (d.devices == nullptr) {
-        auto added = insert_fragment(root, children(root).empty() ? nullptr : children(root).back(),
-                                     "<devices>\n" + top_indent + "</devices>", top_indent);
-        if (!added) {
-            return tl::unexpected(added.error());
-        }
-        d.devices = *added;
+        PASSTHRU_TRY_ASSIGN(d.devices, insert_fragment(root, children(root).empty() ? nullptr : children(root).back(),
+                                                       "<devices>\n" + top_indent + "</devices>", top_indent));
     }
     d.indent = child_indent(d.devices, top_indent + top_indent);
     if (xmlNode* type = child(child(root, "os"), "type")) {
@@ -477,11 +473,8 @@ Result<unsigned long> root_port_for(Domain& d, GuestBuses& buses, const std::str
             after = c;
         }
     }
-    auto added =
-        insert_fragment(d.devices, after, "<controller type='pci' index='" + std::to_string(port) + "' model='pcie-root-port'/>", d.indent);
-    if (!added) {
-        return tl::unexpected(added.error());
-    }
+    PASSTHRU_TRY(insert_fragment(d.devices, after, "<controller type='pci' index='" + std::to_string(port) + "' model='pcie-root-port'/>",
+                                 d.indent));
     buses.controllers[port] = "pcie-root-port";
     edit.reasons.push_back("add pcie-root-port controller " + std::to_string(port) + " for GPU " + gpu);
     return port;
@@ -506,17 +499,9 @@ Result<void> attach_card(Domain& d, GuestBuses& buses, const std::vector<scan::P
     unsigned long bus = 0;
     unsigned long slot = 0;
     if (d.q35) {
-        auto port = root_port_for(d, buses, gpu, edit);
-        if (!port) {
-            return tl::unexpected(port.error());
-        }
-        bus = *port;
+        PASSTHRU_TRY_ASSIGN(bus, root_port_for(d, buses, gpu, edit));
     } else {
-        auto s = free_bus0_slot(buses, gpu);
-        if (!s) {
-            return tl::unexpected(s.error());
-        }
-        slot = *s;
+        PASSTHRU_TRY_ASSIGN(slot, free_bus0_slot(buses, gpu));
     }
     buses.used.insert({bus, slot});
     xmlNode* after = nullptr;
@@ -526,11 +511,8 @@ Result<void> attach_card(Domain& d, GuestBuses& buses, const std::vector<scan::P
         }
     }
     for (std::size_t i = 0; i < fns.size(); ++i) {
-        auto added = insert_fragment(d.devices, after, hostdev_xml(fns[i], bus, slot, i, i == 0 && fns.size() > 1, d.indent), d.indent);
-        if (!added) {
-            return tl::unexpected(added.error());
-        }
-        after = *added;
+        PASSTHRU_TRY_ASSIGN(
+            after, insert_fragment(d.devices, after, hostdev_xml(fns[i], bus, slot, i, i == 0 && fns.size() > 1, d.indent), d.indent));
     }
     edit.reasons.push_back("GPU " + gpu + ": " + std::to_string(fns.size()) + " hostdev(s), managed='yes', guest address "
                            + hex_attr(bus, 2) + ":" + hex_attr(slot, 2)
@@ -551,9 +533,7 @@ Result<HostdevEdit> add_pci_hostdevs(std::string_view domain_xml, const std::vec
     GuestBuses buses(domain->devices);
     for (std::size_t k = 0; k < cards.size(); ++k) {
         if (needs[k]) {
-            if (auto r = attach_card(*domain, buses, cards[k], edit); !r) {
-                return tl::unexpected(r.error());
-            }
+            PASSTHRU_TRY(attach_card(*domain, buses, cards[k], edit));
         }
     }
     edit.changed = std::any_of(needs.begin(), needs.end(), [](bool n) { return n; });
@@ -633,13 +613,10 @@ Result<std::string> pass_host_phys_bits(std::string_view domain_xml)
     xmlNode* cpu = child(root, "cpu");
     if (cpu == nullptr) {
         xmlNode* after = child(root, "features") != nullptr ? child(root, "features") : child(root, "os");
-        auto added = insert_fragment(root, after,
+        PASSTHRU_TRY(insert_fragment(root, after,
                                      "<cpu mode='host-passthrough' check='none' migratable='on'>\n" + top + top
                                          + "<maxphysaddr mode='passthrough'/>\n" + top + "</cpu>",
-                                     top);
-        if (!added) {
-            return tl::unexpected(added.error());
-        }
+                                     top));
         return serialize(d->doc.get());
     }
     if (attr(cpu, "mode").value_or("custom") != "host-passthrough") {
@@ -649,10 +626,7 @@ Result<std::string> pass_host_phys_bits(std::string_view domain_xml)
         remove_element(old);
     }
     const std::string inner = child_indent(cpu, top + top);
-    auto added = insert_fragment(cpu, children(cpu).empty() ? nullptr : children(cpu).back(), "<maxphysaddr mode='passthrough'/>", inner);
-    if (!added) {
-        return tl::unexpected(added.error());
-    }
+    PASSTHRU_TRY(insert_fragment(cpu, children(cpu).empty() ? nullptr : children(cpu).back(), "<maxphysaddr mode='passthrough'/>", inner));
     return serialize(d->doc.get());
 }
 
