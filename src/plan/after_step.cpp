@@ -64,11 +64,19 @@ bool is_cmdline_file(std::string_view path, scan::Bootloader loader)
     return path == spec.cmdline_file || (spec.edit == scan::CmdlineEdit::grub_default && k_default_grub_d.contains(path));
 }
 
-// A boot loader's refresh is the step of the row whose argv it is.
-bool refreshes_with(scan::Bootloader loader, const Argv& argv)
+// A boot loader's refresh command, matched as step_kind reads it: its program
+// (by name or system path, any arguments), or exactly its argv (the shape).
+bool runs_a_refresh_program(const Argv& argv)
 {
-    const auto& refresh = scan::boot_loader(loader).refresh;
-    return !refresh.empty() && refresh == argv;
+    const std::string_view name = util::base_name(argv.front());
+    return std::any_of(scan::boot_loaders().begin(), scan::boot_loaders().end(),
+                       [&](const scan::BootLoaderSpec& spec) { return !spec.refresh.empty() && spec.refresh.front() == name; });
+}
+
+bool is_a_refresh(const Argv& argv)
+{
+    return std::any_of(scan::boot_loaders().begin(), scan::boot_loaders().end(),
+                       [&](const scan::BootLoaderSpec& spec) { return !spec.refresh.empty() && spec.refresh == argv; });
 }
 
 std::string refresh_why(scan::Bootloader loader)
@@ -100,37 +108,20 @@ StepRow update_initramfs_row()
                 }};
 }
 
-// update-grub, proxmox-boot-tool refresh: the boot loaders' refresh commands
-// (scan/boot_loader's table holds them, with why they run). A command-line file
-// calls for the row whose argv is its boot loader's refresh, and the step runs
-// that refresh.
-StepRow update_grub_row()
+// update-grub, proxmox-boot-tool refresh: the boot loaders' refresh commands,
+// one row fed by scan/boot_loader's table (the argv and why it runs). A
+// command-line file calls for it when its boot loader has a refresh, and the
+// step runs that boot loader's.
+StepRow boot_refresh_row()
 {
-    return {
-        .kind = StepKind::update_grub,
-        .program = scan::k_update_grub,
-        .boot_refresh = true,
-        .is = any_args,
-        .shape = [](const Argv& a) { return a == update_grub_argv(); },
-        .effects = [](const Argv&) { return regenerates("regenerates the boot loader's files from /etc"); },
-        .needed_by = [](std::string_view path,
-                        scan::Bootloader loader) { return refreshes_with(loader, update_grub_argv()) && is_cmdline_file(path, loader); },
-        .argv = boot_refresh_argv,
-        .why = refresh_why};
-}
-
-StepRow proxmox_boot_refresh_row()
-{
-    return {.kind = StepKind::proxmox_boot_refresh,
-            .program = scan::k_proxmox_boot_tool,
+    return {.kind = StepKind::boot_refresh,
+            .program = {},
             .boot_refresh = true,
-            .is = any_args,
-            .shape = [](const Argv& a) { return a == proxmox_boot_refresh_argv(); },
+            .is = runs_a_refresh_program,
+            .shape = is_a_refresh,
             .effects = [](const Argv&) { return regenerates("regenerates the boot loader's files from /etc"); },
-            .needed_by =
-                [](std::string_view path, scan::Bootloader loader) {
-                    return refreshes_with(loader, proxmox_boot_refresh_argv()) && is_cmdline_file(path, loader);
-                },
+            .needed_by = [](std::string_view path,
+                            scan::Bootloader loader) { return !boot_refresh_argv(loader).empty() && is_cmdline_file(path, loader); },
             .argv = boot_refresh_argv,
             .why = refresh_why};
 }
@@ -269,17 +260,9 @@ StepRow pvesm_free_row()
 
 std::vector<StepRow> make_steps()
 {
-    std::vector<StepRow> rows{update_initramfs_row(),
-                              update_grub_row(),
-                              proxmox_boot_refresh_row(),
-                              ifreload_row(),
-                              qm_set_efidisk_row(),
-                              qm_create_row(),
-                              grub_reboot_row(),
-                              grub_editenv_unset_row(),
-                              trial_loader_install_row(),
-                              trial_loader_remove_row(),
-                              pvesm_free_row()};
+    std::vector<StepRow> rows{update_initramfs_row(),    boot_refresh_row(), ifreload_row(),           qm_set_efidisk_row(),
+                              qm_create_row(),           grub_reboot_row(),  grub_editenv_unset_row(), trial_loader_install_row(),
+                              trial_loader_remove_row(), pvesm_free_row()};
     for (std::size_t i = 0; i < rows.size(); ++i) {
         if (static_cast<std::size_t>(rows[i].kind) != i) {
             throw std::logic_error("the after-step table is not in StepKind order");
@@ -310,7 +293,7 @@ std::optional<StepKind> step_kind(const std::vector<std::string>& argv)
     }
     const std::string_view name = util::base_name(argv.front());
     for (const auto& row : after_steps()) {
-        if (row.program == name && row.is(argv)) {
+        if ((row.program.empty() || row.program == name) && row.is(argv)) {
             return row.kind;
         }
     }
@@ -364,13 +347,14 @@ void add_file_steps(Plan& plan, scan::Bootloader loader)
         paths.push_back(f.path);
     }
     for (const auto kind : steps_for_files(paths, loader)) {
-        const bool planned = std::any_of(plan.commands.begin(), plan.commands.end(),
-                                         [&](const PlannedCommand& c) { return recorded_step_kind(c.argv) == kind; });
-        if (planned) {
+        // Planned already: the very argv (a trial's update-grub is not the
+        // refresh a proxmox-boot-tool host's command-line file calls for).
+        const StepRow& row = after_step(kind);
+        auto argv = row.argv(loader);
+        if (std::any_of(plan.commands.begin(), plan.commands.end(), [&](const PlannedCommand& c) { return c.argv == argv; })) {
             continue;
         }
-        const StepRow& row = after_step(kind);
-        plan.commands.push_back({row.argv(loader), row.why(loader)});
+        plan.commands.push_back({std::move(argv), row.why(loader)});
     }
 }
 

@@ -24,8 +24,7 @@ struct Plan;
 enum class StepKind : std::uint8_t
 {
     update_initramfs,     // update-initramfs -u -k all
-    update_grub,          // update-grub (plain GRUB's refresh)
-    proxmox_boot_refresh, // proxmox-boot-tool refresh (the ESPs' refresh)
+    boot_refresh,         // a boot loader's refresh (scan's boot-loader table: update-grub, proxmox-boot-tool refresh)
     ifreload,             // ifreload -a
     qm_set_efidisk,       // qm set VMID --efidisk0 STORAGE:1,...
     qm_create,            // qm create VMID OPTIONS...
@@ -69,12 +68,14 @@ struct StepEffects
 struct StepRow
 {
     StepKind kind;
-    std::string_view program; // argv[0]'s base name
+    // argv[0]'s base name; empty for the boot refresh, whose programs are the
+    // boot loaders' (its `is` names them).
+    std::string_view program;
     // Regenerates what the next boot uses (the initramfs, the boot loader's
     // files): apply tells the user to reboot and verify after it.
     bool boot_refresh = false;
     // This row's command among those of its program (any arguments): the row
-    // whose effects an argv has.
+    // whose effects an argv has. Given the whole argv, argv[0] trusted.
     bool (*is)(const std::vector<std::string>& argv) = nullptr;
     // Exactly the argv passthru plans for it, argv[0] the program as
     // planned: the only shape rollback and recovery accept in a manifest.
@@ -84,7 +85,7 @@ struct StepRow
     // LOADER; null: no file does (the step is planned for its own reasons).
     bool (*needed_by)(std::string_view path, scan::Bootloader loader) = nullptr;
     // The argv the step runs with when files called for it (needed_by is set);
-    // the boot refreshes take their boot loader's from scan's boot-loader table.
+    // the boot refresh takes its boot loader's from scan's boot-loader table.
     std::vector<std::string> (*argv)(scan::Bootloader loader) = nullptr;
     // Why it runs when files called for it (the planned command's reason).
     std::string (*why)(scan::Bootloader loader) = nullptr;
@@ -109,8 +110,8 @@ StepEffects after_step_effects(const std::vector<std::string>& argv);
 
 // The steps the written PATHS call for on a host that boots with LOADER, in
 // table order: update-initramfs for modprobe.d and the initramfs module list,
-// the boot loader's refresh for its command-line files, ifreload for
-// /etc/network/interfaces.
+// the boot loader's refresh for its command-line files (when it has one),
+// ifreload for /etc/network/interfaces.
 std::vector<StepKind> steps_for_files(const std::vector<std::string>& paths, scan::Bootloader loader);
 // Adds to PLAN's commands, with their reasons, the steps its files call for
 // that it does not have yet.

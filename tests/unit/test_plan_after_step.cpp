@@ -17,10 +17,8 @@ std::vector<std::string> sample_step_argv(StepKind kind)
     switch (kind) {
     case StepKind::update_initramfs:
         return update_initramfs_argv();
-    case StepKind::update_grub:
+    case StepKind::boot_refresh:
         return update_grub_argv();
-    case StepKind::proxmox_boot_refresh:
-        return proxmox_boot_refresh_argv();
     case StepKind::ifreload:
         return ifreload_argv();
     case StepKind::qm_set_efidisk:
@@ -116,7 +114,7 @@ TEST_SUITE("plan/after_step")
             const auto argv = sample_step_argv(row.kind);
             REQUIRE_FALSE(argv.empty());
             CAPTURE(argv.front());
-            CHECK(passthru::util::base_name(argv.front()) == row.program);
+            CHECK((row.program.empty() ? row.kind == StepKind::boot_refresh : passthru::util::base_name(argv.front()) == row.program));
             CHECK(step_kind(argv) == row.kind);
             CHECK(recorded_step_kind(argv) == row.kind);
             CHECK(is_boot_refresh_step(argv) == row.boot_refresh);
@@ -148,7 +146,7 @@ TEST_SUITE("plan/after_step")
             CHECK_FALSE(recorded_step_kind(argv).has_value());
         }
         // apply still knows the effects of the system directories' copy.
-        CHECK(step_kind({"/usr/sbin/update-grub"}) == StepKind::update_grub);
+        CHECK(step_kind({"/usr/sbin/update-grub"}) == StepKind::boot_refresh);
         CHECK_FALSE(step_kind({"/tmp/x/update-grub"}).has_value());
     }
 
@@ -164,17 +162,52 @@ TEST_SUITE("plan/after_step")
         CHECK(steps_for_files(modprobe, Bootloader::grub) == std::vector<StepKind>{StepKind::update_initramfs});
         CHECK(steps_for_files(initramfs, Bootloader::unknown) == std::vector<StepKind>{StepKind::update_initramfs});
         CHECK(steps_for_files(modules_load, Bootloader::grub).empty());
-        CHECK(steps_for_files(grub, Bootloader::grub) == std::vector<StepKind>{StepKind::update_grub});
-        CHECK(steps_for_files(grub, Bootloader::grub_proxmox_boot) == std::vector<StepKind>{StepKind::proxmox_boot_refresh});
+        CHECK(steps_for_files(grub, Bootloader::grub) == std::vector<StepKind>{StepKind::boot_refresh});
+        CHECK(steps_for_files(grub, Bootloader::grub_proxmox_boot) == std::vector<StepKind>{StepKind::boot_refresh});
         CHECK(steps_for_files(grub, Bootloader::systemd_boot).empty());
-        CHECK(steps_for_files(kernel_cmdline, Bootloader::systemd_boot) == std::vector<StepKind>{StepKind::proxmox_boot_refresh});
+        CHECK(steps_for_files(kernel_cmdline, Bootloader::systemd_boot) == std::vector<StepKind>{StepKind::boot_refresh});
         CHECK(steps_for_files(kernel_cmdline, Bootloader::unknown).empty());
         CHECK(steps_for_files({std::string(k_interfaces_new)}, Bootloader::grub).empty());
         std::vector<std::string> all = network;
         all.insert(all.end(), grub.begin(), grub.end());
         all.insert(all.end(), modprobe.begin(), modprobe.end());
         CHECK(steps_for_files(all, Bootloader::grub)
-              == std::vector<StepKind>{StepKind::update_initramfs, StepKind::update_grub, StepKind::ifreload});
+              == std::vector<StepKind>{StepKind::update_initramfs, StepKind::boot_refresh, StepKind::ifreload});
+    }
+
+    TEST_CASE("the boot refresh is one row: every boot loader's refresh, from the boot-loader table")
+    {
+        using passthru::scan::Bootloader;
+        const auto& row = after_step(StepKind::boot_refresh);
+        for (const auto& spec : passthru::scan::boot_loaders()) {
+            CAPTURE(spec.name);
+            CHECK(row.argv(spec.id) == spec.refresh);
+            if (spec.refresh.empty()) {
+                CHECK_FALSE(row.needed_by(spec.cmdline_file, spec.id));
+                continue;
+            }
+            CHECK(row.why(spec.id) == spec.refresh_reason);
+            CHECK(row.needed_by(spec.cmdline_file, spec.id));
+            CHECK(step_kind(spec.refresh) == StepKind::boot_refresh);
+            CHECK(recorded_step_kind(spec.refresh) == StepKind::boot_refresh);
+            CHECK(is_boot_refresh_step(spec.refresh));
+        }
+        // Any arguments of a refresh program are its effects (apply); only the planned argv is its shape (rollback).
+        CHECK(step_kind({"/usr/sbin/proxmox-boot-tool", "status"}) == StepKind::boot_refresh);
+        CHECK_FALSE(recorded_step_kind({"update-grub", "-v"}).has_value());
+    }
+
+    TEST_CASE("a trial's update-grub does not stand in for a proxmox-boot-tool host's refresh")
+    {
+        Plan plan;
+        plan.commands.push_back({update_grub_argv(), "the trial entry"});
+        plan.files.push_back(FileChange{});
+        plan.files.back().path = std::string(k_grub_dropin);
+        add_file_steps(plan, passthru::scan::Bootloader::grub_proxmox_boot);
+        REQUIRE(plan.commands.size() == 2);
+        CHECK(plan.commands[1].argv == proxmox_boot_refresh_argv());
+        add_file_steps(plan, passthru::scan::Bootloader::grub);
+        CHECK(plan.commands.size() == 2);
     }
 
     TEST_CASE("add_file_steps plans each called-for step once, with its reason")

@@ -101,7 +101,7 @@ TEST_SUITE("plan::host::cmdline")
         const auto* main = file(r.plan, "/etc/default/grub");
         REQUIRE(main);
         CHECK(main->after == std::optional<std::string>("GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\nGRUB_CMDLINE_LINUX=\"\"\n"));
-        CHECK(cmdline_steps(r) == std::vector<plan::StepKind>{plan::StepKind::update_grub});
+        CHECK(cmdline_steps(r) == std::vector<plan::StepKind>{plan::StepKind::boot_refresh});
     }
 
     TEST_CASE("a later drop-in that overwrites GRUB_CMDLINE_LINUX_DEFAULT is refused")
