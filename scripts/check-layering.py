@@ -34,7 +34,7 @@ from pathlib import Path
 
 LAYERS = ["util", "data", "format", "scan", "plan", "apply", "kernel", "explain", "capture", "cli"]  # bottom to top
 PLAN_ROOMS = ["host", "vm", "network", "container"]
-PLAN_TOP = {"plan.hpp", "planner.hpp", "plan_json.hpp", "common.hpp"}
+PLAN_TOP = {"plan.hpp", "planner.hpp", "plan_json.hpp", "plan_detail.hpp"}
 
 # The doors to the host: these files may do anything below (local_file: the operator's
 # own files outside --root, and private scratch files that hand libraries HostFs text).

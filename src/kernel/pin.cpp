@@ -8,7 +8,7 @@
 
 #include "format/grammar.hpp"
 #include "kernel/check.hpp"
-#include "plan/common.hpp"
+#include "plan/plan_detail.hpp"
 #include "plan/trial.hpp"
 #include "scan/boot_loader.hpp"
 #include "util/strings.hpp"

@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "data/nvswitch.hpp"
-#include "plan/common.hpp"
+#include "plan/plan_detail.hpp"
 
 namespace passthru::plan::detail {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <map>
 
-#include "plan/common.hpp"
+#include "plan/plan_detail.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan::detail {

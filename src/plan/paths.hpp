@@ -4,7 +4,7 @@
 // of the file name. The planners build their paths from the constants here;
 // rollback and recovery act only on a journal whose paths the table holds
 // (apply/manifest_check.hpp). A new planned path is added here, and only here.
-// The rooms reach this header through plan/common.hpp.
+// The rooms reach this header through plan/plan_detail.hpp.
 #pragma once
 
 #include <array>

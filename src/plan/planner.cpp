@@ -5,9 +5,9 @@
 #include <map>
 #include <set>
 
-#include "plan/common.hpp"
 #include "plan/guest_users.hpp"
 #include "plan/node_scan.hpp"
+#include "plan/plan_detail.hpp"
 #include "plan/planner.hpp"
 #include "plan/trial.hpp"
 #include "scan/rom_need.hpp"

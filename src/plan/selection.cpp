@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <set>
 
-#include "plan/common.hpp"
+#include "plan/plan_detail.hpp"
 #include "scan/group_rule.hpp"
 #include "util/strings.hpp"
 

@@ -10,7 +10,7 @@
 #include "format/grammar.hpp"
 #include "format/kernel_cmdline.hpp"
 #include "plan/after_step.hpp"
-#include "plan/common.hpp"
+#include "plan/plan_detail.hpp"
 #include "scan/boot_loader.hpp"
 #include "util/strings.hpp"
 

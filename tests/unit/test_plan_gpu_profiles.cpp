@@ -9,7 +9,7 @@
 #include "../support/shipped_data.hpp"
 #include "../support/temp_dir.hpp"
 #include "../support/usage_error.hpp"
-#include "plan/common.hpp"
+#include "plan/plan_detail.hpp"
 #include "scan/scanner.hpp"
 #include "util/command_runner.hpp"
 

@@ -7,8 +7,8 @@
 #include <filesystem>
 
 #include "../support/temp_dir.hpp"
-#include "plan/host/common.hpp"
 #include "plan/host/drivers.hpp"
+#include "plan/host/host_detail.hpp"
 
 using namespace passthru;
 using plan::detail::HostDriver;

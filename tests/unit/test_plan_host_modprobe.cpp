@@ -16,7 +16,7 @@
 #include "../support/shipped_data.hpp"
 #include "../support/temp_dir.hpp"
 #include "format/modprobe_d.hpp"
-#include "plan/host/common.hpp"
+#include "plan/host/host_detail.hpp"
 #include "plan/host/modprobe_config.hpp"
 #include "plan/planner.hpp"
 #include "scan/scanner.hpp"

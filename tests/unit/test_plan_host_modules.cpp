@@ -9,7 +9,7 @@
 #include "../support/fake_host.hpp"
 #include "../support/shipped_data.hpp"
 #include "plan/after_step.hpp"
-#include "plan/host/common.hpp"
+#include "plan/host/host_detail.hpp"
 #include "plan/planner.hpp"
 #include "scan/scanner.hpp"
 #include "util/command_runner.hpp"

@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "../support/shipped_data.hpp"
-#include "plan/common.hpp"
+#include "plan/plan_detail.hpp"
 #include "plan/planner.hpp"
 #include "scan/scanner.hpp"
 #include "util/command_runner.hpp"

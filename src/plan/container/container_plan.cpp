@@ -11,7 +11,7 @@
 #include <set>
 
 #include "format/lxc_config.hpp"
-#include "plan/common.hpp"
+#include "plan/plan_detail.hpp"
 
 namespace passthru::plan {
 

@@ -17,7 +17,7 @@
 
 #include "format/grub_default.hpp"
 #include "format/kernel_cmdline.hpp"
-#include "plan/host/common.hpp"
+#include "plan/host/host_detail.hpp"
 #include "scan/boot_loader.hpp"
 #include "scan/scanner.hpp"
 #include "util/strings.hpp"

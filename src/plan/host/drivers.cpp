@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "plan/host/drivers.hpp"
 
-#include "plan/host/common.hpp"
+#include "plan/host/host_detail.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan::detail {

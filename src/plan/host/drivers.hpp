@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "data/host_drivers.hpp"
-#include "plan/common.hpp"
+#include "plan/plan_detail.hpp"
 
 namespace passthru::plan::detail {
 

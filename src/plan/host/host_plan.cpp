@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <set>
 
-#include "plan/host/common.hpp"
+#include "plan/host/host_detail.hpp"
 #include "plan/host/modprobe_config.hpp"
 #include "scan/boot_loader.hpp"
 #include "scan/kmod_ctx.hpp"

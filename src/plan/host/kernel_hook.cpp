@@ -8,7 +8,7 @@
 // user made as the README said) is not touched: one owner each.
 #include <string>
 
-#include "plan/host/common.hpp"
+#include "plan/host/host_detail.hpp"
 
 namespace passthru::plan::detail {
 

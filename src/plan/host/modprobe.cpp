@@ -21,15 +21,15 @@
 //
 // This file decides the binding, the softdeps and the blacklist; the lines of
 // other modprobe.d files are fixed in modprobe_fixes.cpp, and passthru-vfio.conf
-// is rendered in modprobe_render.cpp (their shared state: modprobe_job.hpp).
+// is rendered in modprobe_render.cpp (their shared state: modprobe_detail.hpp).
 #include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "plan/host/common.hpp"
 #include "plan/host/drivers.hpp"
-#include "plan/host/modprobe_job.hpp"
+#include "plan/host/host_detail.hpp"
+#include "plan/host/modprobe_detail.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan::detail {

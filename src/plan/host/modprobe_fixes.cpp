@@ -12,7 +12,7 @@
 
 #include "format/modprobe_d.hpp"
 #include "plan/host/modprobe_config.hpp"
-#include "plan/host/modprobe_job.hpp"
+#include "plan/host/modprobe_detail.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan::detail {

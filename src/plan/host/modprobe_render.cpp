@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "format/grammar.hpp"
-#include "plan/host/modprobe_job.hpp"
+#include "plan/host/modprobe_detail.hpp"
 #include "scan/boot_loader.hpp"
 #include "util/strings.hpp"
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <set>
 
-#include "plan/host/common.hpp"
+#include "plan/host/host_detail.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan::detail {

@@ -8,7 +8,7 @@
 #include <set>
 #include <utility>
 
-#include "plan/host/common.hpp"
+#include "plan/host/host_detail.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan::detail {

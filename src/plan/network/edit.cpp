@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The bond/bridge editor (plan/network/editor.hpp): the helpers its parts share, its
+// The bond/bridge editor (plan/network/edit_detail.hpp): the helpers its parts share, its
 // run from checks to edits, and the public entry points of edit.hpp. The checks and
 // the address decisions are in edit_l3.cpp, the edits of the file in edit_stanzas.cpp.
 #include "plan/network/edit.hpp"
@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "plan/network/editor.hpp"
+#include "plan/network/edit_detail.hpp"
 
 namespace passthru::plan::detail {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The bond/bridge editor's checks and decisions (plan/network/editor.hpp): the
+// The bond/bridge editor's checks and decisions (plan/network/edit_detail.hpp): the
 // conflicts that refuse the request, and what address configuration the bridge
 // carries per family afterwards (docs/network.md).
 #include <algorithm>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "plan/network/address.hpp"
-#include "plan/network/editor.hpp"
+#include "plan/network/edit_detail.hpp"
 
 namespace passthru::plan::detail {
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The bond/bridge editor's edits of the file (plan/network/editor.hpp): the members
+// The bond/bridge editor's edits of the file (plan/network/edit_detail.hpp): the members
 // become manual, the bond and the bridge are written or changed, and new stanzas
 // go in before the bridge (docs/network.md).
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "plan/network/editor.hpp"
+#include "plan/network/edit_detail.hpp"
 
 namespace passthru::plan::detail {
 

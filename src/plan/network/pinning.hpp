@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "plan/common.hpp"
+#include "plan/plan_detail.hpp"
 
 namespace passthru::plan {
 

@@ -12,12 +12,12 @@
 
 #include "format/grammar.hpp"
 #include "format/interfaces.hpp"
-#include "plan/common.hpp"
 #include "plan/network/address.hpp"
 #include "plan/network/edit.hpp"
 #include "plan/network/pinning.hpp"
 #include "plan/network/plan.hpp"
 #include "plan/network/routes.hpp"
+#include "plan/plan_detail.hpp"
 #include "plan/planner.hpp"
 #include "util/strings.hpp"
 

@@ -5,8 +5,8 @@
 #include <array>
 
 #include "plan/planner.hpp"
-#include "plan/vm/internal.hpp"
 #include "plan/vm/profile.hpp"
+#include "plan/vm/vm_detail.hpp"
 
 namespace passthru::plan {
 

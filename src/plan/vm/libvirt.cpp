@@ -2,8 +2,8 @@
 // The libvirt side of a plan: the domain's persistent definition with the
 // GPUs as PCI host devices (docs/facts.md: libvirt).
 #include "plan/vm/address_space.hpp"
-#include "plan/vm/internal.hpp"
 #include "plan/vm/libvirt_xml.hpp"
+#include "plan/vm/vm_detail.hpp"
 #include "scan/libvirt_domain.hpp"
 #include "util/local_file.hpp"
 

@@ -3,7 +3,7 @@
 // (edited line by line), the cluster PCI mappings /etc/pve/mapping/pci.cfg,
 // and the qm commands for what a file edit cannot do (create a VM, allocate
 // an EFI vars disk). Rules: docs/facts.md: vm-config and pci-mapping.
-// This file holds plan_proxmox_vm, the job its steps share (proxmox_job.hpp)
+// This file holds plan_proxmox_vm, the job its steps share (proxmox_detail.hpp)
 // and the refusals it checks before planning anything; the steps are in
 // proxmox_host.cpp (host facts), proxmox_hostpci.cpp (hostpciN lines),
 // proxmox_mapping.cpp (pci.cfg), proxmox_sizing.cpp (memory, vCPUs, huge
@@ -20,10 +20,10 @@
 
 #include "format/pve_config.hpp"
 #include "format/pve_mapping.hpp"
-#include "plan/common.hpp"
+#include "plan/plan_detail.hpp"
 #include "plan/vm/address_space.hpp"
-#include "plan/vm/internal.hpp"
-#include "plan/vm/proxmox_job.hpp"
+#include "plan/vm/proxmox_detail.hpp"
+#include "plan/vm/vm_detail.hpp"
 #include "scan/card_users.hpp"
 #include "util/json.hpp"
 #include "util/lex.hpp"

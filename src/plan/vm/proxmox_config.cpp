@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "format/pve_config.hpp"
-#include "plan/common.hpp"
+#include "plan/plan_detail.hpp"
 #include "plan/vm/address_space.hpp"
-#include "plan/vm/proxmox_job.hpp"
+#include "plan/vm/proxmox_detail.hpp"
 #include "plan/vm/start_checks.hpp"
 #include "util/strings.hpp"
 

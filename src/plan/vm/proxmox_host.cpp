@@ -12,9 +12,9 @@
 
 #include "format/pve_config.hpp"
 #include "format/pve_storage.hpp"
-#include "plan/common.hpp"
-#include "plan/vm/internal.hpp"
-#include "plan/vm/proxmox_job.hpp"
+#include "plan/plan_detail.hpp"
+#include "plan/vm/proxmox_detail.hpp"
+#include "plan/vm/vm_detail.hpp"
 #include "util/lex.hpp"
 #include "util/strings.hpp"
 

@@ -10,8 +10,8 @@
 
 #include "format/pve_config.hpp"
 #include "format/pve_mapping.hpp"
-#include "plan/vm/internal.hpp"
-#include "plan/vm/proxmox_job.hpp"
+#include "plan/vm/proxmox_detail.hpp"
+#include "plan/vm/vm_detail.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan::detail {

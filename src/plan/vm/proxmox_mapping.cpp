@@ -12,9 +12,9 @@
 
 #include "format/grammar.hpp"
 #include "format/pve_mapping.hpp"
-#include "plan/common.hpp"
-#include "plan/vm/internal.hpp"
-#include "plan/vm/proxmox_job.hpp"
+#include "plan/plan_detail.hpp"
+#include "plan/vm/proxmox_detail.hpp"
+#include "plan/vm/vm_detail.hpp"
 #include "util/error.hpp"
 #include "util/strings.hpp"
 

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "format/pci_rom.hpp"
-#include "plan/common.hpp"
-#include "plan/vm/proxmox_job.hpp"
+#include "plan/plan_detail.hpp"
+#include "plan/vm/proxmox_detail.hpp"
 #include "util/local_file.hpp"
 #include "util/sha256.hpp"
 

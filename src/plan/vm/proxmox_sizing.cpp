@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "format/pve_config.hpp"
-#include "plan/common.hpp"
-#include "plan/vm/internal.hpp"
-#include "plan/vm/proxmox_job.hpp"
+#include "plan/plan_detail.hpp"
+#include "plan/vm/proxmox_detail.hpp"
 #include "plan/vm/start_checks.hpp"
+#include "plan/vm/vm_detail.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::plan::detail {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "plan/host/common.hpp"
 #include "plan/host/drivers.hpp"
+#include "plan/host/host_detail.hpp"
 
 namespace passthru::plan::detail {
 

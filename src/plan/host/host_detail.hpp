@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "plan/common.hpp"
+#include "plan/plan_detail.hpp"
 
 namespace passthru::plan::detail {
 
