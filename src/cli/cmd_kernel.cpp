@@ -25,6 +25,7 @@
 #include "kernel/pin.hpp"
 #include "kernel/policy.hpp"
 #include "plan/trial.hpp"
+#include "scan/boot_loader.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::cli {
@@ -274,12 +275,12 @@ int run_check(Context& ctx, const po::variables_map& vm, const std::vector<std::
         throw Error(Errc::usage, "kernel check --hook checks one kernel, in text; usage: passthru kernel check --hook KVER");
     }
     for (const auto& r : releases) {
-        if (auto ok = kernel::check_release_word(ctx.fs, r); !ok) {
+        if (auto ok = scan::check_release_word(ctx.fs, r); !ok) {
             throw ok.error();
         }
     }
     if (releases.empty()) {
-        releases = kernel::bootable_kernels(ctx.fs);
+        releases = scan::bootable_kernels(ctx.fs);
         if (releases.empty()) {
             throw Error(Errc::not_found, "no installed kernel: no /lib/modules/RELEASE has a /boot/vmlinuz-RELEASE")
                 .with_hint("name the kernels: passthru kernel check KVER...");

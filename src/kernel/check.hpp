@@ -42,14 +42,6 @@ struct CheckInputs
     data::KernelRegressions regressions;
 };
 
-// The kernels a boot entry can start: every <root>/lib/modules/<kver> with a kernel image
-// /boot/vmlinuz-<kver> (what update-grub's 10_linux and proxmox-boot-tool list), newest first.
-std::vector<std::string> bootable_kernels(const util::HostFs& fs);
-
-// Errc::usage when `release` cannot be a kernel release (empty, '/', a leading '.'),
-// Errc::not_found when <root>/lib/modules/<release> does not exist.
-Result<void> check_release_word(const util::HostFs& fs, const std::string& release);
-
 // Loads profiles/host/kernel-regressions.json (an /etc/passthru override first).
 
 // The verdict for each of `releases`, in that order.

@@ -145,7 +145,7 @@ Result<std::pair<const PinRow*, const scan::BootLoaderSpec*>> pin_row(const scan
 // KVER as plan_pin takes it: a release word, installed, with an image.
 Result<void> installed_release(const util::HostFs& fs, const std::string& release)
 {
-    if (auto word = check_release_word(fs, release); !word) {
+    if (auto word = scan::check_release_word(fs, release); !word) {
         return fail(Errc::usage, word.error().what());
     }
     if (!format::matches(format::Grammar::kernel_release, release)) {

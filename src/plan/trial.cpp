@@ -109,6 +109,7 @@ bool stage_grub_script(const PlanContext& ctx, Plan& plan, const std::vector<std
         remove.push_back({{"pattern", "'" + token + "'"}});
     }
     const nlohmann::json values{{"vm", ctx.request.vm},
+                                {"kernel_trial", ctx.request.kernel.has_value()},
                                 {"kernel", *ctx.inventory.host.kernel},
                                 {"entry_id", k_trial_entry_id},
                                 {"remove", remove},
@@ -196,6 +197,7 @@ bool stage_loader_entry(const PlanContext& ctx, Plan& plan, const std::vector<st
     options.emplace_back("systemd.wants=passthru-trial.timer");
     const std::string& kernel = *ctx.inventory.host.kernel;
     const nlohmann::json values{{"vm", ctx.request.vm},
+                                {"kernel_trial", ctx.request.kernel.has_value()},
                                 {"path", k_trial_loader_entry},
                                 {"helper", trial_loader_helper()},
                                 {"entry_id", k_trial_loader_entry_id},
@@ -270,6 +272,8 @@ bool stage_watchdog(const PlanContext& ctx, Plan& plan, const TrialLoader& loade
 {
     const int minutes = *ctx.request.trial_minutes;
     const nlohmann::json values{{"vm", ctx.request.vm},
+                                {"kernel_trial", ctx.request.kernel.has_value()},
+                                {"kernel", ctx.inventory.host.kernel.value_or("")},
                                 {"minutes", minutes},
                                 {"marker", scan::k_trial_marker},
                                 {"staged", loader.staged},
@@ -297,8 +301,12 @@ bool stage_watchdog(const PlanContext& ctx, Plan& plan, const TrialLoader& loade
 // without the marker (docs/facts.md: trial-boot).
 bool stage_revert(const PlanContext& ctx, Plan& plan)
 {
-    const nlohmann::json values{
-        {"vm", ctx.request.vm}, {"marker", scan::k_trial_marker}, {"dropin", k_trial_dropin}, {"unit", k_trial_revert_unit}};
+    const nlohmann::json values{{"vm", ctx.request.vm},
+                                {"kernel_trial", ctx.request.kernel.has_value()},
+                                {"kernel", ctx.inventory.host.kernel.value_or("")},
+                                {"marker", scan::k_trial_marker},
+                                {"dropin", k_trial_dropin},
+                                {"unit", k_trial_revert_unit}};
     const std::string why = "the trial's fallback: on any boot without " + std::string(scan::k_trial_marker)
                             + " (the default entry after the watchdog's reboot or a reset) 'passthru rollback --trial-fallback' "
                               "restores the files from before the trial by itself";

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "data/kernel_regressions.hpp"
 #include "util/strings.hpp"
 
 namespace passthru::scan {
@@ -189,6 +190,42 @@ MissExplanation explain_missing_args(const BootLoaderSpec& spec, const util::Hos
     out.cause = MissCause::refresh_not_run;
     out.fix = "refresh not run: no boot entry in " + std::string(spec.generated) + " carries them yet; run '" + refresh + "', then reboot";
     return out;
+}
+
+std::vector<std::string> bootable_kernels(const util::HostFs& fs)
+{
+    std::vector<std::string> out;
+    const auto names = fs.list_dir("/lib/modules");
+    if (!names) {
+        return out;
+    }
+    for (const auto& name : *names) {
+        if (check_release_word(fs, name) && fs.exists("/boot/vmlinuz-" + name)) {
+            out.push_back(name);
+        }
+    }
+    std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
+        const auto x = data::release_numbers(a);
+        const auto y = data::release_numbers(b);
+        const int c = x && y ? data::compare_releases(*x, *y) : 0;
+        return c != 0 ? c > 0 : a > b;
+    });
+    return out;
+}
+
+Result<void> check_release_word(const util::HostFs& fs, const std::string& release)
+{
+    if (release.empty() || release.size() > 200 || release.find('/') != std::string::npos || release.starts_with('.')
+        || release.find_first_of(" \t\n\r") != std::string::npos) {
+        std::string shown = release.substr(0, 64);
+        std::replace_if(
+            shown.begin(), shown.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }, '?');
+        return fail(Errc::usage, "'" + shown + "' is not a kernel release");
+    }
+    if (!fs.is_dir("/lib/modules/" + release)) {
+        return fail(Errc::not_found, "kernel " + release + " is not installed (no /lib/modules/" + release + ")");
+    }
+    return {};
 }
 
 } // namespace passthru::scan

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "util/error.hpp"
 #include "util/host_fs.hpp"
 
 namespace passthru::scan {
@@ -116,5 +117,13 @@ std::pair<const BootLoaderSpec*, std::string> detect_boot_loader(const BootEvide
 std::string cmdline_howto(const BootLoaderSpec& spec, const std::string& what);
 // Why `missing` (arguments the plan added) are not on the running command line.
 MissExplanation explain_missing_args(const BootLoaderSpec& spec, const util::HostFs& fs, const std::vector<std::string>& missing);
+
+// The kernels a boot entry can start: every <root>/lib/modules/<kver> with a kernel image
+// /boot/vmlinuz-<kver> (what update-grub's 10_linux and proxmox-boot-tool list), newest first.
+std::vector<std::string> bootable_kernels(const util::HostFs& fs);
+
+// Errc::usage when `release` cannot be a kernel release (empty, '/', a leading '.'),
+// Errc::not_found when <root>/lib/modules/<release> does not exist.
+Result<void> check_release_word(const util::HostFs& fs, const std::string& release);
 
 } // namespace passthru::scan

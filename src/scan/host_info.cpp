@@ -236,6 +236,7 @@ HostInfo scan_host_info(const util::HostFs& fs, const util::CommandRunner& runne
     HostInfo host;
     read_cpuinfo(fs, host);
     host.kernel = fs.read_attr("/proc/sys/kernel/osrelease");
+    host.bootable_kernels = bootable_kernels(fs);
     read_kernel_config(fs, host);
     host.cmdline = fs.read_attr("/proc/cmdline");
     read_modules(fs, host);

@@ -215,6 +215,8 @@ struct HostInfo
     std::optional<int> phys_address_bits; // "address sizes: N bits physical" (what QEMU's host-phys-bits passes on)
     std::optional<bool> pdpe1gb;          // 1 GiB pages (the pdpe1gb flag), which OVMF needs above 40 address bits
     std::optional<std::string> kernel;    // /proc/sys/kernel/osrelease
+    // The kernels a boot entry can start (scan::bootable_kernels), newest first.
+    std::vector<std::string> bootable_kernels;
     // CONFIG_INTEL_IOMMU_DEFAULT_ON as the running kernel's own config says it
     // (/boot/config-<kernel>, which Debian's and Proxmox's kernel packages ship); nullopt
     // when that file or its line is missing. docs/facts.md: iommu.

@@ -66,6 +66,11 @@ for f in etc/systemd/system/passthru-trial.timer etc/systemd/system/passthru-tri
     [[ -f $R/$f ]] || fail "the trial did not write /$f"
 done
 grep -q 'OnBootSec=7min' "$R/etc/systemd/system/passthru-trial.timer" || fail "the watchdog does not wait 7 min"
+# each file says which command wrote it; a kernel trial is for no VM
+for f in "$SCRIPT" "$R"/etc/systemd/system/passthru-trial{.timer,.service,-revert.service} "$R/etc/systemd/system/multi-user.target.d/passthru-trial.conf"; do
+    grep -q "^# Written by 'passthru kernel trial $NEW'" "$f" || fail "$f does not name 'passthru kernel trial $NEW': $(sed -n 2,3p "$f")"
+done
+grep -q "menuentry 'passthru trial: Linux $NEW with VFIO (one boot only)'" "$SCRIPT" || fail "the trial entry's title: $(grep menuentry "$SCRIPT")"
 [[ $(sha256sum < "$R/etc/default/grub.d/passthru.cfg") == "$grub_before" && ! -e $R/etc/default/grub.d/passthru-kernel-pin.cfg ]] ||
     fail "the trial changed the default entry's files"
 M=$R/var/lib/passthru/generations/2/manifest.json

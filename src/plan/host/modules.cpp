@@ -37,19 +37,40 @@ bool before_virqfd_fold(const PlanContext& ctx, const HostInputs& in)
     return in.kernel_version && !data::KernelCutoffs::at_least(in.kernel_version, ctx.inventory.kernel_cutoffs.vfio_virqfd_in_vfio);
 }
 
+// A kernel other than the target that a boot entry can also start and whose module tree
+// has no vfio_virqfd (folded into vfio): a listed vfio_virqfd would fail systemd-modules-load
+// there, while on the target vfio-pci still loads it through its module dependency
+// (modules.dep; docs/facts.md: modules).
+VirqfdDecision unless_folded_elsewhere(const PlanContext& ctx, const std::string& kver, VirqfdDecision target)
+{
+    for (const auto& other : ctx.inventory.host.bootable_kernels) {
+        if (other == kver) {
+            continue;
+        }
+        if (const auto has = target_has_module(ctx.fs, other, "vfio_virqfd"); has && !*has) {
+            return {false, "kernel " + other + ", which a boot entry can also start, has no vfio_virqfd (asked through libkmod): "
+                               + "listed, it would make systemd-modules-load fail there; on kernel " + kver
+                               + " vfio-pci loads it as its dependency"};
+        }
+    }
+    return target;
+}
+
 VirqfdDecision decide_virqfd(const PlanContext& ctx, const HostInputs& in)
 {
     const std::string kver = in.kernel_release.value_or("");
     const std::string fold = data::KernelCutoffs::text(ctx.inventory.kernel_cutoffs.vfio_virqfd_in_vfio);
     if (const auto has = target_has_module(ctx.fs, kver, "vfio_virqfd")) {
         if (*has) {
-            return {true, "the module tree of kernel " + kver + " still has vfio_virqfd (asked through libkmod)"};
+            return unless_folded_elsewhere(ctx, kver,
+                                           {true, "the module tree of kernel " + kver + " still has vfio_virqfd (asked through libkmod)"});
         }
         return {false, "the module tree of kernel " + kver + " has no vfio_virqfd (asked through libkmod): since Linux " + fold
                            + " it is part of vfio"};
     }
     if (before_virqfd_fold(ctx, in)) {
-        return {true, "kernel " + kver + " is older than " + fold + ", where vfio_virqfd is still a module of its own"};
+        return unless_folded_elsewhere(
+            ctx, kver, {true, "kernel " + kver + " is older than " + fold + ", where vfio_virqfd is still a module of its own"});
     }
     return {false, "kernel " + (kver.empty() ? std::string("(unknown)") : kver)
                        + (in.kernel_version ? " is " + fold + " or newer" : std::string(" is assumed current"))
