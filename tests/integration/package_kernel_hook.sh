@@ -68,6 +68,12 @@ log "root $ROOT ($(tail -n 1 "$T/root.log"))"
 exec 7>>"$ROOT.lock"
 flock -s 7
 
+# --- K2, by the rule the reboot test's kernel trial takes it (tests/reboot/second-kernel.sh:
+# it fetches the package lists into the cache when the root changed, and downloads K2)
+"$SRC/tests/reboot/second-kernel.sh" "$RELEASE" "$ROOT" "$CACHE" "$T/k2-debs" >"$T/second-kernel.txt" 2>"$T/second-kernel.err" ||
+    { cat "$T/second-kernel.err" >&3; fatal "tests/reboot/second-kernel.sh found no second kernel for $RELEASE"; }
+K2=$(sed -n 's/^K2 //p' "$T/second-kernel.txt")
+
 # --- the cache of .debs and package lists, one run at a time
 mkdir -p "$KCACHE/debs/partial" "$KCACHE/lists/partial"
 exec 9>"$KCACHE.lock"
@@ -83,16 +89,13 @@ debs_before=$(du -sk "$KCACHE/debs" | cut -f1)
 session='
 set -u
 export DEBIAN_FRONTEND=noninteractive
-refresh=$1 deb=$2
+refresh=$1 deb=$2 k2=$3
 step() { name=$1; shift; t=$(date +%s); "$@" >/out/$name.log 2>&1; rc=$?; echo "step $name rc=$rc $(( $(date +%s) - t ))s"; return 0; }
 k1=$(ls /boot | sed -n "s/^vmlinuz-//p" | sort -V | tail -n 1)
 echo "k1 $k1"
 echo "$k1" >/tmp/osrelease
 mount --bind /tmp/osrelease /proc/sys/kernel/osrelease || { echo "cannot bind /proc/sys/kernel/osrelease"; exit 1; }
 [ "$refresh" = 0 ] || step update apt-get -q update
-k2=$(apt-cache pkgnames linux-image- | sed -n "s/^linux-image-\([0-9][0-9a-z.+~-]*-amd64\)$/\1/p" |
-    grep -Ev -- "-(cloud|rt)-amd64$" | grep -vxF "$k1" | sort -V | tail -n 1)
-[ -n "$k2" ] || { echo "no second kernel in the package lists"; exit 1; }
 echo "k2 $k2 $(apt-cache policy linux-image-$k2 | sed -n "s/^ *Candidate: //p")"
 # initramfs-tools with MODULES=list: the image gets the modules of /etc/initramfs-tools/modules
 # (where passthru puts vfio) and the modprobe.d files, not the default "most" (about a
@@ -140,7 +143,7 @@ log "session in the root (lists: $([[ $refresh == 1 ]] && echo fetched || echo c
 t_session=$SECONDS
 "$SRC/scripts/in-root.sh" --net --overlay "$T/overlay" --ro "$T/pkg:/pkg" --rw "$T/out:/out" \
     --rw "$KCACHE/debs:/var/cache/apt/archives" --rw "$KCACHE/lists:/var/lib/apt/lists" \
-    "$ROOT" bash -c "$session" session "$refresh" "/pkg/$(basename "$deb")" >"$T/session.log" 2>&1 ||
+    "$ROOT" bash -c "$session" session "$refresh" "/pkg/$(basename "$deb")" "$K2" >"$T/session.log" 2>&1 ||
     { cat "$T/session.log" >&3; fatal "the session in the root failed"; }
 t_session=$((SECONDS - t_session))
 cat "$T/session.log"

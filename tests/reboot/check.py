@@ -323,7 +323,7 @@ def evidence(ck, d, n):
     for a in (CARD_VGA, CARD_AUDIO, HOST_HDA):
         print("     %s: %s" % (a, drv.get(a, "?")))
     print("     /dev/vfio: %s" % " ".join((read(d, "dev-vfio.txt") or "").split()))
-    for step in ("apply", "verify", "rollback", "trial-apply", "confirm"):
+    for step in ("apply", "verify", "rollback", "trial-apply", "kernel-pin", "kernel-trial", "confirm"):
         if rc(d, step) is not None:
             print("     passthru %s: exit %s" % (step, rc(d, step)))
     pbt = (read(d, "proxmox-boot-tool.log") or "").strip().splitlines()
@@ -393,6 +393,8 @@ def check_boot2(ck, a, d, boot1, loader, iommu):
     check_vm_start(ck, d)
     if loader == "grub":
         check_libvirt(ck, d)
+    if a.kernel_trial:
+        return  # the kernel trial comes before the rollback (boot 3, check_boot_kernel_trial)
     ck.check(rc(d, "rollback") == 0, "passthru rollback --yes exits 0", step_text(d, "rollback"))
     if loader == "grub":
         try:
@@ -860,6 +862,109 @@ def check_boot7(ck, a, d):
     ck.check(revert_unit(d).get("LoadState") == "not-found", "no revert unit is left after confirm", read(d, "revert.txt"))
 
 
+# --- the kernel trial (run.sh --kernel-trial, GRUB): K1 pinned in boot 1, kernel trial K2 in
+# boot 2, K2's trial boot 3 (verify, confirm, rollback --to 1), boot 4 as the plain boot 3 ------
+PIN_FILE = "kernel_proxmox-boot-pin"  # /etc/kernel/proxmox-boot-pin, as guest/step names its copy
+PIN_DROPIN = "default_grub.d_proxmox-kernel-pin.cfg"  # /etc/default/grub.d/proxmox-kernel-pin.cfg
+
+
+def grub_pin_of(d, etc):
+    """The kernel the pin files in D/ETC name: (proxmox-boot-pin's first line, the kernel of
+    GRUB_DEFAULT's 'A>gnulinux-KVER-advanced-ROOT' path), None for a file that is missing."""
+    pin = read(d, etc + "/" + PIN_FILE)
+    dropin = read(d, etc + "/" + PIN_DROPIN)
+    m = re.search(r'^GRUB_DEFAULT="gnulinux-advanced-[^">]*>gnulinux-(.+)-advanced-[^"]*"$', dropin or "", re.M)
+    return (pin.strip() if pin is not None else None, m.group(1) if m else (None if dropin is None else "?"))
+
+
+def grub_boots_kernel(cfg, env):
+    """The kernel release GRUB boots with this grub.cfg and environment block, or the error."""
+    try:
+        entry, _ = grub_boot_entry(cfg, env)
+    except SystemExit as e:
+        return str(e)
+    return entry["linux"][0].rpartition("/vmlinuz-")[2]
+
+
+def grubenv_of(d, name):
+    return grubenv_read(open(os.path.join(d, name), "rb").read()) if read(d, name) is not None else {}
+
+
+def check_kernel_pin(ck, a, d):
+    k1, k2 = a.kernel_trial
+    ck.check(rc(d, "kernel-pin") == 0, "passthru kernel pin %s --yes exits 0" % k1, step_text(d, "kernel-pin"))
+    ck.check(grub_pin_of(d, "etc") == (k1, k1),
+             "the pin names %s in /etc/kernel/proxmox-boot-pin and in GRUB_DEFAULT (/etc/default/grub.d/proxmox-kernel-pin.cfg)" % k1,
+             "%s\n%s" % (read(d, "etc/" + PIN_FILE), read(d, "etc/" + PIN_DROPIN)))
+    cfg = read(d, "grub.cfg") or ""
+    ck.check(grub_boots_kernel(read(d, "grub.cfg.before") or "", {}) == k2,
+             "before the pin grub-mkconfig's default is the newer kernel %s" % k2, grub_boots_kernel(read(d, "grub.cfg.before") or "", {}))
+    ck.check(grub_boots_kernel(cfg, {}) == k1, "after the pin grub.cfg's default entry starts %s" % k1, grub_boots_kernel(cfg, {}))
+
+
+def check_kernel_trial_applied(ck, a, d):
+    k1, k2 = a.kernel_trial
+    ck.check((read(d, "uname.txt") or "").strip() == k1, "boot 2 runs the pinned kernel %s, not the newer %s" % (k1, k2), read(d, "uname.txt"))
+    out = read(d, "kernel-check.out") or ""
+    ck.check(rc(d, "kernel-check") == 0 and re.search(r"^%s \(running\): ok$" % re.escape(k1), out, re.M) is not None
+             and re.search(r"^%s: ok$" % re.escape(k2), out, re.M) is not None,
+             "passthru kernel check: both kernels ok (each initramfs rebuilt by apply holds passthru's files)", step_text(d, "kernel-check"))
+    ck.check(rc(d, "kernel-trial") == 0, "passthru kernel trial %s --yes exits 0" % k2, step_text(d, "kernel-trial"))
+    cfg = read(d, "grub.cfg.trial") or ""
+    entry = grub_entry_by_id(cfg, TRIAL_ID)
+    linux = entry["linux"] if entry and entry["linux"] else []
+    ck.check(linux[:1] == ["/boot/vmlinuz-" + k2] and TRIAL_MARKER in linux,
+             "grub.cfg has the trial entry '%s' starting %s with the marker" % (TRIAL_ID, k2), " ".join(linux) or cfg[-600:])
+    env = grubenv_of(d, "grubenv.trial")
+    ck.check(env.get("next_entry") == TRIAL_ID, "grub-reboot set next_entry=%s" % TRIAL_ID, env)
+    ck.check(grub_boots_kernel(cfg, env) == k2 and grub_boots_kernel(cfg, {}) == k1,
+             "GRUB boots %s once, then its default %s again" % (k2, k1), "%s / %s" % (grub_boots_kernel(cfg, env), grub_boots_kernel(cfg, {})))
+    ck.check(grub_pin_of(d, "etc-trial") == (k1, k1), "the pin of %s is untouched by the trial" % k1, grub_pin_of(d, "etc-trial"))
+
+
+def check_boot_kernel_trial(ck, a, d):
+    k1, k2 = a.kernel_trial
+    ck.check(booted_entry(a, 3) == TRIAL_ID, "GRUB's one-time selection booted the trial entry", booted_entry(a, 3))
+    ck.check((read(d, "uname.txt") or "").strip() == k2, "the trial boot runs %s" % k2, read(d, "uname.txt"))
+    cmdline = (read(d, "cmdline.txt") or "").split()
+    args = planned_args("grub", os.path.join(a.dir, "boot1", "results"), a.iommu)
+    ck.check(TRIAL_MARKER in cmdline and len(args) > 0 and all(x in cmdline for x in args),
+             "/proc/cmdline carries apply's arguments %s and the marker %s" % (" ".join(args), TRIAL_MARKER), " ".join(cmdline))
+    drv = drivers(d)
+    ck.check(drv.get(CARD_VGA) == "vfio-pci" and drv.get(CARD_AUDIO) == "vfio-pci",
+             "under %s both card functions are on vfio-pci" % k2, read(d, "drivers.txt"))
+    host_drivers_ok(ck, drv, a.iommu, "under %s" % k2)
+    files = read(d, "initramfs-files.txt") or ""
+    ck.check("etc/modprobe.d/passthru-vfio.conf" in files, "%s's initramfs (rebuilt by apply) holds passthru's modprobe.d file" % k2, files[-400:])
+    ck.check("Trial boot" in (read(d, "scan.out") or ""), "scan says this is a trial boot", step_text(d, "scan"))
+    ck.check(rc(d, "verify") == 0 and "trial boot" in (read(d, "verify.out") or ""),
+             "passthru verify --vm 101 exits 0 on the trial boot of %s" % k2, step_text(d, "verify"))
+    rv = revert_unit(d)
+    ck.check(rv.get("ConditionResult") == "no" and rv.get("ExecMainStartTimestampMonotonic") == "0",
+             "the revert unit did not run on the trial boot (marker present)", read(d, "revert.txt"))
+    ck.check(rc(d, "confirm") == 0, "passthru confirm exits 0", step_text(d, "confirm"))
+    cfg = read(d, "grub.cfg.confirm") or ""
+    env = grubenv_of(d, "grubenv.confirm")
+    ck.check(grub_pin_of(d, "etc-confirm") == (k2, k2), "confirm pinned %s (proxmox-boot-pin and GRUB_DEFAULT)" % k2,
+             grub_pin_of(d, "etc-confirm"))
+    ck.check(grub_entry_by_id(cfg, TRIAL_ID) is None and not env.get("next_entry") and grub_boots_kernel(cfg, env) == k2,
+             "after confirm grub.cfg has no trial entry, grubenv no one-time selection, and GRUB boots %s by default" % k2,
+             "%s; next_entry=%s" % (grub_boots_kernel(cfg, env), env.get("next_entry")))
+    ck.check(read(d, "etc-confirm/grub.d_42_passthru_trial") is None and read(d, "etc-confirm/systemd_system_passthru-trial.timer") is None
+             and read(d, "etc-confirm/systemd_system_passthru-trial-revert.service") is None,
+             "after confirm the trial's script, watchdog and revert unit are gone")
+    ck.check(rc(d, "rollback") == 0, "passthru rollback --to 1 --yes exits 0", step_text(d, "rollback"))
+    ck.check(grub_pin_of(d, "etc") == (None, None), "after the rollback no pin file is left", grub_pin_of(d, "etc"))
+    try:
+        _, _, newargs = grub_default_entry(read(d, "grub.cfg") or "")
+    except SystemExit as e:
+        newargs = str(e)
+    ck.check(not any(x in newargs.split() for x in args), "after the rollback grub.cfg's default entry has none of apply's arguments", newargs)
+    ck.check(grub_boots_kernel(read(d, "grub.cfg") or "", {}) == k2,
+             "after the rollback GRUB's default is again its first entry, the newest kernel %s" % k2, grub_boots_kernel(read(d, "grub.cfg") or "", {}))
+    ck.check(serial_end(a, 3) == "power-off", "the watchdog did not reboot the confirmed trial (the step powered off)", serial_end(a, 3))
+
+
 def cmd_boot(a):
     d = os.path.join(a.dir, "boot%d" % a.boot, "results")
     boot1 = os.path.join(a.dir, "boot1", "results")
@@ -875,10 +980,18 @@ def cmd_boot(a):
                  "booted: %s\nguest:  %s" % (" ".join(appended), " ".join(cmdline)))
     failed_units = (read(d, "failed-units.txt") or "").strip()
     ck.check(failed_units == "", "no systemd unit failed", failed_units)
-    if a.boot == 1:
+    if a.kernel_trial and a.boot == 3:
+        check_boot_kernel_trial(ck, a, d)
+    elif a.kernel_trial and a.boot == 4:
+        check_boot3(ck, a, d, boot1, a.loader, a.iommu)
+    elif a.boot == 1:
         check_boot1(ck, a, d, a.loader, a.iommu)
+        if a.kernel_trial:
+            check_kernel_pin(ck, a, d)
     elif a.boot == 2:
         check_boot2(ck, a, d, boot1, a.loader, a.iommu)
+        if a.kernel_trial:
+            check_kernel_trial_applied(ck, a, d)
     elif a.boot == 3:
         check_boot3(ck, a, d, boot1, a.loader, a.iommu)
         if a.trial:
@@ -914,6 +1027,8 @@ def main():
     p.add_argument("--boot", required=True, type=int, choices=range(1, 8))
     p.add_argument("--dir", required=True)
     p.add_argument("--trial", action="store_true", help="the host boots the trial too (run.sh --trial): judge boot 3's apply --trial")
+    p.add_argument("--kernel-trial", nargs=2, metavar=("K1", "K2"),
+                   help="the host boots the kernel trial (run.sh --kernel-trial): K1 the root's kernel, K2 the second one")
     return cmd_boot(p.parse_args())
 
 

@@ -12,10 +12,13 @@
 # reboots into the unchanged default entry, whose revert unit undoes the trial by itself)
 # and its good path (confirm); README: the trial boots. GRUB's entry is the one its
 # grubenv selects (next_entry once, else default); systemd-boot picks its own (the
-# one-time LoaderEntryOneShot, else loader.conf's default) and says which.
+# one-time LoaderEntryOneShot, else loader.conf's default) and says which. With
+# --kernel-trial (GRUB), the host has a second real kernel package (K2, newer than the
+# root's K1) and takes `passthru kernel pin` and `kernel trial` through four boots
+# (README: the kernel trial).
 #
 # Usage: tests/reboot/run.sh [--loader grub|systemd-boot]... [--iommu intel|amd]
-#                            [--release bookworm|trixie] [--trial] [--keep DIR]
+#                            [--release bookworm|trixie] [--trial | --kernel-trial] [--keep DIR]
 #                            [--silence SECONDS] [--deb FILE]
 #   --loader    which boot loader the host uses (default: both, one after the other)
 #   --iommu     the emulated IOMMU (default intel)
@@ -24,6 +27,10 @@
 #   --trial     boot 3 ends with apply --trial, and the trial's four boots follow (4:
 #               failing trial, watchdog; 5: fallback; 6: good trial, confirm; 7: after
 #               confirm)
+#   --kernel-trial  GRUB only: K2 (tests/reboot/second-kernel.sh) installed by apt in the
+#               host; boot 1 ends with kernel pin K1, boot 2 (K1, pinned) with kernel trial
+#               K2 instead of rollback; boot 3 is K2's trial boot (verify, confirm, then
+#               rollback --to 1); boot 4 is boot 3 of the plain run
 #   --keep      keep the images, serial logs and results in DIR
 #   --silence   a boot that prints nothing on its serial console for this long is hung
 #               (default 300; PASSTHRU_REBOOT_SILENCE)
@@ -72,6 +79,7 @@ OVMF_VARS=/usr/share/OVMF/OVMF_VARS_4M.fd
 export MTOOLS_SKIP_CHECK=1
 RELEASE=bookworm
 TRIAL=0
+KTRIAL=0
 # The test host's own kernel arguments: the serial console; no_timer_check, because under
 # TCG on a busy machine the kernel's IO-APIC timer check can fail and panic the boot
 # ("timer doesn't work through Interrupt-remapped IO-APIC"); panic=-1, so that a panic
@@ -108,14 +116,19 @@ while [ $# -gt 0 ]; do
         shift 2
         ;;
     --trial) TRIAL=1; shift ;;
+    --kernel-trial) KTRIAL=1; shift ;;
     --keep) [ $# -ge 2 ] || die "--keep needs a directory"; KEEP=$2; shift 2 ;;
     --silence) [ $# -ge 2 ] || die "--silence needs seconds"; SILENCE=$2; shift 2 ;;
     --deb) [ $# -ge 2 ] || die "--deb needs a file"; DEB=$(readlink -f "$2"); shift 2 ;;
-    -h | --help) sed -n '17,37p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '20,45p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
     esac
 done
 [ ${#LOADERS[@]} -gt 0 ] || LOADERS=(grub systemd-boot)
+if [ "$KTRIAL" = 1 ]; then
+    [ "$TRIAL" = 0 ] || die "--trial and --kernel-trial are two hosts' boots: give one"
+    [ "${LOADERS[*]}" = grub ] || die "--kernel-trial is written for the GRUB host: give --loader grub"
+fi
 [ "$IOMMU" = intel ] && HOST_ARGS="$HOST_ARGS intel_iommu=on"
 
 [ "$(id -u)" = 0 ] || die "this test needs root: it builds a Debian root with mmdebstrap and installs into it with chroot"
@@ -261,6 +274,17 @@ done
 [ -n "$KVER" ] || die "the root has no /boot/vmlinuz-*"
 [ -f "$ROOT/boot/initrd.img-$KVER" ] || die "the root has no /boot/initrd.img-$KVER"
 
+# --kernel-trial: the second kernel's package, downloaded once into the cache
+K2=
+if [ "$KTRIAL" = 1 ]; then
+    t0=$SECONDS
+    "$HERE/second-kernel.sh" "$RELEASE" "$ROOT" "$CACHE" "$WORK/k2-debs" >"$WORK/second-kernel.txt" ||
+        die "no second kernel package for the $RELEASE root (tests/reboot/second-kernel.sh)"
+    K2=$(sed -n 's/^K2 //p' "$WORK/second-kernel.txt")
+    if [ -z "$K2" ] || [ "$K2" = "$KVER" ]; then die "tests/reboot/second-kernel.sh named no second kernel"; fi
+    log "second kernel: $K2 ($(sed -n 's/^deb //p' "$WORK/second-kernel.txt" | tr '\n' ' ')in $((SECONDS - t0)) s); the root's is $KVER"
+fi
+
 # --- one host per boot loader -------------------------------------------------------------
 # stage LOADER DIR: a copy of the root with passthru and the stand-ins installed by apt, the
 # test's unit and this host's boot configuration.
@@ -277,6 +301,7 @@ stage() {
         >"$WORK/$loader/apt-install.log" 2>&1 ||
         { tail -n 30 "$WORK/$loader/apt-install.log" >&2; die "apt-get install of passthru in the root failed"; }
     rm -rf "$r/tmp/passthru-debs"
+    mkdir -p "$r/var/lib/passthru-test"
 
     echo "pve-test" >"$r/etc/hostname"
     printf '127.0.0.1 localhost\n127.0.1.1 pve-test\n' >"$r/etc/hosts"
@@ -311,6 +336,7 @@ stage() {
     # plain ext4 partition. Measured in the guest under TCG: 6 s of each update-initramfs
     # (and fsck's hook, above, 7 s).
     rm -f "$r/usr/share/initramfs-tools/hooks/dmsetup"
+    [ -z "$K2" ] || stage_second_kernel "$loader" "$r"
     # Units the test judges nothing of, each a process or more under TCG at every boot:
     # the login prompts (the console is for the kernel and the test's lines), and the
     # timers of daily and weekly jobs.
@@ -346,7 +372,6 @@ stage() {
     install -D -m 644 "$HERE/guest/passthru-reboot-heartbeat.service" "$r/etc/systemd/system/passthru-reboot-heartbeat.service"
     mkdir -p "$r/etc/systemd/system/sysinit.target.wants"
     ln -sfn ../passthru-reboot-heartbeat.service "$r/etc/systemd/system/sysinit.target.wants/passthru-reboot-heartbeat.service"
-    mkdir -p "$r/var/lib/passthru-test"
     echo "$loader" >"$r/var/lib/passthru-test/loader"
     echo "$TRIAL" >"$r/var/lib/passthru-test/trial"
     echo 0 >"$r/var/lib/passthru-test/boot"
@@ -366,6 +391,33 @@ stage() {
         echo "$base" >"$r/etc/kernel/cmdline"
         ;;
     esac
+}
+
+# stage_second_kernel LOADER DIR: K2's package installed by apt in the host, with passthru
+# there already, so the kernel package's postinst runs the real /etc/kernel/postinst.d
+# chain (initramfs-tools, passthru's hook; zz-update-grub finds no grub.cfg yet: boot 1
+# makes it). Its initramfs is made with MODULES=list for this one install (a conf.d file,
+# removed again): MODULES=dep asks the root's block device, which a chroot does not have.
+# Boot 1's apply rebuilds every kernel's image in the guest (update-initramfs -u -k all)
+# with the host's MODULES=dep before K2 first boots.
+stage_second_kernel() {
+    local loader=$1 r=$2
+    echo "MODULES=list" >"$r/etc/initramfs-tools/conf.d/passthru-test-stage"
+    # in namespaces of its own (scripts/in-root.sh: /proc, /dev/pts, the root a mount point
+    # of its own, as the stand-in proxmox-boot-tool's mount namespace needs), no network
+    # shellcheck disable=SC2016
+    "$REPO/scripts/in-root.sh" --ro "$WORK/k2-debs:/tmp/k2-debs" "$r" \
+        /bin/sh -c 'DEBIAN_FRONTEND=noninteractive apt-get install -y -q /tmp/k2-debs/*.deb' \
+        >"$WORK/$loader/k2-install.log" 2>&1 ||
+        { tail -n 30 "$WORK/$loader/k2-install.log" >&2; die "apt-get install of $K2 in the root failed"; }
+    rm -f "$r/etc/initramfs-tools/conf.d/passthru-test-stage"
+    if [ ! -f "$r/boot/vmlinuz-$K2" ] || [ ! -f "$r/boot/initrd.img-$K2" ]; then
+        die "apt installed $K2 without /boot/vmlinuz-$K2 and its initrd"
+    fi
+    grep -q "passthru: checking kernel $K2 for VFIO passthrough" "$WORK/$loader/k2-install.log" ||
+        { tail -n 30 "$WORK/$loader/k2-install.log" >&2; die "passthru's kernel hook did not run when apt installed $K2"; }
+    log "$loader: apt installed $K2; passthru's hook said: $(sed -n "/passthru: checking kernel $K2/,/^[^ -]/p" "$WORK/$loader/k2-install.log" | tr -d '\r' | sed -n 2p)"
+    echo "$KVER $K2" >"$r/var/lib/passthru-test/kernel-trial"
 }
 
 # systemd_boot_efi ROOTCOPY: sets SDBOOT_EFI to systemd-boot's EFI program from the root's
@@ -678,6 +730,7 @@ for loader in "${LOADERS[@]}"; do
     # trial boots)
     boots=(1 2 3)
     [ "$TRIAL" = 1 ] && boots+=(4 5 6 7)
+    [ "$KTRIAL" = 1 ] && boots+=(4)
     for n in "${boots[@]}"; do
         BOOT_RESULT=
         if ! boot "$loader" "$img" "$n"; then
@@ -688,6 +741,7 @@ for loader in "${LOADERS[@]}"; do
         times+=("${BOOT_SECS}s")
         trial_arg=()
         [ "$TRIAL" = 1 ] && trial_arg=(--trial)
+        [ "$KTRIAL" = 1 ] && trial_arg=(--kernel-trial "$KVER" "$K2")
         if ! python3 "$HERE/check.py" boot --loader "$loader" --iommu "$IOMMU" --boot "$n" \
             --dir "$WORK/$loader" "${trial_arg[@]}"; then
             summary+=("$loader boot $n: FAIL (evidence in $WORK/$loader/boot$n)")
